@@ -1,0 +1,1 @@
+//! Typed assisted-service CRDs.

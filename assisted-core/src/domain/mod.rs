@@ -1,0 +1,1 @@
+//! Pure install domain: state machines, validations, orchestration (no I/O).
