@@ -1,0 +1,95 @@
+//! Finds the binaries and manifests `tests/testbed/build.sh` put in the cache.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// Files whose content makes the cache key, in this order. Keep in sync with `key_files` in
+/// `tests/testbed/build.sh`.
+const KEY_FILES: &[&str] = &[
+    "go.mod",
+    "go.sum",
+    "cert-manager/go.mod",
+    "cert-manager/go.sum",
+    "cmd/etcd/main.go",
+    "build.sh",
+];
+
+/// Environment variable that, when set to `1`, makes [`crate::skip`] return true so that tests
+/// needing the testbed return early instead of failing when it is not built.
+pub const SKIP_ENV: &str = "CAPOA_TESTBED_SKIP";
+
+/// The repository root (this crate lives in `tests/harness`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+/// The cache key build.sh uses: the first 16 hex digits of the SHA-256 of [`KEY_FILES`].
+pub fn key() -> Result<String> {
+    let dir = repo_root().join("tests/testbed");
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for f in KEY_FILES {
+        let path = dir.join(f);
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        ctx.update(&bytes);
+    }
+    let digest = ctx.finish();
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(hex[..16].to_owned())
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>`, exactly as build.sh computes it.
+pub fn dir() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => {
+            let home = std::env::var_os("HOME").context("HOME is not set")?;
+            PathBuf::from(home).join(".cache")
+        }
+    };
+    Ok(base.join("capoa-rs/testbed").join(key()?))
+}
+
+/// A complete testbed build.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    /// The current build, or an error telling the reader to run `make testbed`.
+    pub fn locate() -> Result<Cache> {
+        let dir = dir()?;
+        if !dir.join(".complete").is_file() {
+            bail!(
+                "the testbed (kube-apiserver, etcd, kube-controller-manager, Cluster API, clusterctl) \
+                 is not built for the current tests/testbed/go.mod: {} is missing or incomplete.\n\
+                 Run `make testbed` (bash tests/testbed/build.sh) first, or set {SKIP_ENV}=1 to skip \
+                 the tests that need it.",
+                dir.display()
+            );
+        }
+        Ok(Cache { dir })
+    }
+
+    pub fn bin(&self, name: &str) -> PathBuf {
+        self.dir.join("bin").join(name)
+    }
+
+    pub fn manifests(&self) -> PathBuf {
+        self.dir.join("manifests")
+    }
+
+    /// A value from `versions.env` (e.g. `CLUSTER_API_VERSION`).
+    pub fn version(&self, name: &str) -> Result<String> {
+        let path = self.dir.join("versions.env");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+            .map(str::to_owned)
+            .with_context(|| format!("{name} is not in {}", path.display()))
+    }
+}

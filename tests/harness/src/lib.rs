@@ -1,0 +1,359 @@
+//! A real control plane for tests: etcd, kube-apiserver, optionally kube-controller-manager and
+//! the Cluster API core manager, built from their Go modules by `tests/testbed/build.sh` and
+//! started on loopback by [`Testbed`]. See docs/testing.md.
+//!
+//! ```no_run
+//! # async fn f() -> anyhow::Result<()> {
+//! let tb = testbed::Testbed::builder().controller_manager().our_crds().start().await?;
+//! let client = tb.client.clone();
+//! # Ok(()) }
+//! ```
+//!
+//! Every process logs to `<testbed dir>/logs/<process>.log`. The directory is printed when the
+//! testbed starts (libtest shows it only for failing tests) and kept when the testbed is dropped
+//! during a panic or when `CAPOA_TESTBED_KEEP=1`; otherwise it is deleted. Processes are killed on
+//! drop, and by the kernel if the test process dies.
+
+pub mod cache;
+pub mod capi;
+pub mod certs;
+pub mod clusterctl;
+pub mod process;
+pub mod resources;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use base64::Engine;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+pub use cache::{Cache, SKIP_ENV};
+use certs::Ca;
+use process::{Process, free_port, http_get, wait_until};
+
+/// Environment variable: `1` keeps every testbed's directory (logs, data, certificates).
+pub const KEEP_ENV: &str = "CAPOA_TESTBED_KEEP";
+
+/// True when `CAPOA_TESTBED_SKIP=1`: tests that need the testbed should then return early.
+/// Prints a note saying so. Without the variable a missing testbed is an error, never a skip.
+pub fn skip() -> bool {
+    let skip = std::env::var(SKIP_ENV).is_ok_and(|v| v == "1");
+    if skip {
+        eprintln!("{SKIP_ENV}=1: skipping a test that needs the testbed");
+    }
+    skip
+}
+
+/// What to start; see [`Testbed::builder`].
+#[derive(Debug, Default, Clone)]
+pub struct TestbedBuilder {
+    name: Option<String>,
+    controller_manager: bool,
+    crd_files: Vec<PathBuf>,
+    crd_yaml: Vec<String>,
+    capi: bool,
+}
+
+impl TestbedBuilder {
+    /// Names the testbed's directory (default: the test's name).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_owned());
+        self
+    }
+
+    /// Also start kube-controller-manager with the garbage-collector and namespace controllers.
+    pub fn controller_manager(mut self) -> Self {
+        self.controller_manager = true;
+        self
+    }
+
+    /// Install our CRDs, every `config/crd/*.yaml`.
+    pub fn our_crds(mut self) -> Self {
+        self.crd_files.push(cache::repo_root().join("config/crd"));
+        self
+    }
+
+    /// Install the CRDs in a YAML file, or in every `*.yaml` of a directory.
+    pub fn crds_from(mut self, path: impl Into<PathBuf>) -> Self {
+        self.crd_files.push(path.into());
+        self
+    }
+
+    /// Install the CRDs in a YAML string (one or more documents).
+    pub fn crd_yaml(mut self, yaml: &str) -> Self {
+        self.crd_yaml.push(yaml.to_owned());
+        self
+    }
+
+    /// Install Cluster API core's CRDs and webhook configurations and start its manager, webhooks
+    /// served on loopback.
+    pub fn capi(mut self) -> Self {
+        self.capi = true;
+        self
+    }
+
+    pub async fn start(self) -> Result<Testbed> {
+        Testbed::start(self).await
+    }
+}
+
+/// A running control plane. Dropping it kills its processes.
+pub struct Testbed {
+    /// A client authenticated as a `system:masters` user.
+    pub client: Client,
+    /// A kubeconfig file for the same user (for Go tools such as clusterctl).
+    pub kubeconfig: PathBuf,
+    /// The testbed's directory: `logs/`, `pki/`, `etcd/`, ...
+    pub dir: PathBuf,
+    /// `https://127.0.0.1:<port>`
+    pub server: String,
+    pub cache: Cache,
+    ca: Ca,
+    name: String,
+    procs: Vec<Process>,
+    tmp: Option<tempfile::TempDir>,
+}
+
+impl Testbed {
+    pub fn builder() -> TestbedBuilder {
+        TestbedBuilder::default()
+    }
+
+    async fn start(opts: TestbedBuilder) -> Result<Testbed> {
+        let cache = Cache::locate()?;
+        let name = opts.name.clone().unwrap_or_else(default_name);
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("capoa-testbed-{name}-"))
+            .tempdir()
+            .context("creating the testbed directory")?;
+        let dir = tmp.path().to_owned();
+        for d in ["logs", "pki", "etcd"] {
+            std::fs::create_dir_all(dir.join(d))?;
+        }
+        eprintln!(
+            "testbed {name}: directory {} (process logs in {}/logs/)",
+            dir.display(),
+            dir.display()
+        );
+        let ca = Ca::new("capoa-testbed-ca")?;
+        let mut tb = Testbed {
+            client: placeholder_client()?,
+            kubeconfig: dir.join("kubeconfig"),
+            server: String::new(),
+            dir,
+            cache,
+            ca,
+            name,
+            procs: Vec::new(),
+            tmp: Some(tmp),
+        };
+        tb.start_etcd_and_apiserver().await?;
+        if opts.controller_manager {
+            tb.start_controller_manager().await?;
+        }
+        let mut crds = Vec::new();
+        for f in &opts.crd_files {
+            crds.extend(resources::load_yaml_path(f)?);
+        }
+        for y in &opts.crd_yaml {
+            crds.extend(resources::parse_yaml(y)?);
+        }
+        resources::install_crds(&tb.client, crds).await?;
+        if opts.capi {
+            capi::start(&mut tb).await?;
+        }
+        Ok(tb)
+    }
+
+    fn pki(&self, file: &str, content: &str) -> Result<PathBuf> {
+        let p = self.dir.join("pki").join(file);
+        std::fs::write(&p, content).with_context(|| format!("writing {}", p.display()))?;
+        Ok(p)
+    }
+
+    fn log(&self, process: &str) -> PathBuf {
+        self.dir.join("logs").join(format!("{process}.log"))
+    }
+
+    /// Starts a process whose log is `logs/<name>.log`, owned by the testbed.
+    pub fn spawn(&mut self, name: &str, program: &Path, args: &[String], envs: &[(&str, &str)]) -> Result<&mut Process> {
+        let p = Process::spawn(name, program, args, envs, self.log(name))?;
+        self.procs.push(p);
+        Ok(self.procs.last_mut().expect("just pushed"))
+    }
+
+    async fn start_etcd_and_apiserver(&mut self) -> Result<()> {
+        let (client_port, peer_port) = (free_port()?, free_port()?);
+        let etcd_dir = self.dir.join("etcd");
+        let args = vec![
+            "--name=default".to_owned(),
+            format!("--data-dir={}", etcd_dir.display()),
+            format!("--listen-client-urls=http://127.0.0.1:{client_port}"),
+            format!("--advertise-client-urls=http://127.0.0.1:{client_port}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync=true".to_owned(),
+            "--log-level=warn".to_owned(),
+        ];
+        let bin = self.cache.bin("etcd");
+        let etcd = self.spawn("etcd", &bin, &args, &[])?;
+        wait_until("etcd", etcd, Duration::from_secs(30), async || {
+            let (code, body) = http_get(client_port, "/health")?;
+            Ok(code == 200 && body.contains("\"true\""))
+        })
+        .await?;
+
+        let port = free_port()?;
+        self.server = format!("https://127.0.0.1:{port}");
+        let serving = self.ca.serving("kube-apiserver")?;
+        let admin = self.ca.client("capoa-testbed-admin", Some("system:masters"))?;
+        let (sa_pub, sa_key) = certs::service_account_keys()?;
+        let ca_file = self.pki("ca.crt", &self.ca.cert_pem)?;
+        let tls_crt = self.pki("apiserver.crt", &serving.cert_pem)?;
+        let tls_key = self.pki("apiserver.key", &serving.key_pem)?;
+        let sa_pub_file = self.pki("sa.pub", &sa_pub)?;
+        let sa_key_file = self.pki("sa.key", &sa_key)?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
+             users:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n\
+             contexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\ncurrent-context: testbed\n",
+            self.server,
+            b64(&self.ca.cert_pem),
+            b64(&admin.cert_pem),
+            b64(&admin.key_pem),
+        );
+        std::fs::write(&self.kubeconfig, &kubeconfig)?;
+        let args = vec![
+            format!("--etcd-servers=http://127.0.0.1:{client_port}"),
+            format!("--cert-dir={}", self.dir.join("pki").display()),
+            format!("--tls-cert-file={}", tls_crt.display()),
+            format!("--tls-private-key-file={}", tls_key.display()),
+            format!("--client-ca-file={}", ca_file.display()),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            "--allow-privileged=true".to_owned(),
+            "--authorization-mode=RBAC".to_owned(),
+            "--disable-admission-plugins=ServiceAccount".to_owned(),
+            format!("--service-account-issuer=https://127.0.0.1:{port}/"),
+            format!("--service-account-key-file={}", sa_pub_file.display()),
+            format!("--service-account-signing-key-file={}", sa_key_file.display()),
+            "--endpoint-reconciler-type=none".to_owned(),
+        ];
+        let bin = self.cache.bin("kube-apiserver");
+        self.spawn("kube-apiserver", &bin, &args, &[])?;
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&kubeconfig)?,
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .context("reading the testbed kubeconfig")?;
+        let client = Client::try_from(config).context("creating the testbed client")?;
+        let apiserver = self.procs.last_mut().expect("just pushed");
+        wait_until("kube-apiserver", apiserver, Duration::from_secs(60), async || {
+            let req = http::Request::get("/readyz").body(Vec::new())?;
+            Ok(client.request_text(req).await? == "ok")
+        })
+        .await?;
+        self.client = client;
+        Ok(())
+    }
+
+    async fn start_controller_manager(&mut self) -> Result<()> {
+        let kc = self.kubeconfig.display().to_string();
+        let args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--controllers=garbage-collector-controller,namespace-controller".to_owned(),
+            "--leader-elect=false".to_owned(),
+            "--use-service-account-credentials=false".to_owned(),
+            "--bind-address=127.0.0.1".to_owned(),
+            format!("--secure-port={}", free_port()?),
+            format!("--cert-dir={}", self.dir.join("pki").display()),
+        ];
+        let bin = self.cache.bin("kube-controller-manager");
+        let kcm = self.spawn("kube-controller-manager", &bin, &args, &[])?;
+        // Its health endpoint needs authentication; give it a moment and make sure it stayed up.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        kcm.check_running()
+    }
+
+    /// The testbed's certificate authority (PEM): it signs the apiserver's and the webhooks'
+    /// serving certificates.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca.cert_pem
+    }
+
+    /// A serving certificate for 127.0.0.1 signed by [`Testbed::ca_pem`].
+    pub fn serving_cert(&self, name: &str) -> Result<certs::CertPair> {
+        self.ca.serving(name)
+    }
+
+    /// Every process's log file.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        self.procs.iter().map(|p| p.log.clone()).collect()
+    }
+
+    /// Fails if any process of the testbed has exited.
+    pub fn check_running(&mut self) -> Result<()> {
+        self.procs.iter_mut().try_for_each(Process::check_running)
+    }
+
+    /// Server-side applies every object in `yaml` (multi-document) with field manager
+    /// `capoa-testbed`, resolving kinds through discovery.
+    pub async fn apply_yaml(&self, yaml: &str) -> Result<Vec<kube::api::DynamicObject>> {
+        resources::apply_all(&self.client, resources::parse_yaml(yaml)?).await
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        while let Some(mut p) = self.procs.pop() {
+            p.kill();
+        }
+        let keep = std::thread::panicking() || std::env::var(KEEP_ENV).is_ok_and(|v| v == "1");
+        if keep {
+            if let Some(tmp) = self.tmp.take() {
+                let dir = tmp.keep();
+                eprintln!(
+                    "testbed {}: kept {} — logs: {}",
+                    self.name,
+                    dir.display(),
+                    std::fs::read_dir(dir.join("logs"))
+                        .map(|rd| rd
+                            .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+/// The test's name (libtest names each test's thread after it), made file-name safe.
+fn default_name() -> String {
+    let t = std::thread::current();
+    let raw = t.name().unwrap_or("testbed");
+    let name: String = raw
+        .rsplit("::")
+        .next()
+        .unwrap_or(raw)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .take(40)
+        .collect();
+    if name.is_empty() || name == "main" { "testbed".into() } else { name }
+}
+
+/// A client that is never used: replaced once the apiserver is up.
+fn placeholder_client() -> Result<Client> {
+    let config = kube::Config::new("https://127.0.0.1:1".parse()?);
+    Ok(Client::try_from(config)?)
+}

@@ -1,0 +1,144 @@
+//! Loading YAML manifests, installing CRDs and applying arbitrary objects.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::pinned_kind;
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+
+/// Field manager of everything the harness applies.
+pub const FIELD_MANAGER: &str = "capoa-testbed";
+
+/// Every non-empty document of a multi-document YAML string.
+pub fn parse_yaml(yaml: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(yaml) {
+        let v: Value = serde::Deserialize::deserialize(doc).context("parsing YAML")?;
+        match v {
+            Value::Null => {}
+            Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
+                if let Some(items) = m.get("items").and_then(Value::as_array) {
+                    out.extend(items.iter().cloned());
+                }
+            }
+            v => out.push(v),
+        }
+    }
+    Ok(out)
+}
+
+/// The documents of a YAML file, or of every `*.yaml`/`*.yml` in a directory (sorted by name).
+pub fn load_yaml_path(path: &Path) -> Result<Vec<Value>> {
+    let mut files = Vec::new();
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).with_context(|| format!("listing {}", path.display()))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                files.push(p);
+            }
+        }
+        files.sort();
+    } else {
+        files.push(path.to_owned());
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        out.extend(parse_yaml(&text).with_context(|| format!("in {}", f.display()))?);
+    }
+    Ok(out)
+}
+
+pub fn kind_of(v: &Value) -> &str {
+    v.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+pub fn name_of(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Applies the CRDs among `docs` and waits until all are Established.
+pub async fn install_crds(client: &Client, docs: Vec<Value>) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for doc in docs {
+        if kind_of(&doc) != "CustomResourceDefinition" {
+            continue;
+        }
+        let name = name_of(&doc).to_owned();
+        api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&doc))
+            .await
+            .with_context(|| format!("applying CRD {name}"))?;
+        names.push(name);
+    }
+    wait_established(client, &names, Duration::from_secs(60)).await
+}
+
+/// Waits until every named CRD has condition Established=True.
+pub async fn wait_established(client: &Client, names: &[String], timeout: Duration) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let start = Instant::now();
+    for name in names {
+        loop {
+            let crd = api.get(name).await.with_context(|| format!("reading CRD {name}"))?;
+            let established = crd
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+            if established {
+                break;
+            }
+            if start.elapsed() > timeout {
+                bail!("CRD {name} not Established after {timeout:?}: {:?}", crd.status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The API for `obj`'s kind (through discovery), namespaced by the object's namespace if it has one.
+pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).context("object without apiVersion")?;
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind_of(obj));
+    let (ar, caps) = pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("discovering {api_version} {}", kind_of(obj)))?;
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    Ok(match (caps.scope, ns) {
+        (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
+        (kube::discovery::Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &ar),
+        (kube::discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
+    })
+}
+
+/// Server-side applies one object (forcing conflicts).
+pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject> {
+    let api = api_for(client, obj).await?;
+    let name = name_of(obj);
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
+        .await
+        .with_context(|| format!("applying {} {name}", kind_of(obj)))
+}
+
+/// Applies objects in order; CRDs are waited for before the objects after them.
+pub async fn apply_all(client: &Client, objs: Vec<Value>) -> Result<Vec<DynamicObject>> {
+    let mut out = Vec::new();
+    for obj in objs {
+        let applied = apply(client, &obj).await?;
+        if kind_of(&obj) == "CustomResourceDefinition" {
+            wait_established(client, &[applied.name_any()], Duration::from_secs(60)).await?;
+        }
+        out.push(applied);
+    }
+    Ok(out)
+}

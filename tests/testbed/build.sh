@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Builds the real control plane the Rust test harness (tests/harness, crate `testbed`) starts:
+# kube-apiserver, kube-controller-manager, etcd, the Cluster API core manager, clusterctl and
+# kustomize, all with `go build` from the Go modules pinned in this directory's go.mod/go.sum.
+# It also collects the upstream manifests the harness needs from the Go module cache.
+#
+# Output (never inside the repository):
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>/
+#     bin/{etcd,kube-apiserver,kube-controller-manager,capi-manager,clusterctl,kustomize}
+#     manifests/capi/core-components.yaml     CAPI core rendered with kustomize, as a release has it
+#     manifests/capi/metadata.yaml            CAPI's clusterctl metadata
+#     manifests/capi/crd/*.yaml               CAPI core CRD bases
+#     manifests/cert-manager/crd/*.yaml       cert-manager CRDs (clusterctl test only)
+#     versions.env                            what was built
+#     .complete                               written last; the harness only uses a complete dir
+#
+# <key> is the first 16 hex digits of the SHA-256 of the files listed in key_files below, in
+# that order; tests/harness/src/cache.rs computes the same key. Re-running is a no-op when the
+# directory is complete. Set CAPOA_TESTBED_FORCE=1 to rebuild anyway.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here"
+
+# Keep in sync with KEY_FILES in tests/harness/src/cache.rs.
+key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum cmd/etcd/main.go build.sh)
+key=$(cat "${key_files[@]}" | sha256sum | cut -c1-16)
+root="${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed"
+out="$root/$key"
+
+if [[ -f "$out/.complete" && "${CAPOA_TESTBED_FORCE:-0}" != 1 ]]; then
+	echo "testbed: up to date: $out"
+	exit 0
+fi
+
+command -v go >/dev/null || {
+	echo "testbed: go is not on PATH; Go >= 1.26 is needed to build the testbed" >&2
+	exit 1
+}
+
+export GOFLAGS="-mod=readonly -buildvcs=false"
+export CGO_ENABLED=0
+mkdir -p "$out/bin" "$out/manifests"
+rm -f "$out/.complete"
+
+now() { date +%s; }
+start_all=$(now)
+echo "testbed: building into $out ($(go version | cut -d' ' -f3), GOMAXPROCS=$(nproc))"
+
+echo "testbed: downloading modules (go mod download)"
+t=$(now)
+go mod download
+(cd cert-manager && go mod download github.com/cert-manager/cert-manager)
+echo "testbed:   modules ready in $(($(now) - t))s"
+
+modver() { go list -m -f '{{.Version}}' "$1"; }
+moddir() { go list -m -f '{{.Dir}}' "$1"; }
+k8s_version=$(modver k8s.io/kubernetes)
+etcd_version=$(modver go.etcd.io/etcd/server/v3)
+capi_version=$(modver sigs.k8s.io/cluster-api)
+kustomize_version=$(modver sigs.k8s.io/kustomize/kustomize/v5)
+capi_dir=$(moddir sigs.k8s.io/cluster-api)
+certmanager_version=$(cd cert-manager && go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager)
+certmanager_dir=$(cd cert-manager && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+
+# The binaries report their versions (clusterctl checks the management cluster's /version).
+k8s_minor=${k8s_version#v1.}
+k8s_minor=${k8s_minor%%.*}
+build_date=1970-01-01T00:00:00Z
+k8s_ldflags="-s -w
+ -X k8s.io/component-base/version.gitVersion=$k8s_version
+ -X k8s.io/component-base/version.gitMajor=1
+ -X k8s.io/component-base/version.gitMinor=$k8s_minor
+ -X k8s.io/component-base/version.gitTreeState=clean
+ -X k8s.io/component-base/version.buildDate=$build_date"
+capi_major_minor=${capi_version#v}
+capi_ldflags="-s -w
+ -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version
+ -X sigs.k8s.io/cluster-api/version.gitMajor=${capi_major_minor%%.*}
+ -X sigs.k8s.io/cluster-api/version.gitMinor=$(echo "$capi_major_minor" | cut -d. -f2)
+ -X sigs.k8s.io/cluster-api/version.gitTreeState=clean
+ -X sigs.k8s.io/cluster-api/version.buildDate=$build_date"
+
+# build <binary name> <what> <ldflags> <package>
+build() {
+	local name=$1 what=$2 ldflags=$3 pkg=$4
+	if [[ -x "$out/bin/$name" && "${CAPOA_TESTBED_FORCE:-0}" != 1 ]]; then
+		echo "testbed: $name already built"
+		return
+	fi
+	echo "testbed: building $name ($what)"
+	local t
+	t=$(now)
+	go build -trimpath -ldflags="$ldflags" -o "$out/bin/$name.tmp" "$pkg"
+	mv "$out/bin/$name.tmp" "$out/bin/$name"
+	echo "testbed:   $name built in $(($(now) - t))s"
+}
+
+# kube-apiserver first: kube-controller-manager reuses most of its compiled packages.
+build kube-apiserver "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+build kube-controller-manager "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-controller-manager
+build etcd "go.etcd.io/etcd/server/v3 $etcd_version" "-s -w" ./cmd/etcd
+build capi-manager "sigs.k8s.io/cluster-api $capi_version, core manager" "$capi_ldflags" sigs.k8s.io/cluster-api/core
+build clusterctl "sigs.k8s.io/cluster-api $capi_version" "$capi_ldflags" sigs.k8s.io/cluster-api/cmd/clusterctl
+build kustomize "sigs.k8s.io/kustomize/kustomize/v5 $kustomize_version" "-s -w" sigs.k8s.io/kustomize/kustomize/v5
+
+echo "testbed: collecting manifests"
+t=$(now)
+m="$out/manifests"
+rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager/crd"
+# CAPI core components exactly as `make release-manifests` renders them, with the release image.
+"$out/bin/kustomize" build "$capi_dir/core/config/default" |
+	sed "s#gcr.io/k8s-staging-cluster-api/cluster-api-controller:main#registry.k8s.io/cluster-api/cluster-api-controller:$capi_version#" \
+		>"$m/capi/core-components.yaml"
+cp "$capi_dir/metadata.yaml" "$m/capi/metadata.yaml"
+cp "$capi_dir"/core/config/crd/bases/*.yaml "$m/capi/crd/"
+cp "$certmanager_dir"/deploy/crds/*.yaml "$m/cert-manager/crd/"
+chmod -R u+w "$m"
+echo "testbed:   manifests collected in $(($(now) - t))s"
+
+cat >"$out/versions.env" <<EOF
+KUBERNETES_VERSION=$k8s_version
+ETCD_VERSION=$etcd_version
+CLUSTER_API_VERSION=$capi_version
+KUSTOMIZE_VERSION=$kustomize_version
+CERT_MANAGER_VERSION=$certmanager_version
+EOF
+touch "$out/.complete"
+echo "testbed: done in $(($(now) - start_all))s: $out"
