@@ -1,0 +1,356 @@
+//! Install orchestration: role auto-assignment, schedulable masters, bootstrap selection,
+//! the kube-API day-1 auto-start rule, install start and day-2 install selection.
+
+use jiff::Timestamp;
+
+use super::cluster_sm::{
+    ClusterEvent, ClusterEventError, ClusterOutcome, apply_cluster_event, apply_cluster_outcome,
+};
+use super::snapshot::*;
+use super::types::*;
+use super::validations::HostView;
+
+/// Auto-assigns roles to day-1 `auto-assign` hosts: masters first (strongest hosts first, only
+/// hosts meeting the master requirements) until the control plane is full, then workers.
+pub fn suggest_roles<'a>(cluster: &'a ClusterSnapshot, cfg: &Config) -> Vec<(&'a str, HostRole)> {
+    let day1 = cluster.hosts.iter().filter(|h| !h.is_day2());
+    let mut masters = day1
+        .clone()
+        .filter(|h| matches!(h.role, HostRole::Master | HostRole::Bootstrap))
+        .count() as u32;
+    let mut auto: Vec<&HostSnapshot> = day1.filter(|h| h.role == HostRole::AutoAssign).collect();
+    if auto.is_empty() {
+        return Vec::new();
+    }
+    let req = cfg.hw.for_version(&cluster.openshift_version);
+    let master_req = if cluster.is_sno() {
+        req.sno
+    } else {
+        req.master
+    };
+    let strength = |h: &HostSnapshot| {
+        h.inventory
+            .as_ref()
+            .map(|i| (i.cpu.count, i.memory.physical_bytes))
+            .unwrap_or((0, 0))
+    };
+    auto.sort_by(|a, b| strength(b).cmp(&strength(a)).then_with(|| a.id.cmp(&b.id)));
+    auto.into_iter()
+        .map(|h| {
+            let (cpu, mem) = strength(h);
+            let capable = cpu >= master_req.cpu_cores
+                && mem.saturating_add(100 << 20) >= master_req.ram_mib.saturating_mul(1 << 20);
+            let role = if masters < cluster.control_plane_count && capable {
+                masters += 1;
+                HostRole::Master
+            } else {
+                HostRole::Worker
+            };
+            (h.id.as_str(), role)
+        })
+        .collect()
+}
+
+/// `HasEnoughMastersAndWorkers`: are enough hosts of each role in one of `statuses`?
+pub fn has_enough_masters_and_workers(
+    cluster: &ClusterSnapshot,
+    hosts: &[HostView],
+    statuses: &[HostStatus],
+) -> bool {
+    let day1 = || hosts.iter().filter(|h| !h.day2);
+    let is_master = |h: &&HostView| matches!(h.role, HostRole::Master | HostRole::Bootstrap);
+    let in_s = |h: &&HostView| statuses.contains(&h.status);
+    let masters = day1().filter(is_master).filter(in_s).count() as u32;
+    let workers_in = day1()
+        .filter(|h| h.role == HostRole::Worker)
+        .filter(in_s)
+        .count();
+    let workers_total = day1().filter(|h| h.role == HostRole::Worker).count();
+    if cluster.is_sno() {
+        return masters == 1 && workers_in == 0;
+    }
+    let min_masters = if cluster.arbiter_count > 0 { 2 } else { 3 };
+    if masters < cluster.control_plane_count.max(min_masters) {
+        return false;
+    }
+    if cluster.arbiter_count > 0
+        && !day1().any(|h| h.role == HostRole::Arbiter && statuses.contains(&h.status))
+    {
+        return false;
+    }
+    workers_total < 2 || workers_in >= 2
+}
+
+/// Masters must be schedulable when fewer than two workers exist.
+pub fn schedulable_masters_forced_true(cluster: &ClusterSnapshot, cfg: &Config) -> bool {
+    let workers = HostView::from_cluster(cluster, cfg)
+        .iter()
+        .filter(|h| !h.day2 && h.role == HostRole::Worker)
+        .count();
+    workers < 2
+}
+
+/// Effective schedulable-masters setting.
+pub fn masters_schedulable(cluster: &ClusterSnapshot, cfg: &Config) -> bool {
+    cluster.schedulable_masters || schedulable_masters_forced_true(cluster, cfg)
+}
+
+/// Picks the bootstrap host: an existing one, the host owning `BOOTSTRAP_HOST_MAC`, else the
+/// last master by id (the SNO master is always bootstrap).
+pub fn select_bootstrap<'a>(
+    cluster: &'a ClusterSnapshot,
+    roles: &[(String, HostRole)],
+    cfg: &Config,
+) -> Option<&'a str> {
+    let day1 = || cluster.hosts.iter().filter(|h| !h.is_day2());
+    if let Some(h) = day1().find(|h| h.bootstrap) {
+        return Some(&h.id);
+    }
+    let role_of = |h: &HostSnapshot| {
+        roles
+            .iter()
+            .find(|(id, _)| *id == h.id)
+            .map(|(_, r)| *r)
+            .unwrap_or_else(|| h.effective_role())
+    };
+    let mut masters: Vec<&HostSnapshot> =
+        day1().filter(|h| role_of(h) == HostRole::Master).collect();
+    masters.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some(mac) = cfg.bootstrap_host_mac.as_deref() {
+        if let Some(h) = masters
+            .iter()
+            .find(|h| h.inventory.as_ref().is_some_and(|i| i.has_mac(mac)))
+        {
+            return Some(&h.id);
+        }
+    }
+    masters.last().map(|h| h.id.as_str())
+}
+
+/// Reason codes of the AgentClusterInstall `RequirementsMet` condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequirementsReason {
+    ClusterIsReady,
+    ClusterNotReady,
+    InsufficientAgents,
+    UnsyncedAgents,
+    UnapprovedAgents,
+    ClusterAlreadyInstalling,
+    ClusterInstallationStopped,
+    InstallationOnHold,
+}
+
+impl RequirementsReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClusterIsReady => "ClusterIsReady",
+            Self::ClusterNotReady => "ClusterNotReady",
+            Self::InsufficientAgents => "InsufficientAgents",
+            Self::UnsyncedAgents => "UnsyncedAgents",
+            Self::UnapprovedAgents => "UnapprovedAgents",
+            Self::ClusterAlreadyInstalling => "ClusterAlreadyInstalling",
+            Self::ClusterInstallationStopped => "ClusterInstallationStopped",
+            Self::InstallationOnHold => "InstallationOnHold",
+        }
+    }
+}
+
+/// Kube-side inputs to the auto-start rule that are not in the snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AutoStartParams {
+    /// ACI `holdInstallation` or the CD reconcile-pause annotation.
+    pub hold: bool,
+    /// Agents whose SpecSynced condition is False.
+    pub unsynced_agents: usize,
+}
+
+/// The decision and the RequirementsMet reason/message to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoStartDecision {
+    pub start: bool,
+    pub reason: RequirementsReason,
+    pub message: String,
+}
+
+/// Kube-API day-1 auto-start: the cluster is `ready`, registered == approved == expected agent
+/// count, the (suggested) role counts match exactly, no agent is unsynced, and nothing holds it.
+pub fn auto_start_day1(
+    cluster: &ClusterSnapshot,
+    params: &AutoStartParams,
+    cfg: &Config,
+) -> AutoStartDecision {
+    let wait = |reason, message: String| AutoStartDecision {
+        start: false,
+        reason,
+        message,
+    };
+    match cluster.status {
+        ClusterStatus::PreparingForInstallation
+        | ClusterStatus::Installing
+        | ClusterStatus::Finalizing
+        | ClusterStatus::InstallingPendingUserAction
+        | ClusterStatus::Installed
+        | ClusterStatus::AddingHosts => {
+            return wait(
+                RequirementsReason::ClusterAlreadyInstalling,
+                "The cluster requirements are met".into(),
+            );
+        }
+        ClusterStatus::Error | ClusterStatus::Cancelled => {
+            return wait(
+                RequirementsReason::ClusterInstallationStopped,
+                "The cluster installation stopped".into(),
+            );
+        }
+        _ => {}
+    }
+    let views = HostView::from_cluster(cluster, cfg);
+    let day1: Vec<(&HostSnapshot, &HostView)> = cluster
+        .hosts
+        .iter()
+        .zip(views.iter())
+        .filter(|(_, v)| !v.day2)
+        .collect();
+    let count = |r: HostRole| day1.iter().filter(|(_, v)| v.role == r).count() as u32;
+    let (m, a, w) = (
+        count(HostRole::Master) + count(HostRole::Bootstrap),
+        count(HostRole::Arbiter),
+        count(HostRole::Worker),
+    );
+    let expected = cluster.control_plane_count + cluster.worker_count + cluster.arbiter_count;
+    if params.unsynced_agents > 0 {
+        return wait(
+            RequirementsReason::UnsyncedAgents,
+            format!(
+                "The installation is pending on the spec sync of {} agents",
+                params.unsynced_agents
+            ),
+        );
+    }
+    if day1.len() as u32 != expected
+        || (m, a, w)
+            != (
+                cluster.control_plane_count,
+                cluster.arbiter_count,
+                cluster.worker_count,
+            )
+    {
+        return wait(
+            RequirementsReason::InsufficientAgents,
+            format!(
+                "The cluster currently requires exactly {} master agents, {} arbiter agents and {} worker agents, but currently registered {} master agents, {} arbiter agents and {} worker agents",
+                cluster.control_plane_count, cluster.arbiter_count, cluster.worker_count, m, a, w
+            ),
+        );
+    }
+    let unapproved = day1.iter().filter(|(h, _)| !h.approved).count();
+    if unapproved > 0 {
+        return wait(
+            RequirementsReason::UnapprovedAgents,
+            format!("The installation is pending on the approval of {unapproved} agents"),
+        );
+    }
+    if cluster.status != ClusterStatus::Ready {
+        return wait(
+            RequirementsReason::ClusterNotReady,
+            "The cluster is not ready to begin the installation".into(),
+        );
+    }
+    if params.hold {
+        return wait(
+            RequirementsReason::InstallationOnHold,
+            "The installation is on hold. To unhold set holdInstallation to false".into(),
+        );
+    }
+    AutoStartDecision {
+        start: true,
+        reason: RequirementsReason::ClusterIsReady,
+        message: "The cluster is ready to begin the installation".into(),
+    }
+}
+
+/// What `InstallClusterInternal` decides before the async preparation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallPlan {
+    /// ready → preparing-for-installation.
+    pub cluster: ClusterOutcome,
+    /// Roles fixed for auto-assign hosts (host id, role).
+    pub roles: Vec<(String, HostRole)>,
+    pub bootstrap_host_id: Option<String>,
+    pub schedulable_masters_forced_true: bool,
+}
+
+/// Starts a day-1 install: assigns roles, picks the bootstrap host, moves the cluster to
+/// preparing-for-installation. Fails unless the cluster is `ready`.
+pub fn start_install(
+    cluster: &ClusterSnapshot,
+    now: Timestamp,
+    cfg: &Config,
+) -> Result<InstallPlan, ClusterEventError> {
+    let out = apply_cluster_event(cluster, ClusterEvent::PrepareForInstallation, now, cfg)?;
+    let roles: Vec<(String, HostRole)> = suggest_roles(cluster, cfg)
+        .into_iter()
+        .map(|(id, r)| (id.to_string(), r))
+        .collect();
+    let bootstrap = select_bootstrap(cluster, &roles, cfg).map(str::to_string);
+    let workers = cluster
+        .hosts
+        .iter()
+        .filter(|h| !h.is_day2())
+        .filter(|h| {
+            let r = roles
+                .iter()
+                .find(|(id, _)| *id == h.id)
+                .map(|(_, r)| *r)
+                .unwrap_or(h.effective_role());
+            r == HostRole::Worker
+        })
+        .count();
+    Ok(InstallPlan {
+        cluster: out,
+        roles,
+        bootstrap_host_id: bootstrap,
+        schedulable_masters_forced_true: workers < 2,
+    })
+}
+
+/// Applies an [`InstallPlan`] to the snapshot (roles become explicit, bootstrap flagged).
+pub fn apply_install_plan(cluster: &mut ClusterSnapshot, plan: &InstallPlan, now: Timestamp) {
+    for h in cluster.hosts.iter_mut() {
+        if let Some((_, r)) = plan.roles.iter().find(|(id, _)| *id == h.id) {
+            h.suggested_role = Some(*r);
+            h.role = *r;
+        }
+        h.bootstrap = plan.bootstrap_host_id.as_deref() == Some(h.id.as_str());
+    }
+    apply_cluster_outcome(cluster, &plan.cluster, now);
+}
+
+/// Day-2 hosts the service should install now (known and approved, in an adding-hosts cluster).
+pub fn day2_hosts_to_install(cluster: &ClusterSnapshot) -> Vec<&str> {
+    if cluster.status != ClusterStatus::AddingHosts {
+        return Vec::new();
+    }
+    cluster
+        .hosts
+        .iter()
+        .filter(|h| h.is_day2() && h.approved && h.status == HostStatus::Known)
+        .map(|h| h.id.as_str())
+        .collect()
+}
+
+/// Overall install progress in percent (average of the day-1 hosts' percentages).
+pub fn cluster_progress(cluster: &ClusterSnapshot) -> u8 {
+    let hosts: Vec<&HostSnapshot> = cluster.hosts.iter().filter(|h| !h.is_day2()).collect();
+    if cluster.status == ClusterStatus::Installed {
+        return 100;
+    }
+    if hosts.is_empty() {
+        return 0;
+    }
+    let sum: u32 = hosts
+        .iter()
+        .map(|h| h.progress.installation_percentage as u32)
+        .sum();
+    (sum / hosts.len() as u32) as u8
+}

@@ -1,0 +1,130 @@
+//! Step replies (`POST .../instructions`): lenient parsing and folding results into a snapshot.
+
+use serde::{Deserialize, Serialize};
+
+use super::inventory::*;
+use super::snapshot::{Config, DiskSpeed, HostSnapshot};
+use super::types::StepType;
+
+/// Exit code the agent uses when the discovery media is gone.
+pub const MEDIA_DISCONNECTED_EXIT_CODE: i64 = 256;
+
+/// `step-reply` as posted by the agent. Unknown fields are ignored; bad types default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepReply {
+    pub step_type: String,
+    pub step_id: String,
+    pub exit_code: i64,
+    pub output: String,
+    pub error: String,
+}
+
+impl StepReply {
+    /// Parses the request body; `None` only if it is not a JSON object at all.
+    pub fn parse(bytes: &[u8]) -> Option<StepReply> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let o = v.as_object()?;
+        let s = |k: &str| o.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        Some(StepReply {
+            step_type: s("step_type"),
+            step_id: s("step_id"),
+            exit_code: o.get("exit_code").and_then(|x| x.as_i64()).unwrap_or(0),
+            output: s("output"),
+            error: s("error"),
+        })
+    }
+}
+
+/// What applying a reply did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StepReplyOutcome {
+    /// Exit code 256: fire [`super::host_sm::HostEvent::MediaDisconnect`].
+    pub media_disconnected: bool,
+    /// The snapshot changed (persist it).
+    pub updated: bool,
+    /// The step failed or the type was unknown; for events/logs.
+    pub error: Option<String>,
+}
+
+/// Folds a step reply into the host snapshot. Never panics on malformed output.
+pub fn apply_step_reply(
+    host: &mut HostSnapshot,
+    reply: &StepReply,
+    cfg: &Config,
+) -> StepReplyOutcome {
+    let mut out = StepReplyOutcome::default();
+    let Some(kind) = StepType::parse(&reply.step_type) else {
+        out.error = Some(format!("unknown step type {:?}", reply.step_type));
+        return out;
+    };
+    if reply.exit_code == MEDIA_DISCONNECTED_EXIT_CODE {
+        out.media_disconnected = true;
+        out.error = Some(reply.error.clone());
+        return out;
+    }
+    let bytes = reply.output.as_bytes();
+    if reply.exit_code != 0 {
+        out.error = Some(format!(
+            "step {} failed with exit code {}: {}",
+            reply.step_id, reply.exit_code, reply.error
+        ));
+        // A failed disk-speed or tang check is itself a result.
+        match kind {
+            StepType::InstallationDiskSpeedCheck => {
+                host.disk_speed = DiskSpeed::Insufficient;
+                out.updated = true;
+            }
+            StepType::TangConnectivityCheck => {
+                host.tang_connectivity = Some(false);
+                out.updated = true;
+            }
+            StepType::ApiVipConnectivityCheck => {
+                host.api_vip_connectivity = Some(false);
+                out.updated = true;
+            }
+            _ => {}
+        }
+        return out;
+    }
+    out.updated = true;
+    match kind {
+        StepType::Inventory => host.inventory = Some(Inventory::parse(bytes)),
+        StepType::ConnectivityCheck => {
+            host.connectivity = parse_lenient::<ConnectivityReport>(bytes).remote_hosts;
+        }
+        StepType::NtpSynchronizer => {
+            host.ntp_sources = parse_lenient::<NtpSynchronizationResponse>(bytes).ntp_sources;
+        }
+        StepType::DomainResolution => {
+            host.domain_resolutions =
+                Some(parse_lenient::<DomainResolutionResponse>(bytes).resolutions);
+        }
+        StepType::ContainerImageAvailability => {
+            for img in parse_lenient::<ContainerImageAvailabilityResponse>(bytes).images {
+                host.images_status.retain(|i| i.name != img.name);
+                host.images_status.push(img);
+            }
+        }
+        StepType::InstallationDiskSpeedCheck => {
+            let r = parse_lenient::<DiskSpeedCheckResponse>(bytes);
+            let threshold = cfg.hw.default.master.installation_disk_speed_threshold_ms as i64;
+            // A zero or negative duration is not a plausible measurement.
+            host.disk_speed = if r.io_sync_duration > 0 && r.io_sync_duration <= threshold {
+                DiskSpeed::Sufficient
+            } else {
+                DiskSpeed::Insufficient
+            };
+        }
+        StepType::ApiVipConnectivityCheck => {
+            host.api_vip_connectivity =
+                Some(parse_lenient::<ApiVipConnectivityResponse>(bytes).is_success);
+        }
+        StepType::TangConnectivityCheck => {
+            host.tang_connectivity =
+                Some(parse_lenient::<TangConnectivityResponse>(bytes).is_success);
+        }
+        _ => out.updated = false,
+    }
+    out
+}

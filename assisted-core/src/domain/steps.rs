@@ -1,0 +1,630 @@
+//! Next-steps computation: which steps the agent runs in each host state, with step ids and the
+//! JSON request documents (upstream snake_case field names) as args.
+
+use serde::{Deserialize, Serialize};
+
+use super::net::{Cidr, parse_ip};
+use super::snapshot::*;
+use super::types::*;
+use super::validations::{WILDCARD_PROBE, installation_disk};
+
+/// Response of GET next-steps (`steps`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Steps {
+    pub next_instruction_seconds: u32,
+    pub post_step_action: PostStepAction,
+    pub instructions: Vec<Step>,
+}
+
+/// One step (`step`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub step_type: StepType,
+    pub step_id: String,
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proxy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_proxy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub https_proxy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_proxy: Option<String>,
+}
+
+/// `install_cmd_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallCmdRequest {
+    pub cluster_id: String,
+    pub infra_env_id: String,
+    pub host_id: String,
+    pub role: HostRole,
+    pub boot_device: String,
+    pub controller_image: String,
+    pub installer_image: String,
+    pub control_plane_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Proxy>,
+    pub check_cvo: bool,
+    pub disks_to_format: Vec<String>,
+    pub must_gather_image: String,
+    pub mco_image: String,
+    pub openshift_version: String,
+    pub service_ips: Vec<String>,
+    pub installer_args: Vec<String>,
+    pub skip_installation_disk_cleanup: bool,
+    pub enable_skip_mco_reboot: bool,
+    pub notify_num_reboots: bool,
+    pub coreos_image: String,
+}
+
+/// `logs_gather_cmd_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogsGatherCmdRequest {
+    pub cluster_id: String,
+    pub infra_env_id: String,
+    pub host_id: String,
+    pub bootstrap: bool,
+    pub installer_gather: bool,
+    pub master_ips: Vec<String>,
+}
+
+/// `upgrade_agent_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeAgentRequest {
+    pub agent_image: String,
+}
+
+/// `dhcp_allocation_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DhcpAllocationRequest {
+    pub interface: String,
+    pub api_vip_mac: String,
+    pub ingress_vip_mac: String,
+}
+
+/// `api_vip_connectivity_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiVipConnectivityRequest {
+    pub url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_certificate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignition_endpoint_token: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DomainResolutionRequestDomain {
+    pub domain_name: String,
+}
+
+/// `domain_resolution_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DomainResolutionRequest {
+    pub domains: Vec<DomainResolutionRequestDomain>,
+}
+
+/// `ntp_synchronization_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NtpSynchronizationRequest {
+    pub ntp_source: String,
+}
+
+/// `container_image_availability_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerImageAvailabilityRequest {
+    pub images: Vec<String>,
+    pub timeout: u64,
+}
+
+/// `disk_speed_check_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskSpeedCheckRequest {
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyVip {
+    pub vip: String,
+    /// `api` or `ingress`
+    pub vip_type: String,
+}
+
+/// `verify_vips_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyVipsRequest {
+    pub vips: Vec<VerifyVip>,
+}
+
+/// `tang_connectivity_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TangConnectivityRequest {
+    pub tang_servers: String,
+}
+
+/// `download_boot_artifacts_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DownloadBootArtifactsRequest {
+    pub host_fs_mount_dir: String,
+    pub initrd_url: String,
+    pub kernel_url: String,
+    pub rootfs_url: String,
+}
+
+/// `reboot_for_reclaim_request`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebootForReclaimRequest {
+    pub host_fs_mount_dir: String,
+}
+
+/// One peer in the connectivity-check request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectivityCheckHost {
+    pub host_id: String,
+    pub nics: Vec<ConnectivityCheckNic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectivityCheckNic {
+    pub name: String,
+    pub mac: String,
+    pub ip_addresses: Vec<String>,
+}
+
+/// Boot artifact URLs for the reclaim flow (from the host's InfraEnv).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BootArtifactUrls {
+    pub kernel_url: String,
+    pub initrd_url: String,
+    pub rootfs_url: String,
+}
+
+/// Where the agent mounts the installed host filesystem for reclaim.
+pub const HOST_FS_MOUNT_DIR: &str = "/host";
+/// Upstream image-availability timeout (16 minutes).
+pub const IMAGE_AVAILABILITY_TIMEOUT_SECS: u64 = 960;
+
+/// Inputs of [`next_steps`].
+pub struct NextStepsInput<'a> {
+    pub host: &'a HostSnapshot,
+    /// The host's cluster (`None` when unbound).
+    pub cluster: Option<&'a ClusterSnapshot>,
+    pub cfg: &'a Config,
+    /// Entropy for step ids (a random number or request counter); same seed, same ids.
+    pub seed: u64,
+    pub boot_artifacts: Option<&'a BootArtifactUrls>,
+}
+
+/// `<type>-<8 hex>` derived from the host, step type, position and seed (FNV-1a).
+pub fn step_id(step_type: StepType, host_id: &str, seed: u64, index: usize) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= *b as u32;
+            h = h.wrapping_mul(0x0100_0193);
+        }
+    };
+    eat(step_type.as_str().as_bytes());
+    eat(host_id.as_bytes());
+    eat(&seed.to_le_bytes());
+    eat(&(index as u64).to_le_bytes());
+    format!("{}-{:08x}", step_type.as_str(), h)
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    // Serializing these plain structs cannot fail; an empty document is a safe fallback.
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// Computes the steps for the host's current state.
+pub fn next_steps(input: &NextStepsInput) -> Steps {
+    let h = input.host;
+    let cfg = input.cfg;
+    let mut interval = 60;
+    let mut action = PostStepAction::Continue;
+    let mut plan: Vec<(StepType, Vec<String>)> = Vec::new();
+    let pre_install = h.status.is_pre_install() || h.status.is_unbound_state();
+    if pre_install
+        && cfg.enable_upgrade_agent
+        && !cfg.agent_image.is_empty()
+        && h.discovery_agent_version != cfg.agent_image
+    {
+        plan.push((
+            StepType::UpgradeAgent,
+            vec![json(&UpgradeAgentRequest {
+                agent_image: cfg.agent_image.clone(),
+            })],
+        ));
+        return finish(input, interval, action, plan);
+    }
+    use HostStatus as S;
+    match h.status {
+        S::Known | S::Insufficient | S::PendingForInput => discovery_steps(input, &mut plan),
+        S::Discovering => plan.push(inventory_step(input)),
+        S::Disconnected => {
+            interval = 120;
+            plan.push(inventory_step(input));
+        }
+        S::PreparingForInstallation => {
+            dhcp_step(input, &mut plan);
+            if let Some(c) = input.cluster {
+                let gb = cfg
+                    .hw
+                    .for_version(&c.openshift_version)
+                    .min_any_role(c.is_sno())
+                    .disk_size_gb;
+                if let Some(d) = installation_disk(h, gb) {
+                    plan.push((
+                        StepType::InstallationDiskSpeedCheck,
+                        vec![json(&DiskSpeedCheckRequest {
+                            path: d.install_path().to_string(),
+                        })],
+                    ));
+                }
+                let images: Vec<String> = [
+                    c.release.release_image.as_str(),
+                    c.release.mco_image.as_str(),
+                    c.release.must_gather_image.as_str(),
+                    cfg.installer_image.as_str(),
+                ]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+                plan.push((
+                    StepType::ContainerImageAvailability,
+                    vec![json(&ContainerImageAvailabilityRequest {
+                        images,
+                        timeout: IMAGE_AVAILABILITY_TIMEOUT_SECS,
+                    })],
+                ));
+            }
+        }
+        S::PreparingSuccessful | S::PreparingFailed | S::InstallingInProgress => {
+            dhcp_step(input, &mut plan)
+        }
+        S::Installing => {
+            if let Some(step) = install_step(input) {
+                plan.push(step);
+            }
+            dhcp_step(input, &mut plan);
+        }
+        S::Error | S::Cancelled => {
+            interval = 120;
+            if let (Some(c), LogsState::NotRequested | LogsState::Requested) =
+                (input.cluster, h.logs_state)
+            {
+                plan.push((StepType::LogsGather, vec![json(&logs_request(h, c))]));
+            }
+            plan.push((StepType::StopInstallation, Vec::new()));
+        }
+        S::Binding | S::Unbinding | S::UnbindingPendingUserAction => action = PostStepAction::Exit,
+        S::Reclaiming => {
+            if let Some(urls) = input.boot_artifacts {
+                plan.push((
+                    StepType::DownloadBootArtifacts,
+                    vec![json(&DownloadBootArtifactsRequest {
+                        host_fs_mount_dir: HOST_FS_MOUNT_DIR.into(),
+                        initrd_url: urls.initrd_url.clone(),
+                        kernel_url: urls.kernel_url.clone(),
+                        rootfs_url: urls.rootfs_url.clone(),
+                    })],
+                ));
+            }
+        }
+        S::ReclaimingRebooting => {
+            action = PostStepAction::Exit;
+            plan.push((
+                StepType::RebootForReclaim,
+                vec![json(&RebootForReclaimRequest {
+                    host_fs_mount_dir: HOST_FS_MOUNT_DIR.into(),
+                })],
+            ));
+        }
+        S::DiscoveringUnbound | S::KnownUnbound | S::InsufficientUnbound | S::DisabledUnbound => {
+            plan.push(inventory_step(input));
+            plan.push(ntp_step(input));
+        }
+        S::DisconnectedUnbound => {
+            interval = 120;
+            plan.push(inventory_step(input));
+        }
+        S::InstallingPendingUserAction
+        | S::ResettingPendingUserAction
+        | S::Resetting
+        | S::Installed
+        | S::AddedToExistingCluster
+        | S::Disabled => {}
+    }
+    finish(input, interval, action, plan)
+}
+
+fn finish(
+    input: &NextStepsInput,
+    interval: u32,
+    action: PostStepAction,
+    plan: Vec<(StepType, Vec<String>)>,
+) -> Steps {
+    let instructions = plan
+        .into_iter()
+        .filter(|(t, _)| !input.cfg.disabled_steps.contains(t))
+        .enumerate()
+        .map(|(i, (t, args))| Step {
+            step_type: t,
+            step_id: step_id(t, &input.host.id, input.seed, i),
+            args,
+        })
+        .collect();
+    Steps {
+        next_instruction_seconds: interval,
+        post_step_action: action,
+        instructions,
+    }
+}
+
+fn inventory_step(input: &NextStepsInput) -> (StepType, Vec<String>) {
+    let mut args = vec![input.host.id.clone()];
+    if let Some(n) = input.cfg.inventory_output_max_size {
+        args.push(format!("--output-max-size={n}"));
+    }
+    (StepType::Inventory, args)
+}
+
+fn ntp_step(input: &NextStepsInput) -> (StepType, Vec<String>) {
+    let source = input
+        .cluster
+        .map(|c| c.additional_ntp_source.clone())
+        .unwrap_or_default();
+    (
+        StepType::NtpSynchronizer,
+        vec![json(&NtpSynchronizationRequest { ntp_source: source })],
+    )
+}
+
+fn dhcp_step(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>)>) {
+    let Some(c) = input.cluster else { return };
+    if !c.vip_dhcp_allocation || input.host.is_day2() || c.umn() {
+        return;
+    }
+    let Some(inv) = &input.host.inventory else {
+        return;
+    };
+    let nets: Vec<Cidr> = c
+        .machine_networks
+        .iter()
+        .filter_map(|n| Cidr::parse(n))
+        .collect();
+    let nic = inv.interfaces.iter().find(|i| {
+        i.addresses()
+            .filter_map(parse_ip)
+            .any(|ip| nets.iter().any(|n| n.contains(ip)))
+    });
+    if let Some(nic) = nic {
+        // Deterministic locally administered MACs derived from the cluster id.
+        let mac = |salt: u8| {
+            let b = c.id.as_bytes();
+            let x = |i: usize| b.get(i).copied().unwrap_or(0) ^ salt;
+            format!("00:1a:4a:{:02x}:{:02x}:{:02x}", x(0), x(1), x(2))
+        };
+        plan.push((
+            StepType::DhcpLeaseAllocate,
+            vec![json(&DhcpAllocationRequest {
+                interface: nic.name.clone(),
+                api_vip_mac: mac(0x11),
+                ingress_vip_mac: mac(0x22),
+            })],
+        ));
+    }
+}
+
+/// The api-int/api/apps/wildcard names a host must resolve.
+pub fn domain_names(c: &ClusterSnapshot) -> Vec<String> {
+    if c.base_domain.is_empty() {
+        return Vec::new();
+    }
+    let d = c.domain();
+    vec![
+        format!("api.{d}"),
+        format!("api-int.{d}"),
+        format!("console-openshift-console.apps.{d}"),
+        format!("{WILDCARD_PROBE}.{d}"),
+    ]
+}
+
+/// The URL day-2 hosts fetch their ignition from (pointer ignition source).
+pub fn day2_ignition_url(c: &ClusterSnapshot, pool: &str) -> String {
+    if let Some(url) = c.ignition_endpoint.url.as_deref().filter(|u| !u.is_empty()) {
+        return format!("{}/config/{pool}", url.trim_end_matches('/'));
+    }
+    if c.ignition_endpoint.ca_certificate.is_some() {
+        format!("https://api-int.{}:22623/config/{pool}", c.domain())
+    } else {
+        format!("http://api.{}:22624/config/{pool}", c.domain())
+    }
+}
+
+fn discovery_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>)>) {
+    let h = input.host;
+    let Some(c) = input.cluster else {
+        plan.push(inventory_step(input));
+        return;
+    };
+    let day2 = h.is_day2() || c.is_day2();
+    let peers: Vec<ConnectivityCheckHost> = c
+        .hosts
+        .iter()
+        .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
+        .filter_map(|p| {
+            let inv = p.inventory.as_ref()?;
+            Some(ConnectivityCheckHost {
+                host_id: p.id.clone(),
+                nics: inv
+                    .interfaces
+                    .iter()
+                    .map(|n| ConnectivityCheckNic {
+                        name: n.name.clone(),
+                        mac: n.mac_address.clone(),
+                        ip_addresses: n
+                            .addresses()
+                            .map(|a| a.split('/').next().unwrap_or(a).to_string())
+                            .collect(),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    if !peers.is_empty() {
+        plan.push((StepType::ConnectivityCheck, vec![json(&peers)]));
+    }
+    if let Some(enc) = &c.disk_encryption {
+        if enc.mode == "tang" {
+            plan.push((
+                StepType::TangConnectivityCheck,
+                vec![json(&TangConnectivityRequest {
+                    tang_servers: enc.tang_servers.clone(),
+                })],
+            ));
+        }
+    }
+    if !day2 && !c.umn() && !c.machine_networks.is_empty() {
+        let v4: Vec<&String> = c
+            .machine_networks
+            .iter()
+            .filter(|n| Cidr::parse(n).is_some_and(|x| !x.is_v6()))
+            .collect();
+        if !v4.is_empty() {
+            plan.push((StepType::FreeNetworkAddresses, vec![json(&v4)]));
+        }
+    }
+    if !day2 {
+        dhcp_step(input, plan);
+    }
+    if day2 {
+        let pool = h.machine_config_pool.as_deref().unwrap_or("worker");
+        plan.push((
+            StepType::ApiVipConnectivityCheck,
+            vec![json(&ApiVipConnectivityRequest {
+                url: day2_ignition_url(c, pool),
+                ca_certificate: c.ignition_endpoint.ca_certificate.clone(),
+                ignition_endpoint_token: c.ignition_endpoint.token.clone(),
+            })],
+        ));
+    }
+    plan.push(inventory_step(input));
+    plan.push(ntp_step(input));
+    let names = domain_names(c);
+    if !names.is_empty() {
+        plan.push((
+            StepType::DomainResolution,
+            vec![json(&DomainResolutionRequest {
+                domains: names
+                    .into_iter()
+                    .map(|domain_name| DomainResolutionRequestDomain { domain_name })
+                    .collect(),
+            })],
+        ));
+    }
+    if !day2 && !c.umn() && (!c.api_vips.is_empty() || !c.ingress_vips.is_empty()) {
+        let vips = c
+            .api_vips
+            .iter()
+            .map(|v| VerifyVip {
+                vip: v.clone(),
+                vip_type: "api".into(),
+            })
+            .chain(c.ingress_vips.iter().map(|v| VerifyVip {
+                vip: v.clone(),
+                vip_type: "ingress".into(),
+            }))
+            .collect();
+        plan.push((
+            StepType::VerifyVips,
+            vec![json(&VerifyVipsRequest { vips })],
+        ));
+    }
+}
+
+/// Builds the install request for a host in `installing`.
+pub fn install_request(
+    h: &HostSnapshot,
+    c: &ClusterSnapshot,
+    cfg: &Config,
+) -> Option<InstallCmdRequest> {
+    let req = cfg.hw.for_version(&c.openshift_version);
+    let gb = match h.effective_role() {
+        HostRole::Arbiter => req.arbiter.disk_size_gb,
+        _ => req.min_any_role(c.is_sno()).disk_size_gb,
+    };
+    let disk = installation_disk(h, gb)?;
+    let boot = disk.install_path().to_string();
+    let disks_to_format = h
+        .inventory
+        .as_ref()
+        .map(|inv| {
+            inv.disks
+                .iter()
+                .filter(|d| d.bootable && d.install_path() != boot)
+                .filter(|d| !h.skip_formatting_disks.iter().any(|s| s == d.key()))
+                .map(|d| d.install_path().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(InstallCmdRequest {
+        cluster_id: c.id.clone(),
+        infra_env_id: h.infra_env_id.clone(),
+        host_id: h.id.clone(),
+        role: if h.is_day2() {
+            HostRole::Worker
+        } else {
+            h.install_role()
+        },
+        boot_device: boot,
+        controller_image: cfg.controller_image.clone(),
+        installer_image: cfg.installer_image.clone(),
+        control_plane_count: c.control_plane_count,
+        proxy: None,
+        check_cvo: cfg.check_cluster_version,
+        disks_to_format,
+        must_gather_image: c.release.must_gather_image.clone(),
+        mco_image: c.release.mco_image.clone(),
+        openshift_version: c.openshift_version.clone(),
+        service_ips: Vec::new(),
+        installer_args: Vec::new(),
+        skip_installation_disk_cleanup: false,
+        enable_skip_mco_reboot: false,
+        notify_num_reboots: true,
+        coreos_image: c.release.coreos_image.clone(),
+    })
+}
+
+fn install_step(input: &NextStepsInput) -> Option<(StepType, Vec<String>)> {
+    let c = input.cluster?;
+    let req = install_request(input.host, c, input.cfg)?;
+    Some((StepType::Install, vec![json(&req)]))
+}
+
+fn logs_request(h: &HostSnapshot, c: &ClusterSnapshot) -> LogsGatherCmdRequest {
+    let master_ips = c
+        .hosts
+        .iter()
+        .filter(|p| matches!(p.effective_role(), HostRole::Master | HostRole::Bootstrap))
+        .filter_map(|p| p.inventory.as_ref())
+        .filter_map(|i| {
+            i.interfaces
+                .iter()
+                .flat_map(|n| n.ipv4_addresses.iter())
+                .next()
+        })
+        .map(|a| a.split('/').next().unwrap_or(a).to_string())
+        .collect();
+    LogsGatherCmdRequest {
+        cluster_id: c.id.clone(),
+        infra_env_id: h.infra_env_id.clone(),
+        host_id: h.id.clone(),
+        bootstrap: h.bootstrap,
+        installer_gather: h.bootstrap,
+        master_ips,
+    }
+}

@@ -1,0 +1,3 @@
+//! Domain tests: fixtures, per-row unit tests, replay scenarios and property tests.
+
+mod fixtures;
