@@ -1,1 +1,5 @@
-//! placeholder
+//! controlplane-provider: the Cluster API control-plane provider for OpenShift through the
+//! assisted installer; it embeds assisted-core.
+
+pub mod api;
+pub mod manifests;

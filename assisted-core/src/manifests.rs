@@ -1,0 +1,488 @@
+//! Everything under `config/` is generated from Rust: CRDs from the typed APIs, RBAC from one rule
+//! list per manager, and the Deployment, Services and clusterctl release files from one
+//! [`ProviderManifest`] per provider. Both manager binaries write their part through
+//! [`write_config`]; the drift test compares [`ProviderManifest::files`] with the committed tree.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+/// Cluster API contract of both providers (clusterctl `metadata.yaml` and CRD labels).
+pub const CONTRACT: &str = "v1beta2";
+
+/// One RBAC rule: API group, resources and verbs. Each manager has one list of these; the
+/// ClusterRole in `config/` is generated from it, so nothing else grants permissions.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    pub group: &'static str,
+    pub resources: &'static [&'static str],
+    pub verbs: &'static [&'static str],
+}
+
+pub const READ: &[&str] = &["get", "list", "watch"];
+pub const READ_WRITE: &[&str] = &["get", "list", "watch", "create", "update", "patch"];
+pub const READ_WRITE_DELETE: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+pub const WRITE_STATUS: &[&str] = &["get", "update", "patch"];
+pub const UPDATE: &[&str] = &["update"];
+pub const EVENTS: &[&str] = &["create", "patch"];
+
+/// A Service port of a manager container.
+#[derive(Clone, Copy, Debug)]
+pub struct ServicePort {
+    pub name: &'static str,
+    pub port: u16,
+}
+
+/// A clusterctl variable with its default, written as `${NAME:=default}`.
+#[derive(Clone, Copy, Debug)]
+pub struct Variable {
+    pub name: &'static str,
+    pub default: &'static str,
+}
+
+impl Variable {
+    pub fn reference(&self) -> String {
+        format!("${{{}:={}}}", self.name, self.default)
+    }
+}
+
+/// What a provider's release is made of.
+pub struct ProviderManifest {
+    /// Short name used in file names, e.g. `bootstrap`.
+    pub short_name: &'static str,
+    /// clusterctl provider label value, e.g. `bootstrap-openshift-assisted`.
+    pub provider_label: &'static str,
+    /// Release file name, e.g. `bootstrap-components.yaml`.
+    pub components_file: &'static str,
+    /// Namespace of the manager, e.g. `capoa-bootstrap-system`.
+    pub namespace: &'static str,
+    /// Prefix of every namespaced object name, e.g. `capoa-bootstrap-`.
+    pub name_prefix: &'static str,
+    pub image: Variable,
+    /// Manager arguments; they may reference variables.
+    pub args: Vec<String>,
+    pub crds: Vec<CustomResourceDefinition>,
+    pub rules: &'static [Rule],
+    /// Ports besides metrics (8080) and health (8081), exposed by an extra Service.
+    pub extra_service: Option<(&'static str, &'static [ServicePort])>,
+    /// Memory limit of the manager container.
+    pub memory_limit: &'static str,
+    /// A writable directory the manager needs besides /tmp (name, mount path).
+    pub data_volume: Option<(&'static str, &'static str)>,
+}
+
+pub const METRICS_PORT: u16 = 8080;
+pub const HEALTH_PORT: u16 = 8081;
+
+impl ProviderManifest {
+    fn labels(&self) -> Value {
+        json!({ "cluster.x-k8s.io/provider": self.provider_label })
+    }
+
+    fn meta(&self, name: &str) -> Value {
+        json!({ "name": format!("{}{}", self.name_prefix, name), "namespace": self.namespace, "labels": self.labels() })
+    }
+
+    fn selector_labels(&self) -> Value {
+        json!({ "cluster.x-k8s.io/provider": self.provider_label, "control-plane": "controller-manager" })
+    }
+
+    pub fn service_account_name(&self) -> String {
+        format!("{}controller-manager", self.name_prefix)
+    }
+
+    fn namespace_object(&self) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": { "name": self.namespace, "labels": self.labels() }
+        })
+    }
+
+    /// ServiceAccount, the ClusterRole generated from `rules`, and the leader-election Role.
+    pub fn rbac(&self) -> Vec<Value> {
+        let rules: Vec<Value> = self
+            .rules
+            .iter()
+            .map(|rule| json!({ "apiGroups": [rule.group], "resources": rule.resources, "verbs": rule.verbs }))
+            .collect();
+        let subject = json!([{ "kind": "ServiceAccount", "name": self.service_account_name(), "namespace": self.namespace }]);
+        vec![
+            json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.meta("controller-manager") }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": { "name": format!("{}manager-role", self.name_prefix), "labels": self.labels() },
+                "rules": rules
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": { "name": format!("{}manager-rolebinding", self.name_prefix), "labels": self.labels() },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("{}manager-role", self.name_prefix) },
+                "subjects": subject
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": self.meta("leader-election-role"),
+                "rules": [
+                    { "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch", "create", "update", "patch"] }
+                ]
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": self.meta("leader-election-rolebinding"),
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("{}leader-election-role", self.name_prefix) },
+                "subjects": subject
+            }),
+        ]
+    }
+
+    /// The manager Deployment and its Services.
+    pub fn manager(&self) -> Vec<Value> {
+        let mut ports = vec![
+            json!({ "name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP" }),
+            json!({ "name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP" }),
+        ];
+        if let Some((_, extra)) = self.extra_service {
+            ports.extend(
+                extra
+                    .iter()
+                    .map(|p| json!({ "name": p.name, "containerPort": p.port, "protocol": "TCP" })),
+            );
+        }
+        let mut volumes = vec![json!({ "name": "tmp", "emptyDir": {} })];
+        let mut mounts = vec![json!({ "name": "tmp", "mountPath": "/tmp" })];
+        if let Some((name, path)) = self.data_volume {
+            volumes.push(json!({ "name": name, "emptyDir": {} }));
+            mounts.push(json!({ "name": name, "mountPath": path }));
+        }
+        let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "health" }, "initialDelaySeconds": 5, "periodSeconds": 10 });
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": self.meta("controller-manager"),
+            "spec": {
+                "replicas": 1,
+                "selector": { "matchLabels": self.selector_labels() },
+                "template": {
+                    "metadata": { "labels": self.selector_labels() },
+                    "spec": {
+                        "serviceAccountName": self.service_account_name(),
+                        "terminationGracePeriodSeconds": 10,
+                        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+                        "containers": [{
+                            "name": "manager",
+                            "image": self.image.reference(),
+                            "imagePullPolicy": "IfNotPresent",
+                            "args": self.args,
+                            "env": [
+                                { "name": "POD_NAMESPACE", "valueFrom": { "fieldRef": { "fieldPath": "metadata.namespace" } } },
+                                { "name": "POD_NAME", "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } }
+                            ],
+                            "ports": ports,
+                            "livenessProbe": probe("/healthz"),
+                            "readinessProbe": probe("/readyz"),
+                            "resources": {
+                                "requests": { "cpu": "10m", "memory": "64Mi" },
+                                "limits": { "cpu": "500m", "memory": self.memory_limit }
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": false,
+                                "readOnlyRootFilesystem": true,
+                                "runAsNonRoot": true,
+                                "runAsUser": 65532,
+                                "capabilities": { "drop": ["ALL"] }
+                            },
+                            "volumeMounts": mounts
+                        }],
+                        "volumes": volumes
+                    }
+                }
+            }
+        });
+        let mut objects = vec![deployment];
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": self.meta("metrics-service"),
+            "spec": {
+                "selector": self.selector_labels(),
+                "ports": [{ "name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP" }]
+            }
+        }));
+        if let Some((name, extra)) = self.extra_service {
+            objects.push(json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": self.meta(name),
+                "spec": {
+                    "selector": self.selector_labels(),
+                    "ports": extra.iter().map(|p| json!({ "name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP" })).collect::<Vec<_>>()
+                }
+            }));
+        }
+        objects
+    }
+
+    /// The clusterctl components file: one Namespace, the CRDs, RBAC, Services and Deployment.
+    pub fn components(&self) -> Result<String, ManifestError> {
+        let mut objects = vec![self.namespace_object()];
+        for crd in &self.crds {
+            let mut crd =
+                serde_json::to_value(crd).map_err(|e| ManifestError::Serialize(e.to_string()))?;
+            crd["metadata"]["labels"]["cluster.x-k8s.io/provider"] = json!(self.provider_label);
+            objects.push(crd);
+        }
+        objects.extend(self.rbac());
+        objects.extend(self.manager());
+        to_multi_doc_yaml(&objects)
+    }
+
+    /// Every file this provider owns under `config/`, keyed by path relative to `config/`.
+    pub fn files(&self) -> Result<BTreeMap<PathBuf, String>, ManifestError> {
+        let mut files = BTreeMap::new();
+        for crd in &self.crds {
+            files.insert(
+                PathBuf::from("crd").join(crd_file_name(crd)),
+                to_yaml_doc(crd)?,
+            );
+        }
+        files.insert(
+            PathBuf::from("rbac").join(format!("{}.yaml", self.short_name)),
+            to_multi_doc_yaml(&self.rbac())?,
+        );
+        files.insert(
+            PathBuf::from("manager").join(format!("{}.yaml", self.short_name)),
+            to_multi_doc_yaml(&self.manager())?,
+        );
+        files.insert(
+            PathBuf::from("release").join(self.components_file),
+            self.components()?,
+        );
+        files.insert(
+            PathBuf::from("release").join("metadata.yaml"),
+            clusterctl_metadata(),
+        );
+        Ok(files)
+    }
+}
+
+/// `<group>_<plural>.yaml`, the controller-gen convention.
+pub fn crd_file_name(crd: &CustomResourceDefinition) -> String {
+    format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural)
+}
+
+/// clusterctl's `metadata.yaml`: release series 0.1 follows the v1beta2 contract.
+pub fn clusterctl_metadata() -> String {
+    let mut out = String::new();
+    out.push_str(GENERATED_HEADER);
+    let _ = write!(
+        out,
+        "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: 0\n  minor: 1\n  contract: {CONTRACT}\n"
+    );
+    out
+}
+
+const GENERATED_HEADER: &str =
+    "# Generated by `make generate` from the Rust types and manifests. Do not edit.\n";
+
+fn to_yaml<T: serde::Serialize>(value: &T) -> Result<String, ManifestError> {
+    serde_yaml::to_string(value).map_err(|e| ManifestError::Serialize(e.to_string()))
+}
+
+fn to_yaml_doc<T: serde::Serialize>(value: &T) -> Result<String, ManifestError> {
+    Ok(format!("{GENERATED_HEADER}{}", to_yaml(value)?))
+}
+
+fn to_multi_doc_yaml(objects: &[Value]) -> Result<String, ManifestError> {
+    let mut out = String::from(GENERATED_HEADER);
+    for (index, object) in objects.iter().enumerate() {
+        if index > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_yaml(object)?);
+    }
+    Ok(out)
+}
+
+/// Prints CRDs as one multi-document YAML stream (the `crd` subcommand), optionally only the
+/// given kinds. An unknown kind is an error that lists the known ones.
+pub fn crds_yaml(
+    crds: &[CustomResourceDefinition],
+    kinds: &[String],
+) -> Result<String, ManifestError> {
+    let selected: Vec<&CustomResourceDefinition> = if kinds.is_empty() {
+        crds.iter().collect()
+    } else {
+        let mut selected = Vec::new();
+        for kind in kinds {
+            let crd = crds
+                .iter()
+                .find(|crd| {
+                    crd.spec.names.kind.eq_ignore_ascii_case(kind) || crd.spec.names.plural == *kind
+                })
+                .ok_or_else(|| ManifestError::UnknownKind {
+                    kind: kind.clone(),
+                    known: crds
+                        .iter()
+                        .map(|crd| crd.spec.names.kind.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            selected.push(crd);
+        }
+        selected
+    };
+    let values = selected
+        .into_iter()
+        .map(|crd| serde_json::to_value(crd).map_err(|e| ManifestError::Serialize(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    to_multi_doc_yaml(&values)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("unknown kind {kind:?}; this manager serves: {known}")]
+    UnknownKind { kind: String, known: String },
+    #[error("cannot serialize manifests: {0}")]
+    Serialize(String),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Writes `files` under `dir`, creating folders; returns the paths written.
+pub fn write_config(
+    dir: &Path,
+    files: &BTreeMap<PathBuf, String>,
+) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut written = Vec::new();
+    for (relative, content) in files {
+        let path = dir.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| ManifestError::Write {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        std::fs::write(&path, content).map_err(|source| ManifestError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Validates every document of a YAML stream against the CRD it names (by apiVersion and kind)
+/// and returns one line per problem, each naming the document and the field. Documents of kinds
+/// the given CRDs do not define are reported as unknown.
+pub fn validate_manifests(
+    crds: &[CustomResourceDefinition],
+    yaml: &str,
+) -> Result<usize, ManifestError> {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (index, document) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let value = match <Value as serde::Deserialize>::deserialize(document) {
+            Ok(Value::Null) => continue,
+            Ok(value) => value,
+            Err(e) => {
+                problems.push(format!("document {}: invalid YAML: {e}", index + 1));
+                continue;
+            }
+        };
+        checked += 1;
+        let label = document_label(index, &value);
+        match validate_object(crds, &value) {
+            Ok(()) => {}
+            Err(errors) => problems.extend(errors.into_iter().map(|e| format!("{label}: {e}"))),
+        }
+    }
+    if problems.is_empty() {
+        Ok(checked)
+    } else {
+        Err(ManifestError::Invalid(problems.join("\n")))
+    }
+}
+
+fn document_label(index: usize, value: &Value) -> String {
+    let kind = value["kind"].as_str().unwrap_or("<no kind>");
+    let name = value["metadata"]["name"].as_str().unwrap_or("<no name>");
+    format!("document {} ({kind} {name})", index + 1)
+}
+
+/// Validates one object against the schema of its CRD version. Errors name the field path.
+pub fn validate_object(
+    crds: &[CustomResourceDefinition],
+    object: &Value,
+) -> Result<(), Vec<String>> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let crd = crds
+        .iter()
+        .find(|crd| crd.spec.group == group && crd.spec.names.kind == kind)
+        .ok_or_else(|| vec![format!("unknown kind {kind:?} in {api_version:?}")])?;
+    let schema = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)
+        .and_then(|v| v.schema.as_ref())
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .ok_or_else(|| {
+            vec![format!(
+                "{kind} has no version {version:?} (served: {})",
+                served_versions(crd)
+            )]
+        })?;
+    let schema = serde_json::to_value(schema).map_err(|e| vec![e.to_string()])?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| vec![format!("schema of {kind} is not valid JSON schema: {e}")])?;
+    // The apiserver drops nulls before validation; do the same so `field: ~` is not an error.
+    let object = without_nulls(object);
+    let errors: Vec<String> = validator
+        .iter_errors(&object)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let field = if path.is_empty() {
+                "<root>".to_string()
+            } else {
+                path.trim_start_matches('/').replace('/', ".")
+            };
+            format!("{field}: {error}")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn served_versions(crd: &CustomResourceDefinition) -> String {
+    crd.spec
+        .versions
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,343 @@
+//! What every manager binary shares: flags, logging, the Kubernetes client, `/healthz`,
+//! `/readyz` and `/metrics`, leader election on a Lease, and graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use kube::Client;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+/// Flags every manager accepts (the names CAPI providers use, so Deployments look familiar).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ManagerArgs {
+    /// Kubeconfig to use; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Only watch this namespace; empty watches all namespaces (what clusterctl installs).
+    #[arg(long, default_value = "")]
+    pub namespace: String,
+    /// Run only while holding the leader Lease, so several replicas can run.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease (default: the pod's namespace).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub leader_election_namespace: String,
+    /// Identity written in the Lease (default: the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub leader_election_identity: Option<String>,
+    /// Address of the Prometheus `/metrics` endpoint (`:8080` means all interfaces).
+    #[arg(long, default_value = ":8080", value_parser = parse_bind_address)]
+    pub metrics_bind_address: SocketAddr,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(long, default_value = ":8081", value_parser = parse_bind_address)]
+    pub health_probe_bind_address: SocketAddr,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter, e.g. `info` or `info,assisted_core=debug`.
+    #[arg(long, env = "RUST_LOG", default_value = "info")]
+    pub log_level: String,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+/// Parses a bind address; a leading `:` (the Go convention) means every interface.
+pub fn parse_bind_address(value: &str) -> Result<SocketAddr, String> {
+    let full = if value.starts_with(':') {
+        format!("0.0.0.0{value}")
+    } else {
+        value.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("invalid bind address {value:?} (expected host:port or :port): {e}"))
+}
+
+pub fn init_tracing(format: LogFormat, filter: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .map_err(|e| format!("invalid log filter {filter:?}: {e}"))?;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let result = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| format!("cannot install the log subscriber: {e}"))
+}
+
+/// Builds the client from `--kubeconfig`, or infers it ($KUBECONFIG, ~/.kube/config, in-cluster).
+pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .map_err(|e| anyhow::anyhow!("cannot read kubeconfig {}: {e}", path.display()))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
+        }
+        None => Config::infer().await?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+/// Shared by the probe and metrics servers.
+pub struct Health {
+    ready: watch::Receiver<bool>,
+    registry: Registry,
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    if *health.ready.borrow() {
+        (StatusCode::OK, "ok")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the API server has not been reached yet",
+        )
+    }
+}
+
+async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    let mut body = String::new();
+    match encode(&mut body, &health.registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        ),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain")],
+            e.to_string(),
+        ),
+    }
+}
+
+async fn serve(
+    address: SocketAddr,
+    router: Router,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// What a manager runs while it is the leader: its controllers. It must return when `shutdown`
+/// turns true.
+pub struct Leader {
+    pub client: Client,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Runs a manager: probes and metrics at once, then (after winning the Lease if
+/// `--leader-elect`) `run_leader`, until SIGTERM/SIGINT or until leadership is lost.
+pub async fn run_manager<F, Fut>(
+    name: &str,
+    lease_name: &str,
+    args: ManagerArgs,
+    run_leader: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(Leader) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let client = client(args.kubeconfig.as_ref()).await?;
+    let (ready_tx, ready_rx) = watch::channel(false);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+
+    let mut registry = Registry::with_prefix("capoa");
+    let leader_gauge = Gauge::<i64>::default();
+    registry.register(
+        "leader",
+        "1 while this replica holds the leader Lease",
+        leader_gauge.clone(),
+    );
+    let health = Arc::new(Health {
+        ready: ready_rx,
+        registry,
+    });
+
+    let probes = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(health.clone());
+    let metrics_router = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(health);
+    let probe_server = tokio::spawn(serve(
+        args.health_probe_bind_address,
+        probes,
+        shutdown_rx.clone(),
+    ));
+    let metrics_server = tokio::spawn(serve(
+        args.metrics_bind_address,
+        metrics_router,
+        shutdown_rx.clone(),
+    ));
+    tracing::info!(manager = name, metrics = %args.metrics_bind_address, probes = %args.health_probe_bind_address, "serving metrics and probes");
+
+    let signal_tx = shutdown_tx.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested");
+        let _ = signal_tx.send(true);
+    });
+
+    // Ready once the API server answers; standby replicas are ready too.
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach the API server: {e}"))?;
+    tracing::info!(server = %version.git_version, "connected to the API server");
+    let _ = ready_tx.send(true);
+
+    let result = if args.leader_elect {
+        let identity = args
+            .leader_election_identity
+            .clone()
+            .unwrap_or_else(|| format!("{name}-{}", std::process::id()));
+        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), lease_name)
+            .with_namespace(&args.leader_election_namespace)
+            .with_identity(identity.clone())
+            .with_field_manager(name)
+            .build()
+            .await?;
+        let (mut is_leader, lease_task) = manager.watch().await;
+        tracing::info!(lease = lease_name, namespace = %args.leader_election_namespace, %identity, "waiting for the leader Lease");
+        let mut stop = shutdown_rx.clone();
+        let won = tokio::select! {
+            result = is_leader.wait_for(|leader| *leader) => result.is_ok(),
+            _ = stop.wait_for(|stop| *stop) => false,
+        };
+        let result = if won {
+            tracing::info!("became leader");
+            leader_gauge.set(1);
+            let (leader_stop_tx, leader_stop_rx) = watch::channel(false);
+            let leader_future = run_leader(Leader {
+                client: client.clone(),
+                shutdown: leader_stop_rx,
+            });
+            tokio::pin!(leader_future);
+            let mut stop = shutdown_rx.clone();
+            tokio::select! {
+                result = &mut leader_future => result,
+                _ = is_leader.wait_for(|leader| !*leader) => {
+                    let _ = leader_stop_tx.send(true);
+                    let _ = leader_future.await;
+                    Err(anyhow::anyhow!("lost the leader Lease; exiting so a fresh process can compete for it"))
+                }
+                _ = stop.wait_for(|stop| *stop) => {
+                    let _ = leader_stop_tx.send(true);
+                    leader_future.await
+                }
+            }
+        } else {
+            Ok(())
+        };
+        // Dropping the receiver makes the lease task release the Lease, so a successor takes over at once.
+        drop(is_leader);
+        match lease_task.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the leader Lease failed"),
+            Err(e) => tracing::warn!(error = %e, "leader election task failed"),
+            Ok(Ok(_)) => tracing::info!("released the leader Lease"),
+        }
+        result
+    } else {
+        leader_gauge.set(1);
+        run_leader(Leader {
+            client,
+            shutdown: shutdown_rx.clone(),
+        })
+        .await
+    };
+
+    let _ = shutdown_tx.send(true);
+    for server in [probe_server, metrics_server] {
+        match server.await {
+            Ok(Err(e)) => tracing::error!(error = %e, "HTTP server failed"),
+            Err(e) => tracing::error!(error = %e, "HTTP server task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
+    result
+}
+
+/// Until controllers exist, the leader only waits for shutdown: it reconciles nothing and says so.
+pub async fn idle_until_shutdown(name: &str, mut leader: Leader) -> anyhow::Result<()> {
+    tracing::warn!(
+        manager = name,
+        "no controllers are implemented yet; this manager reconciles nothing"
+    );
+    let _ = leader.shutdown.wait_for(|stop| *stop).await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_address_accepts_go_style_port_only() {
+        assert_eq!(
+            parse_bind_address(":8080").unwrap(),
+            "0.0.0.0:8080".parse().unwrap()
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:9000").unwrap(),
+            "127.0.0.1:9000".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn bind_address_rejects_garbage_with_a_clear_message() {
+        let error = parse_bind_address("localhost").unwrap_err();
+        assert!(error.contains("expected host:port or :port"), "{error}");
+    }
+}

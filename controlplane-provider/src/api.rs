@@ -1,0 +1,261 @@
+//! `controlplane.cluster.x-k8s.io/v1alpha3` OpenshiftAssistedControlPlane, wire-compatible with
+//! CAPOA's hub version (same JSON names, types, defaults, printer columns and short names).
+
+use std::collections::BTreeMap;
+
+use assisted_core::api::agentclusterinstall::DiskEncryption;
+use assisted_core::api::common::{LocalObjectReference, Proxy};
+use bootstrap_provider::api::OpenshiftAssistedConfigSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Annotation with JSON merged into the generated install-config.
+pub const INSTALL_CONFIG_OVERRIDE_ANNOTATION: &str =
+    "controlplane.cluster.x-k8s.io/install-config-override";
+/// Annotation with a release image repository used instead of the default one.
+pub const RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION: &str =
+    "cluster.x-k8s.io/release-image-repository-override";
+
+/// An OpenShift control plane installed on bare metal through the assisted installer.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "controlplane.cluster.x-k8s.io",
+    version = "v1alpha3",
+    kind = "OpenshiftAssistedControlPlane",
+    plural = "openshiftassistedcontrolplanes",
+    shortname = "oacp",
+    shortname = "oacps",
+    category = "cluster-api",
+    namespaced,
+    status = "OpenshiftAssistedControlPlaneStatus",
+    label("cluster.x-k8s.io/v1beta2", "v1alpha3"),
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(
+        name = "Cluster",
+        type_ = "string",
+        json_path = ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",
+        description = "Cluster"
+    ),
+    printcolumn(
+        name = "Initialized",
+        type_ = "boolean",
+        json_path = ".status.initialization.controlPlaneInitialized",
+        description = "This denotes whether or not the control plane has the uploaded openshift-assisted-config configmap"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".spec.replicas",
+        description = "Total number of machines desired by this control plane",
+        priority = 10
+    ),
+    printcolumn(
+        name = "Replicas",
+        type_ = "integer",
+        json_path = ".status.replicas",
+        description = "Total number of non-terminated machines targeted by this control plane"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.readyReplicas",
+        description = "Total number of fully running and ready control plane machines"
+    ),
+    printcolumn(
+        name = "Up-To-Date",
+        type_ = "integer",
+        json_path = ".status.upToDateReplicas",
+        description = "Total number of non-terminated machines targeted by this control plane that have the desired template spec"
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.availableReplicas",
+        description = "Total number of available control plane machines"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "Time duration since creation of OpenshiftAssistedControlPlane"
+    ),
+    printcolumn(
+        name = "Distribution Version",
+        type_ = "string",
+        json_path = ".spec.distributionVersion",
+        description = "OpenShift version of the control plane"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneSpec {
+    /// The OpenShift or OKD version to install and keep, without architecture suffix
+    /// (e.g. `4.20.0` or `4.19.0-okd-scos.ec.6`). Changing it upgrades the cluster.
+    #[schemars(length(min = 1, max = 256))]
+    pub distribution_version: String,
+    /// Number of control-plane machines: 1 (single node) or 3 to 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    pub machine_template: OpenshiftAssistedControlPlaneMachineTemplate,
+    /// The OpenshiftAssistedConfig spec of every control-plane Machine.
+    #[serde(default)]
+    pub openshift_assisted_config_spec: OpenshiftAssistedConfigSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<OpenshiftAssistedControlPlaneConfigSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneMachineTemplate {
+    /// Labels and annotations of the control-plane Machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<MachineTemplateMetadata>,
+    /// The infrastructure template cloned for each control-plane Machine.
+    pub infrastructure_ref: ContractVersionedObjectReference,
+    /// Deletion timeouts of the control-plane Machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {"nodeDeletionTimeoutSeconds": 10}))]
+    pub deletion: Option<MachineDeletionSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct MachineTemplateMetadata {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A reference to an object whose API version Cluster API resolves from the CRD contract label.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContractVersionedObjectReference {
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
+    pub api_group: String,
+    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-zA-Z][a-zA-Z0-9]*$"))]
+    pub kind: String,
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
+    pub name: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct MachineDeletionSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub node_drain_timeout_seconds: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub node_volume_detach_timeout_seconds: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub node_deletion_timeout_seconds: Option<i32>,
+}
+
+/// Cluster-wide install settings (they become the ClusterDeployment and AgentClusterInstall).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneConfigSpec {
+    /// Virtual IPs of the cluster API (one per IP family). Empty: platform None.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", rename = "apiVIPs")]
+    #[schemars(length(max = 2))]
+    pub api_vips: Vec<String>,
+    /// Virtual IPs of the cluster ingress (one per IP family).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", rename = "ingressVIPs")]
+    #[schemars(length(max = 2))]
+    pub ingress_vips: Vec<String>,
+    /// ConfigMaps of extra manifests for the installer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifests_config_map_refs: Vec<LocalObjectReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_encryption: Option<DiskEncryption>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Proxy>,
+    /// Whether control-plane nodes also run workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masters_schedulable: Option<bool>,
+    /// SSH public key of the installed nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_authorized_key: Option<String>,
+    /// OpenShift cluster name; defaults to the Cluster API Cluster's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    /// Base domain of the cluster (`<clusterName>.<baseDomain>`).
+    #[schemars(length(min = 1, max = 253))]
+    pub base_domain: String,
+    /// Secret (key `.dockerconfigjson`) with the pull secret. Unset: a placeholder is used (OKD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret_ref: Option<LocalObjectReference>,
+    /// ConfigMap with mirror registry configuration (`registries.conf`, optional `ca-bundle.crt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_registry_ref: Option<LocalObjectReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// None, vCurrent or v4.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(None|vCurrent|v4\.[0-9]+)$"))]
+    pub baseline_capability: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_enabled_capabilities: Vec<String>,
+}
+
+/// Observed state, per the Cluster API v1beta2 control-plane contract.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initialization: Option<ControlPlaneInitialization>,
+    /// Label selector of the control-plane Machines (for the scale subresource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub selector: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_to_date_replicas: Option<i32>,
+    /// Kubernetes version of the release payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub version: Option<String>,
+    /// The OpenShift version actually running (from ClusterVersion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct ControlPlaneInitialization {
+    /// True once the cluster API is reachable and the kubeconfig Secret is published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_initialized: Option<bool>,
+}

@@ -1,0 +1,198 @@
+//! The control-plane provider's release: its CRD plus the assisted CRDs of the embedded core, its
+//! one RBAC rule list, its Deployment and the Services of the agent API and images.
+
+use assisted_core::manifests::{
+    EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort, UPDATE,
+    Variable, WRITE_STATUS,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+use crate::api::OpenshiftAssistedControlPlane;
+
+pub const NAME: &str = "controlplane-provider";
+/// Same Lease name as CAPOA's control-plane manager, so the two never run at once by accident.
+pub const LEASE_NAME: &str = "09dff44b.cluster.x-k8s.io";
+/// Port of the discovery agent's REST API (`/api/assisted-install/v2`).
+pub const AGENT_API_PORT: u16 = 8090;
+/// Port of the discovery image downloads.
+pub const IMAGES_PORT: u16 = 8091;
+
+/// This manager's CRDs: OpenshiftAssistedControlPlane and the CRDs of the embedded assisted-core.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut crds = vec![OpenshiftAssistedControlPlane::crd()];
+    crds.extend(assisted_core::api::crds());
+    crds
+}
+
+/// Everything the control-plane manager (with the embedded core) may do; the ClusterRole is
+/// generated from this list only.
+pub const RBAC_RULES: &[Rule] = &[
+    Rule {
+        group: "controlplane.cluster.x-k8s.io",
+        resources: &["openshiftassistedcontrolplanes"],
+        verbs: READ_WRITE,
+    },
+    Rule {
+        group: "controlplane.cluster.x-k8s.io",
+        resources: &["openshiftassistedcontrolplanes/status"],
+        verbs: WRITE_STATUS,
+    },
+    Rule {
+        group: "controlplane.cluster.x-k8s.io",
+        resources: &["openshiftassistedcontrolplanes/finalizers"],
+        verbs: UPDATE,
+    },
+    Rule {
+        group: "bootstrap.cluster.x-k8s.io",
+        resources: &["openshiftassistedconfigs"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "cluster.x-k8s.io",
+        resources: &["clusters", "machinedeployments", "machinesets"],
+        verbs: READ,
+    },
+    Rule {
+        group: "cluster.x-k8s.io",
+        resources: &["machines"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "infrastructure.cluster.x-k8s.io",
+        resources: &["metal3machinetemplates", "metal3clusters"],
+        verbs: READ,
+    },
+    Rule {
+        group: "infrastructure.cluster.x-k8s.io",
+        resources: &["metal3machines"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "metal3.io",
+        resources: &["baremetalhosts", "preprovisioningimages"],
+        verbs: READ_WRITE,
+    },
+    Rule {
+        group: "metal3.io",
+        resources: &["preprovisioningimages/status"],
+        verbs: WRITE_STATUS,
+    },
+    Rule {
+        group: "hive.openshift.io",
+        resources: &["clusterdeployments", "clusterimagesets"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "hive.openshift.io",
+        resources: &["clusterdeployments/status"],
+        verbs: WRITE_STATUS,
+    },
+    Rule {
+        group: "hive.openshift.io",
+        resources: &["clusterdeployments/finalizers"],
+        verbs: UPDATE,
+    },
+    Rule {
+        group: "extensions.hive.openshift.io",
+        resources: &["agentclusterinstalls"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "extensions.hive.openshift.io",
+        resources: &["agentclusterinstalls/status"],
+        verbs: WRITE_STATUS,
+    },
+    Rule {
+        group: "extensions.hive.openshift.io",
+        resources: &["agentclusterinstalls/finalizers"],
+        verbs: UPDATE,
+    },
+    Rule {
+        group: "agent-install.openshift.io",
+        resources: &["infraenvs", "agents", "nmstateconfigs"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "agent-install.openshift.io",
+        resources: &["infraenvs/status", "agents/status"],
+        verbs: WRITE_STATUS,
+    },
+    Rule {
+        group: "agent-install.openshift.io",
+        resources: &["infraenvs/finalizers", "agents/finalizers"],
+        verbs: UPDATE,
+    },
+    Rule {
+        group: "",
+        resources: &["secrets"],
+        verbs: READ_WRITE_DELETE,
+    },
+    Rule {
+        group: "",
+        resources: &["configmaps"],
+        verbs: READ,
+    },
+    Rule {
+        group: "events.k8s.io",
+        resources: &["events"],
+        verbs: EVENTS,
+    },
+    Rule {
+        group: "apiextensions.k8s.io",
+        resources: &["customresourcedefinitions"],
+        verbs: READ,
+    },
+];
+
+pub fn provider_manifest() -> ProviderManifest {
+    ProviderManifest {
+        short_name: "controlplane",
+        provider_label: "control-plane-openshift-assisted",
+        components_file: "control-plane-components.yaml",
+        namespace: "capoa-controlplane-system",
+        name_prefix: "capoa-controlplane-",
+        image: Variable {
+            name: "OPENSHIFT_ASSISTED_CONTROLPLANE_IMAGE",
+            default: "ghcr.io/openshift-assisted/capoa-rs/controlplane-provider:v0.1.0",
+        },
+        args: vec![
+            "--leader-elect".into(),
+            "--metrics-bind-address=:8080".into(),
+            "--health-probe-bind-address=:8081".into(),
+            format!(
+                "--log-format={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_LOG_FORMAT",
+                    default: "json"
+                }
+                .reference()
+            ),
+            format!(
+                "--log-level={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_LOG_LEVEL",
+                    default: "info"
+                }
+                .reference()
+            ),
+        ],
+        crds: crds(),
+        rules: RBAC_RULES,
+        extra_service: Some((
+            "assisted-core",
+            &[
+                ServicePort {
+                    name: "agent-api",
+                    port: AGENT_API_PORT,
+                },
+                ServicePort {
+                    name: "images",
+                    port: IMAGES_PORT,
+                },
+            ],
+        )),
+        memory_limit: "256Mi",
+        data_volume: Some(("file-store", "/var/lib/assisted-core")),
+    }
+}
