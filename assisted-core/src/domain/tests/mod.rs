@@ -1,3 +1,6 @@
-//! Domain tests: fixtures, per-row unit tests, replay scenarios and property tests.
+//! Domain tests: fixtures, per-row unit tests, validations, replay scenarios, property tests.
 
+mod cluster_rows;
 mod fixtures;
+mod host_rows;
+mod validation_tests;
