@@ -174,7 +174,7 @@ pub fn sno_with_host(now: Timestamp) -> ClusterSnapshot {
 }
 
 /// Simulated agent answers to the steps it receives.
-pub fn agent_reply(c: &ClusterSnapshot, host_id: &str, step: &Step) -> Option<StepReply> {
+pub fn agent_reply(c: &ClusterSnapshot, hw: &Inventory, step: &Step) -> Option<StepReply> {
     let ok = |output: String| {
         Some(StepReply {
             step_type: step.step_type.as_str().into(),
@@ -184,16 +184,8 @@ pub fn agent_reply(c: &ClusterSnapshot, host_id: &str, step: &Step) -> Option<St
             error: String::new(),
         })
     };
-    let h = c.host(host_id)?;
-    let ip_last = c.hosts.iter().position(|x| x.id == host_id).unwrap_or(0) as u8 + 30;
     match step.step_type {
-        StepType::Inventory => {
-            let inv = h
-                .inventory
-                .clone()
-                .unwrap_or_else(|| inventory(host_id, ip_last, 8, 32));
-            ok(serde_json::to_string(&inv).unwrap())
-        }
+        StepType::Inventory => ok(serde_json::to_string(hw).unwrap()),
         StepType::ConnectivityCheck => {
             let peers: Vec<serde_json::Value> = serde_json::from_str(&step.args[0]).unwrap();
             let remote: Vec<serde_json::Value> = peers

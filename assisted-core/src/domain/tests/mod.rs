@@ -3,4 +3,5 @@
 mod cluster_rows;
 mod fixtures;
 mod host_rows;
+mod replay;
 mod validation_tests;
