@@ -3,5 +3,6 @@
 mod cluster_rows;
 mod fixtures;
 mod host_rows;
+mod props;
 mod replay;
 mod validation_tests;
