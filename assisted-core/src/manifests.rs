@@ -392,8 +392,9 @@ pub fn validate_manifests(
             Ok(Value::Null) => continue,
             Ok(value) => value,
             Err(e) => {
+                // The YAML stream cannot be resynchronised after a syntax error: stop here.
                 problems.push(format!("document {}: invalid YAML: {e}", index + 1));
-                continue;
+                break;
             }
         };
         checked += 1;
