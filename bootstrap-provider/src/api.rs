@@ -1,5 +1,7 @@
 //! `bootstrap.cluster.x-k8s.io/v1alpha2` OpenshiftAssistedConfig and OpenshiftAssistedConfigTemplate,
 //! wire-compatible with CAPOA's hub version (same JSON names, types, enums and defaults).
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use std::collections::BTreeMap;
 

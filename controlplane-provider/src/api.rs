@@ -1,5 +1,7 @@
 //! `controlplane.cluster.x-k8s.io/v1alpha3` OpenshiftAssistedControlPlane, wire-compatible with
 //! CAPOA's hub version (same JSON names, types, defaults, printer columns and short names).
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,7 @@
 //! `agent-install.openshift.io/v1beta1` Agent: one discovered host. assisted-core creates it when
 //! the discovery agent registers; its name is the host UUID.
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use std::collections::BTreeMap;
 

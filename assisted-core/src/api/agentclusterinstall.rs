@@ -1,5 +1,7 @@
 //! `extensions.hive.openshift.io/v1beta1` AgentClusterInstall: how a ClusterDeployment is
 //! installed by agents (networking, VIPs, agent counts); its status is the cluster's install state.
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use kube::CustomResource;
 use schemars::JsonSchema;

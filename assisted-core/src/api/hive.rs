@@ -1,6 +1,8 @@
 //! The Hive kinds assisted-core needs, `hive.openshift.io/v1`: ClusterDeployment (what cluster,
 //! installed by which ClusterInstall) and the cluster-scoped ClusterImageSet (which release).
 //! Hive itself is not needed: assisted-core does the parts of Hive's job the agent flow uses.
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;

@@ -1,4 +1,6 @@
 //! `agent-install.openshift.io/v1beta1` InfraEnv: the environment hosts boot from to be discovered.
+// Each `printcolumn(...)` repeats keys such as `type_`; clippy reads that as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
 
 use std::collections::BTreeMap;
 
