@@ -86,7 +86,8 @@ impl Cache {
     /// A value from `versions.env` (e.g. `CLUSTER_API_VERSION`).
     pub fn version(&self, name: &str) -> Result<String> {
         let path = self.dir.join("versions.env");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         text.lines()
             .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
             .map(str::to_owned)

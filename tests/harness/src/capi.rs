@@ -31,7 +31,10 @@ pub fn point_webhooks_at(mut obj: Value, port: u16, ca_pem: &str) -> Value {
             .to_owned();
         *cc = json!({ "url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca });
     };
-    if let Some(a) = obj.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+    if let Some(a) = obj
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
         a.remove(INJECT_CA);
     }
     match kind_of(&obj) {
@@ -61,17 +64,25 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
     let health_port = free_port()?;
     let diagnostics_port = free_port()?;
 
-    let wanted = ["CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"];
+    let wanted = [
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ];
     let patched: Vec<Value> = docs
         .into_iter()
         .filter(|d| wanted.contains(&kind_of(d)))
         .map(|d| point_webhooks_at(d, webhook_port, tb.ca_pem()))
         .collect();
-    if !patched.iter().any(|d| kind_of(d) == "CustomResourceDefinition") {
+    if !patched
+        .iter()
+        .any(|d| kind_of(d) == "CustomResourceDefinition")
+    {
         bail!("no CRDs in {}", components.display());
     }
-    let (crds, hooks): (Vec<Value>, Vec<Value>) =
-        patched.into_iter().partition(|d| kind_of(d) == "CustomResourceDefinition");
+    let (crds, hooks): (Vec<Value>, Vec<Value>) = patched
+        .into_iter()
+        .partition(|d| kind_of(d) == "CustomResourceDefinition");
     resources::install_crds(&tb.client, crds).await?;
 
     let cert_dir = tb.dir.join("capi-webhook");
@@ -95,11 +106,17 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
         "capi-manager",
         &bin,
         &args,
-        &[("KUBECONFIG", &kubeconfig), ("POD_NAMESPACE", "capi-system")],
+        &[
+            ("KUBECONFIG", &kubeconfig),
+            ("POD_NAMESPACE", "capi-system"),
+        ],
     )?;
-    wait_until("capi-manager", manager, Duration::from_secs(90), async || {
-        Ok(http_get(health_port, "/readyz")?.0 == 200)
-    })
+    wait_until(
+        "capi-manager",
+        manager,
+        Duration::from_secs(90),
+        async || Ok(http_get(health_port, "/readyz")?.0 == 200),
+    )
     .await?;
     // Register the webhooks only once the manager serves them.
     for h in hooks {

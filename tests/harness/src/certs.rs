@@ -40,10 +40,14 @@ impl Ca {
 
     /// A serving certificate for 127.0.0.1 and localhost.
     pub fn serving(&self, common_name: &str) -> Result<CertPair> {
-        let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .context("serving certificate names")?;
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .context("serving certificate names")?;
         params.distinguished_name = dn(common_name, None);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.sign(params)
     }
@@ -52,14 +56,19 @@ impl Ca {
     pub fn client(&self, user: &str, group: Option<&str>) -> Result<CertPair> {
         let mut params = CertificateParams::default();
         params.distinguished_name = dn(user, group);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         self.sign(params)
     }
 
     fn sign(&self, params: CertificateParams) -> Result<CertPair> {
         let key = KeyPair::generate().context("generating key")?;
-        let cert = params.signed_by(&key, &self.issuer).context("signing certificate")?;
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .context("signing certificate")?;
         Ok(CertPair {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),

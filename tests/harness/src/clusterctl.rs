@@ -58,8 +58,13 @@ impl Clusterctl {
         let bootstrap = repo.join(format!("bootstrap-{PROVIDER}")).join(&version);
         copy(&release.join("bootstrap-components.yaml"), &bootstrap)?;
         copy(&release.join("metadata.yaml"), &bootstrap)?;
-        let controlplane = repo.join(format!("control-plane-{PROVIDER}")).join(&version);
-        copy(&release.join("control-plane-components.yaml"), &controlplane)?;
+        let controlplane = repo
+            .join(format!("control-plane-{PROVIDER}"))
+            .join(&version);
+        copy(
+            &release.join("control-plane-components.yaml"),
+            &controlplane,
+        )?;
         copy(&release.join("metadata.yaml"), &controlplane)?;
 
         let url = |dir: &Path, file: &str| format!("file://{}", dir.join(file).display());
@@ -124,7 +129,11 @@ impl Clusterctl {
         log.push_str(&text);
         std::fs::write(&self.log, log)?;
         if !out.status.success() {
-            bail!("{shown} failed ({}); log {}:\n{text}", out.status, self.log.display());
+            bail!(
+                "{shown} failed ({}); log {}:\n{text}",
+                out.status,
+                self.log.display()
+            );
         }
         Ok(text)
     }

@@ -178,7 +178,13 @@ impl Testbed {
     }
 
     /// Starts a process whose log is `logs/<name>.log`, owned by the testbed.
-    pub fn spawn(&mut self, name: &str, program: &Path, args: &[String], envs: &[(&str, &str)]) -> Result<&mut Process> {
+    pub fn spawn(
+        &mut self,
+        name: &str,
+        program: &Path,
+        args: &[String],
+        envs: &[(&str, &str)],
+    ) -> Result<&mut Process> {
         let p = Process::spawn(name, program, args, envs, self.log(name))?;
         self.procs.push(p);
         Ok(self.procs.last_mut().expect("just pushed"))
@@ -209,7 +215,9 @@ impl Testbed {
         let port = free_port()?;
         self.server = format!("https://127.0.0.1:{port}");
         let serving = self.ca.serving("kube-apiserver")?;
-        let admin = self.ca.client("capoa-testbed-admin", Some("system:masters"))?;
+        let admin = self
+            .ca
+            .client("capoa-testbed-admin", Some("system:masters"))?;
         let (sa_pub, sa_key) = certs::service_account_keys()?;
         let ca_file = self.pki("ca.crt", &self.ca.cert_pem)?;
         let tls_crt = self.pki("apiserver.crt", &serving.cert_pem)?;
@@ -242,7 +250,10 @@ impl Testbed {
             "--disable-admission-plugins=ServiceAccount".to_owned(),
             format!("--service-account-issuer=https://127.0.0.1:{port}/"),
             format!("--service-account-key-file={}", sa_pub_file.display()),
-            format!("--service-account-signing-key-file={}", sa_key_file.display()),
+            format!(
+                "--service-account-signing-key-file={}",
+                sa_key_file.display()
+            ),
             "--endpoint-reconciler-type=none".to_owned(),
         ];
         let bin = self.cache.bin("kube-apiserver");
@@ -255,10 +266,15 @@ impl Testbed {
         .context("reading the testbed kubeconfig")?;
         let client = Client::try_from(config).context("creating the testbed client")?;
         let apiserver = self.procs.last_mut().expect("just pushed");
-        wait_until("kube-apiserver", apiserver, Duration::from_secs(60), async || {
-            let req = http::Request::get("/readyz").body(Vec::new())?;
-            Ok(client.request_text(req).await? == "ok")
-        })
+        wait_until(
+            "kube-apiserver",
+            apiserver,
+            Duration::from_secs(60),
+            async || {
+                let req = http::Request::get("/readyz").body(Vec::new())?;
+                Ok(client.request_text(req).await? == "ok")
+            },
+        )
         .await?;
         self.client = client;
         Ok(())
@@ -318,21 +334,20 @@ impl Drop for Testbed {
             p.kill();
         }
         let keep = std::thread::panicking() || std::env::var(KEEP_ENV).is_ok_and(|v| v == "1");
-        if keep {
-            if let Some(tmp) = self.tmp.take() {
-                let dir = tmp.keep();
-                eprintln!(
-                    "testbed {}: kept {} — logs: {}",
-                    self.name,
-                    dir.display(),
-                    std::fs::read_dir(dir.join("logs"))
-                        .map(|rd| rd
-                            .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default()
-                );
-            }
+        if keep && let Some(tmp) = self.tmp.take() {
+            let dir = tmp.keep();
+            let logs = std::fs::read_dir(dir.join("logs"))
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            eprintln!(
+                "testbed {}: kept {}; logs: {logs}",
+                self.name,
+                dir.display()
+            );
         }
     }
 }
@@ -346,10 +361,20 @@ fn default_name() -> String {
         .next()
         .unwrap_or(raw)
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(40)
         .collect();
-    if name.is_empty() || name == "main" { "testbed".into() } else { name }
+    if name.is_empty() || name == "main" {
+        "testbed".into()
+    } else {
+        name
+    }
 }
 
 /// A client that is never used: replaced once the apiserver is up.

@@ -126,7 +126,8 @@ pub fn free_port() -> Result<u16> {
 /// `GET path` over plain HTTP/1.0 on 127.0.0.1:port; the status code and body.
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
     use std::io::Write;
-    let mut s = TcpStream::connect_timeout(&(Ipv4Addr::LOCALHOST, port).into(), Duration::from_secs(1))?;
+    let mut s =
+        TcpStream::connect_timeout(&(Ipv4Addr::LOCALHOST, port).into(), Duration::from_secs(1))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
     let mut resp = String::new();
@@ -136,12 +137,20 @@ pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .context("malformed HTTP response")?;
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     Ok((status, body))
 }
 
 /// Polls `check` every 100 ms until it returns `Ok(true)`, the process dies, or `timeout`.
-pub async fn wait_until<F>(what: &str, proc: &mut Process, timeout: Duration, mut check: F) -> Result<()>
+pub async fn wait_until<F>(
+    what: &str,
+    proc: &mut Process,
+    timeout: Duration,
+    mut check: F,
+) -> Result<()>
 where
     F: AsyncFnMut() -> Result<bool>,
 {
@@ -157,7 +166,9 @@ where
         if start.elapsed() > timeout {
             bail!(
                 "{what}: not ready after {timeout:?} (last error: {}); log {}:\n{}",
-                last_err.map(|e| format!("{e:#}")).unwrap_or_else(|| "none".into()),
+                last_err
+                    .map(|e| format!("{e:#}"))
+                    .unwrap_or_else(|| "none".into()),
                 proc.log.display(),
                 tail(&proc.log, 30)
             );

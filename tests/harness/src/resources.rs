@@ -47,7 +47,8 @@ pub fn load_yaml_path(path: &Path) -> Result<Vec<Value>> {
     }
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        let text =
+            std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
         out.extend(parse_yaml(&text).with_context(|| format!("in {}", f.display()))?);
     }
     Ok(out)
@@ -58,7 +59,9 @@ pub fn kind_of(v: &Value) -> &str {
 }
 
 pub fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    v.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Applies the CRDs among `docs` and waits until all are Established.
@@ -70,9 +73,13 @@ pub async fn install_crds(client: &Client, docs: Vec<Value>) -> Result<()> {
             continue;
         }
         let name = name_of(&doc).to_owned();
-        api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&doc))
-            .await
-            .with_context(|| format!("applying CRD {name}"))?;
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&doc),
+        )
+        .await
+        .with_context(|| format!("applying CRD {name}"))?;
         names.push(name);
     }
     wait_established(client, &names, Duration::from_secs(60)).await
@@ -84,17 +91,26 @@ pub async fn wait_established(client: &Client, names: &[String], timeout: Durati
     let start = Instant::now();
     for name in names {
         loop {
-            let crd = api.get(name).await.with_context(|| format!("reading CRD {name}"))?;
+            let crd = api
+                .get(name)
+                .await
+                .with_context(|| format!("reading CRD {name}"))?;
             let established = crd
                 .status
                 .as_ref()
                 .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
             if established {
                 break;
             }
             if start.elapsed() > timeout {
-                bail!("CRD {name} not Established after {timeout:?}: {:?}", crd.status);
+                bail!(
+                    "CRD {name} not Established after {timeout:?}: {:?}",
+                    crd.status
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -104,7 +120,10 @@ pub async fn wait_established(client: &Client, names: &[String], timeout: Durati
 
 /// The API for `obj`'s kind (through discovery), namespaced by the object's namespace if it has one.
 pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>> {
-    let api_version = obj.get("apiVersion").and_then(Value::as_str).context("object without apiVersion")?;
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .context("object without apiVersion")?;
     let (group, version) = match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", api_version),
@@ -115,8 +134,12 @@ pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>>
         .with_context(|| format!("discovering {api_version} {}", kind_of(obj)))?;
     let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
     Ok(match (caps.scope, ns) {
-        (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
-        (kube::discovery::Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &ar),
+        (kube::discovery::Scope::Namespaced, Some(ns)) => {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        }
+        (kube::discovery::Scope::Namespaced, None) => {
+            Api::default_namespaced_with(client.clone(), &ar)
+        }
         (kube::discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
     })
 }
@@ -125,9 +148,13 @@ pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>>
 pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject> {
     let api = api_for(client, obj).await?;
     let name = name_of(obj);
-    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
-        .await
-        .with_context(|| format!("applying {} {name}", kind_of(obj)))
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .with_context(|| format!("applying {} {name}", kind_of(obj)))
 }
 
 /// Applies objects in order; CRDs are waited for before the objects after them.
