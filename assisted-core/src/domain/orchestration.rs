@@ -116,13 +116,12 @@ pub fn select_bootstrap<'a>(
     let mut masters: Vec<&HostSnapshot> =
         day1().filter(|h| role_of(h) == HostRole::Master).collect();
     masters.sort_by(|a, b| a.id.cmp(&b.id));
-    if let Some(mac) = cfg.bootstrap_host_mac.as_deref() {
-        if let Some(h) = masters
+    if let Some(mac) = cfg.bootstrap_host_mac.as_deref()
+        && let Some(h) = masters
             .iter()
             .find(|h| h.inventory.as_ref().is_some_and(|i| i.has_mac(mac)))
-        {
-            return Some(&h.id);
-        }
+    {
+        return Some(&h.id);
     }
     masters.last().map(|h| h.id.as_str())
 }

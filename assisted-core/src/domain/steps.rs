@@ -478,15 +478,15 @@ fn discovery_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>
     if !peers.is_empty() {
         plan.push((StepType::ConnectivityCheck, vec![json(&peers)]));
     }
-    if let Some(enc) = &c.disk_encryption {
-        if enc.mode == "tang" {
-            plan.push((
-                StepType::TangConnectivityCheck,
-                vec![json(&TangConnectivityRequest {
-                    tang_servers: enc.tang_servers.clone(),
-                })],
-            ));
-        }
+    if let Some(enc) = &c.disk_encryption
+        && enc.mode == "tang"
+    {
+        plan.push((
+            StepType::TangConnectivityCheck,
+            vec![json(&TangConnectivityRequest {
+                tang_servers: enc.tang_servers.clone(),
+            })],
+        ));
     }
     if !day2 && !c.umn() && !c.machine_networks.is_empty() {
         let v4: Vec<&String> = c

@@ -412,16 +412,15 @@ pub fn eligible_disks(inv: &Inventory, min_disk_gb: u64) -> impl Iterator<Item =
 }
 
 /// The disk the host installs to: the selected one if eligible, else the first eligible disk.
-pub fn installation_disk<'a>(host: &'a HostSnapshot, min_disk_gb: u64) -> Option<&'a Disk> {
+pub fn installation_disk(host: &HostSnapshot, min_disk_gb: u64) -> Option<&Disk> {
     let inv = host.inventory.as_ref()?;
-    if let Some(sel) = host.installation_disk_id.as_deref() {
-        if let Some(d) = inv
+    if let Some(sel) = host.installation_disk_id.as_deref()
+        && let Some(d) = inv
             .disks
             .iter()
             .find(|d| d.key() == sel || d.install_path() == sel)
-        {
-            return Some(d);
-        }
+    {
+        return Some(d);
     }
     eligible_disks(inv, min_disk_gb).next()
 }
@@ -458,7 +457,9 @@ pub fn hostname_problem(name: &str) -> Option<String> {
     None
 }
 
-fn host_validations() -> &'static [(HostValidationId, fn(&HostCheck) -> Check)] {
+type HostValidationFn = fn(&HostCheck) -> Check;
+
+fn host_validations() -> &'static [(HostValidationId, HostValidationFn)] {
     use HostValidationId::*;
     &[
         (Connected, v_connected),

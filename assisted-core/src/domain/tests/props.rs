@@ -67,7 +67,8 @@ fn allowed_exit(from: HostStatus, to: HostStatus) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // No regression files: they would land outside this module's directory.
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn host_event_sequences_respect_terminal_states(
