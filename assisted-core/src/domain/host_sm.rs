@@ -172,6 +172,62 @@ pub enum HostEventError {
     ProgressNotAllowed { status: HostStatus },
     #[error("cannot move host progress back from {current} to {next}")]
     StageBackwards { current: HostStage, next: HostStage },
+    /// The cluster does not accept new hosts (409 with this message).
+    #[error("{0}")]
+    RegistrationRefused(String),
+}
+
+/// Result of a register call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Registration {
+    /// A new host record to create (Agent CR).
+    New(HostSnapshot),
+    /// An existing host re-registered; apply the outcome.
+    Existing(HostOutcome),
+}
+
+/// Statuses in which a cluster accepts new hosts.
+pub const CLUSTER_REGISTRATION_STATES: &[ClusterStatus] = &[
+    ClusterStatus::Insufficient,
+    ClusterStatus::Ready,
+    ClusterStatus::PendingForInput,
+    ClusterStatus::AddingHosts,
+];
+
+/// `v2RegisterHost`: a new host gets a fresh record if its cluster accepts registrations, an
+/// existing one goes through the RegisterHost event.
+pub fn register_host(
+    host_id: &str,
+    infra_env_id: &str,
+    existing: Option<&HostSnapshot>,
+    cluster: Option<&ClusterSnapshot>,
+    now: Timestamp,
+    cfg: &Config,
+) -> Result<Registration, HostEventError> {
+    if let Some(h) = existing {
+        return apply_host_event(h, cluster, &HostEvent::Register, now, cfg)
+            .map(Registration::Existing);
+    }
+    if let Some(c) = cluster
+        && !CLUSTER_REGISTRATION_STATES.contains(&c.status)
+    {
+        return Err(HostEventError::RegistrationRefused(
+            if c.status == ClusterStatus::Installed {
+                "Cannot add hosts to an existing cluster using the original Discovery ISO.".into()
+            } else {
+                format!(
+                    "Cluster {} is in {} state, host can register only in one of [insufficient ready pending-for-input adding-hosts]",
+                    c.id, c.status
+                )
+            },
+        ));
+    }
+    Ok(Registration::New(HostSnapshot::new_registered(
+        host_id,
+        infra_env_id,
+        cluster,
+        now,
+    )))
 }
 
 // ---- status_info texts ---------------------------------------------------------------------

@@ -181,6 +181,35 @@ pub struct BootArtifactUrls {
     pub rootfs_url: String,
 }
 
+/// `next_step_cmd_request`, args[0] of the registration response's runner command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextStepCmdRequest {
+    pub infra_env_id: String,
+    pub host_id: String,
+    pub agent_version: String,
+}
+
+/// `next_step_runner_command` of `host_registration_response`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextStepRunnerCommand {
+    pub command: String,
+    pub args: Vec<String>,
+    pub retry_seconds: u32,
+}
+
+/// The runner command returned on registration: the agent keeps polling next-steps with it.
+pub fn next_step_runner_command(host: &HostSnapshot, agent_image: &str) -> NextStepRunnerCommand {
+    NextStepRunnerCommand {
+        command: String::new(),
+        args: vec![json(&NextStepCmdRequest {
+            infra_env_id: host.infra_env_id.clone(),
+            host_id: host.id.clone(),
+            agent_version: agent_image.to_string(),
+        })],
+        retry_seconds: 60,
+    }
+}
+
 /// Where the agent mounts the installed host filesystem for reclaim.
 pub const HOST_FS_MOUNT_DIR: &str = "/host";
 /// Upstream image-availability timeout (16 minutes).

@@ -375,3 +375,40 @@ fn bind_and_unbind_effects() {
     let out = apply_host_event(&h, None, &Ev::Register, c.now, &c.cfg).unwrap();
     assert_eq!(out.status, S::DiscoveringUnbound);
 }
+
+#[test]
+fn registration_rules() {
+    let cfg = Config::default();
+    let mut c = cluster_3_2(t0());
+    match register_host("n1", "infra-1", None, Some(&c), t0(), &cfg).unwrap() {
+        Registration::New(h) => assert_eq!((h.status, h.kind), (S::Discovering, HostKind::Host)),
+        other => panic!("{other:?}"),
+    }
+    c.status = C::Installed;
+    let err = register_host("n1", "infra-1", None, Some(&c), t0(), &cfg).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Cannot add hosts to an existing cluster using the original Discovery ISO."
+    );
+    c.status = C::Installing;
+    assert!(register_host("n1", "infra-1", None, Some(&c), t0(), &cfg).is_err());
+    c.status = C::AddingHosts;
+    c.kind = ClusterKind::AddHostsCluster;
+    match register_host("n1", "infra-1", None, Some(&c), t0(), &cfg).unwrap() {
+        Registration::New(h) => assert_eq!(
+            (h.kind, h.role),
+            (HostKind::AddToExistingClusterHost, HostRole::Worker)
+        ),
+        other => panic!("{other:?}"),
+    }
+    let h = HostSnapshot::new_registered("n1", "infra-1", None, t0());
+    assert!(
+        matches!(register_host("n1", "infra-1", None, None, t0(), &cfg).unwrap(), Registration::New(x) if x.status == S::DiscoveringUnbound)
+    );
+    let cmd = next_step_runner_command(&h, "quay.io/agent:1");
+    let req: NextStepCmdRequest = serde_json::from_str(&cmd.args[0]).unwrap();
+    assert_eq!(
+        (req.host_id.as_str(), req.infra_env_id.as_str()),
+        ("n1", "infra-1")
+    );
+}

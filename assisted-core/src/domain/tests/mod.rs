@@ -5,4 +5,5 @@ mod fixtures;
 mod host_rows;
 mod props;
 mod replay;
+mod steps_tests;
 mod validation_tests;
