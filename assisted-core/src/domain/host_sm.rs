@@ -181,7 +181,7 @@ pub enum HostEventError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Registration {
     /// A new host record to create (Agent CR).
-    New(HostSnapshot),
+    New(Box<HostSnapshot>),
     /// An existing host re-registered; apply the outcome.
     Existing(HostOutcome),
 }
@@ -222,12 +222,12 @@ pub fn register_host(
             },
         ));
     }
-    Ok(Registration::New(HostSnapshot::new_registered(
+    Ok(Registration::New(Box::new(HostSnapshot::new_registered(
         host_id,
         infra_env_id,
         cluster,
         now,
-    )))
+    ))))
 }
 
 // ---- status_info texts ---------------------------------------------------------------------

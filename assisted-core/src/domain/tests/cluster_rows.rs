@@ -142,8 +142,10 @@ fn cluster_status_infos() {
         refresh_cluster(&c, t0(), &cfg).status_info,
         "User input required"
     );
-    let mut cfg2 = Config::default();
-    cfg2.soft_timeouts = true;
+    let cfg2 = Config {
+        soft_timeouts: true,
+        ..Default::default()
+    };
     let c = cl(C::Installing, S::InstallingInProgress, |c| {
         c.install_started_at = Some(mins(t0(), -25 * 60))
     });

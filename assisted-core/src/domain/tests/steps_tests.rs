@@ -348,8 +348,10 @@ fn orchestration_helpers() {
         schedulable_masters_forced_true(&c, &cfg),
         "one worker: masters must be schedulable"
     );
-    let mut cfg2 = Config::default();
-    cfg2.bootstrap_host_mac = Some("52:54:00:00:00:0C".into());
+    let cfg2 = Config {
+        bootstrap_host_mac: Some("52:54:00:00:00:0C".into()),
+        ..Default::default()
+    };
     let roles: Vec<(String, HostRole)> = suggest_roles(&c, &cfg)
         .into_iter()
         .map(|(a, b)| (a.to_string(), b))

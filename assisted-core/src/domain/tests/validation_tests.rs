@@ -236,8 +236,10 @@ host_validation_tests! {
         }), H::VsphereDiskUuidEnabled), Failure);
     }
     compatible_agent: CompatibleAgent => {
-        let mut cfg = Config::default();
-        cfg.agent_image = "quay.io/agent:v2".into();
+        let cfg = Config {
+            agent_image: "quay.io/agent:v2".into(),
+            ..Default::default()
+        };
         let c = with(|_, _| {});
         let st = |c: &ClusterSnapshot| validate_host(&c.hosts[0], Some(c), t0(), &cfg).status(H::CompatibleAgent).unwrap();
         assert_eq!(st(&c), Failure);
