@@ -137,9 +137,97 @@ impl VersionRequirements {
     }
 }
 
+/// Overrides `base` with the numeric fields present in a role object of the upstream JSON.
+fn merge_role(base: RoleRequirements, v: &serde_json::Value) -> RoleRequirements {
+    let u = |k: &str, d: u64| v.get(k).and_then(|x| x.as_u64()).unwrap_or(d);
+    let f = |k: &str, d: Option<f64>| v.get(k).and_then(|x| x.as_f64()).or(d);
+    RoleRequirements {
+        cpu_cores: u32::try_from(u("cpu_cores", base.cpu_cores as u64)).unwrap_or(base.cpu_cores),
+        ram_mib: u("ram_mib", base.ram_mib),
+        disk_size_gb: u("disk_size_gb", base.disk_size_gb),
+        installation_disk_speed_threshold_ms: u(
+            "installation_disk_speed_threshold_ms",
+            base.installation_disk_speed_threshold_ms,
+        ),
+        network_latency_threshold_ms: f(
+            "network_latency_threshold_ms",
+            base.network_latency_threshold_ms,
+        ),
+        packet_loss_percentage: f("packet_loss_percentage", base.packet_loss_percentage),
+    }
+}
+
+impl HwRequirementsTable {
+    /// Parses the upstream `HW_VALIDATOR_REQUIREMENTS` format: a JSON list of entries with
+    /// `version` ("default" or a version) or `min_version`, and role objects `master`, `worker`,
+    /// `arbiter`, `sno`, `edge-worker`. Missing fields inherit from the built-in defaults.
+    pub fn from_json(s: &str) -> Result<HwRequirementsTable, String> {
+        let v: serde_json::Value = serde_json::from_str(s)
+            .map_err(|e| format!("invalid hardware requirements JSON: {e}"))?;
+        let list = v
+            .as_array()
+            .ok_or("hardware requirements must be a JSON list")?;
+        let mut table = HwRequirementsTable::default();
+        let role = |e: &serde_json::Value, k: &str, base: RoleRequirements| {
+            e.get(k).map(|r| merge_role(base, r))
+        };
+        for e in list {
+            let version = e
+                .get("min_version")
+                .or_else(|| e.get("version"))
+                .and_then(|x| x.as_str())
+                .unwrap_or("default");
+            if version == "default" {
+                let d = table.default;
+                table.default = VersionRequirements {
+                    master: role(e, "master", d.master).unwrap_or(d.master),
+                    worker: role(e, "worker", d.worker).unwrap_or(d.worker),
+                    arbiter: role(e, "arbiter", d.arbiter).unwrap_or(d.arbiter),
+                    sno: role(e, "sno", d.sno).unwrap_or(d.sno),
+                    edge_worker: role(e, "edge-worker", d.edge_worker).unwrap_or(d.edge_worker),
+                };
+                continue;
+            }
+            let min_version = parse_major_minor(version)
+                .ok_or_else(|| format!("unparseable version {version:?}"))?;
+            let d = table.default;
+            let o = VersionOverride {
+                min_version,
+                master: role(e, "master", d.master),
+                worker: role(e, "worker", d.worker),
+                arbiter: role(e, "arbiter", d.arbiter),
+                sno: role(e, "sno", d.sno),
+                edge_worker: role(e, "edge-worker", d.edge_worker),
+            };
+            table.overrides.retain(|x| x.min_version != min_version);
+            table.overrides.push(o);
+        }
+        table.overrides.sort_by_key(|o| o.min_version);
+        Ok(table)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_upstream_json() {
+        let t = HwRequirementsTable::from_json(
+            r#"[{"version":"default","master":{"cpu_cores":6},"worker":{"ram_mib":4096}},
+                {"min_version":"4.30","sno":{"cpu_cores":2}}]"#,
+        )
+        .unwrap();
+        assert_eq!(t.for_version("4.20").master.cpu_cores, 6);
+        assert_eq!(t.for_version("4.20").master.ram_mib, 16384);
+        assert_eq!(t.for_version("4.20").worker.ram_mib, 4096);
+        // The built-in 4.22 SNO override stays; 4.30 lowers it further.
+        assert_eq!(t.for_version("4.25").sno.cpu_cores, 4);
+        assert_eq!(t.for_version("4.30").sno.cpu_cores, 2);
+        assert!(HwRequirementsTable::from_json("{}").is_err());
+        assert!(HwRequirementsTable::from_json(r#"[{"min_version":"x"}]"#).is_err());
+    }
+
 
     #[test]
     fn sno_cpu_changes_at_4_22() {
