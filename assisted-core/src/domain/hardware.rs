@@ -228,7 +228,6 @@ mod tests {
         assert!(HwRequirementsTable::from_json(r#"[{"min_version":"x"}]"#).is_err());
     }
 
-
     #[test]
     fn sno_cpu_changes_at_4_22() {
         let t = HwRequirementsTable::default();

@@ -1316,8 +1316,11 @@ pub fn refresh_host_in(
         v: &v,
     };
     let mut out = outcome_from(&c, find_row(&c));
+    // Roles are only re-suggested before installation; afterwards they are fixed.
     out.suggested_role = match (host.role, ctx) {
-        (HostRole::AutoAssign, Some(x)) => x.suggested_role(&host.id),
+        (HostRole::AutoAssign, Some(x)) if host.status.is_pre_install() => {
+            x.suggested_role(&host.id)
+        }
         _ => None,
     };
     out.validations = Some(v);

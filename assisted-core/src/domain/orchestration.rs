@@ -313,12 +313,12 @@ pub fn start_install(
     })
 }
 
-/// Applies an [`InstallPlan`] to the snapshot (roles become explicit, bootstrap flagged).
+/// Applies an [`InstallPlan`] to the snapshot: auto-assigned roles are fixed as the suggested
+/// (effective) role, so the requested role (Agent spec) is never rewritten; bootstrap flagged.
 pub fn apply_install_plan(cluster: &mut ClusterSnapshot, plan: &InstallPlan, now: Timestamp) {
     for h in cluster.hosts.iter_mut() {
         if let Some((_, r)) = plan.roles.iter().find(|(id, _)| *id == h.id) {
             h.suggested_role = Some(*r);
-            h.role = *r;
         }
         h.bootstrap = plan.bootstrap_host_id.as_deref() == Some(h.id.as_str());
     }

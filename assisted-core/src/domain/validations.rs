@@ -250,17 +250,7 @@ impl<'a> ClusterContext<'a> {
 
     /// Effective role with auto-assignment applied.
     pub fn role_of(&self, h: &HostSnapshot) -> HostRole {
-        if h.is_day2() {
-            return HostRole::Worker;
-        }
-        match h.effective_role() {
-            HostRole::AutoAssign => self
-                .suggested
-                .get(h.id.as_str())
-                .copied()
-                .unwrap_or(HostRole::AutoAssign),
-            r => r,
-        }
+        resolve_role(h, self.suggested.get(h.id.as_str()).copied())
     }
 
     /// Suggested role for an auto-assign host, if one was computed.
@@ -276,6 +266,22 @@ impl<'a> ClusterContext<'a> {
             HostRole::Arbiter => self.req.arbiter,
             HostRole::AutoAssign => return None,
         })
+    }
+}
+
+/// Effective role: day-2 hosts are workers; auto-assign hosts take the freshly computed
+/// suggestion while pre-install (and whenever none is stored), the stored one afterwards.
+pub(crate) fn resolve_role(h: &HostSnapshot, fresh: Option<HostRole>) -> HostRole {
+    if h.is_day2() {
+        return HostRole::Worker;
+    }
+    let stored = h.effective_role();
+    if h.role == HostRole::AutoAssign
+        && (h.status.is_pre_install() || stored == HostRole::AutoAssign)
+    {
+        fresh.unwrap_or(HostRole::AutoAssign)
+    } else {
+        stored
     }
 }
 
@@ -1293,13 +1299,7 @@ impl HostView {
             .iter()
             .map(|h| HostView {
                 status: h.status,
-                role: match h.effective_role() {
-                    HostRole::AutoAssign => suggested
-                        .get(&h.id)
-                        .copied()
-                        .unwrap_or(HostRole::AutoAssign),
-                    r => r,
-                },
+                role: resolve_role(h, suggested.get(&h.id).copied()),
                 day2: h.is_day2(),
             })
             .collect()

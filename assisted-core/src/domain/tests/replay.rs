@@ -231,7 +231,7 @@ fn replay_3_plus_2_to_installed() {
         .c
         .hosts
         .iter()
-        .map(|h| (h.id.clone(), h.role, h.bootstrap))
+        .map(|h| (h.id.clone(), h.effective_role(), h.bootstrap))
         .collect();
     assert_eq!(roles[0].1, HostRole::Master);
     assert_eq!(roles[3].1, HostRole::Worker);
