@@ -170,6 +170,18 @@ fn benches(cr: &mut Criterion) {
         })
     });
 
+    cr.bench_function("next_steps known day-2 host (500-host cluster)", |b| {
+        b.iter(|| {
+            next_steps(&NextStepsInput {
+                host: black_box(&c500.hosts[10]),
+                cluster: Some(&c500),
+                cfg: &cfg,
+                seed: 9,
+                boot_artifacts: None,
+            })
+        })
+    });
+
     let mut installing = c5.clone();
     installing.status = ClusterStatus::Installing;
     installing.hosts[0].status = HostStatus::Installing;

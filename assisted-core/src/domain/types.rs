@@ -255,3 +255,44 @@ wire_enum! {
         Olm = "olm",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug + Copy>(
+        all: &[T],
+        s: impl Fn(T) -> &'static str,
+    ) {
+        for v in all {
+            assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(s(*v)));
+            let back: T = serde_json::from_value(serde_json::json!(s(*v))).unwrap();
+            assert_eq!(back, *v);
+        }
+    }
+
+    #[test]
+    fn serde_names_are_the_wire_strings() {
+        check(HostStatus::ALL, HostStatus::as_str);
+        check(ClusterStatus::ALL, ClusterStatus::as_str);
+        check(HostStage::ALL, HostStage::as_str);
+        check(StepType::ALL, StepType::as_str);
+        check(HostRole::ALL, HostRole::as_str);
+        assert_eq!(HostStatus::ALL.len(), 28);
+        assert_eq!(ClusterStatus::ALL.len(), 12);
+        assert_eq!(StepType::ALL.len(), 19);
+        assert_eq!(
+            HostStatus::parse("installing-pending-user-action"),
+            Some(HostStatus::InstallingPendingUserAction)
+        );
+        assert_eq!(
+            HostStage::parse("Copying registry data to disk"),
+            Some(HostStage::CopyingRegistryDataToDisk)
+        );
+        assert_eq!(
+            StepType::parse("api-vip-connectivity-check"),
+            Some(StepType::ApiVipConnectivityCheck)
+        );
+        assert_eq!(HostStatus::parse("Known"), None);
+    }
+}
