@@ -36,13 +36,21 @@ pub fn parse_documents(text: &str) -> Vec<Value> {
 /// True when the object is of a kind one of our CRDs defines.
 pub fn is_ours(object: &Value) -> bool {
     let kind = object["kind"].as_str().unwrap_or_default();
-    let group = object["apiVersion"].as_str().unwrap_or_default().rsplit_once('/').map(|(g, _)| g).unwrap_or_default();
-    all_crds().iter().any(|crd| crd.spec.group == group && crd.spec.names.kind == kind)
+    let group = object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .rsplit_once('/')
+        .map(|(g, _)| g)
+        .unwrap_or_default();
+    all_crds()
+        .iter()
+        .any(|crd| crd.spec.group == group && crd.spec.names.kind == kind)
 }
 
 /// Deserializes into `T` and serializes back; returns the result.
 pub fn round_trip<T: DeserializeOwned + serde::Serialize>(object: &Value) -> Value {
-    let typed: T = serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("does not deserialize: {e}\n{object:#}"));
+    let typed: T = serde_json::from_value(object.clone())
+        .unwrap_or_else(|e| panic!("does not deserialize: {e}\n{object:#}"));
     serde_json::to_value(&typed).expect("serializes")
 }
 
@@ -58,9 +66,12 @@ pub fn lost_fields(input: &Value, output: &Value, path: &str) -> Vec<String> {
                 None => vec![format!("{path}.{key}")],
             })
             .collect(),
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            a.iter().zip(b).enumerate().flat_map(|(i, (x, y))| lost_fields(x, y, &format!("{path}[{i}]"))).collect()
-        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .flat_map(|(i, (x, y))| lost_fields(x, y, &format!("{path}[{i}]")))
+            .collect(),
         (a, b) if a == b => vec![],
         _ => vec![format!("{path} ({input} became {output})")],
     }
@@ -68,8 +79,15 @@ pub fn lost_fields(input: &Value, output: &Value, path: &str) -> Vec<String> {
 
 /// The `openAPIV3Schema` of a kind's only version.
 pub fn schema_of(kind: &str) -> Value {
-    let crd = all_crds().into_iter().find(|crd| crd.spec.names.kind == kind).unwrap_or_else(|| panic!("no CRD for {kind}"));
-    let schema = crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()).expect("schema");
+    let crd = all_crds()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == kind)
+        .unwrap_or_else(|| panic!("no CRD for {kind}"));
+    let schema = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .expect("schema");
     serde_json::to_value(schema).expect("schema serializes")
 }
 

@@ -8,7 +8,10 @@ use api_conformance::repo_root;
 fn committed_config_matches_the_generated_files() {
     let config = repo_root().join("config");
     let mut drifted = Vec::new();
-    for manifest in [bootstrap_provider::manifests::provider_manifest(), controlplane_provider::manifests::provider_manifest()] {
+    for manifest in [
+        bootstrap_provider::manifests::provider_manifest(),
+        controlplane_provider::manifests::provider_manifest(),
+    ] {
         for (relative, generated) in manifest.files().expect("manifests generate") {
             let path: PathBuf = config.join(&relative);
             match std::fs::read_to_string(&path) {
@@ -18,24 +21,38 @@ fn committed_config_matches_the_generated_files() {
             }
         }
     }
-    assert!(drifted.is_empty(), "config/ is out of date, run `make generate`: {drifted:?}");
+    assert!(
+        drifted.is_empty(),
+        "config/ is out of date, run `make generate`: {drifted:?}"
+    );
 }
 
 #[test]
 fn every_crd_carries_the_contract_label_cluster_api_needs() {
     for crd in bootstrap_provider::manifests::crds() {
         let labels = crd.metadata.labels.unwrap_or_default();
-        assert_eq!(labels.get("cluster.x-k8s.io/v1beta2").map(String::as_str), Some("v1alpha2"), "{:?}", crd.metadata.name);
+        assert_eq!(
+            labels.get("cluster.x-k8s.io/v1beta2").map(String::as_str),
+            Some("v1alpha2"),
+            "{:?}",
+            crd.metadata.name
+        );
     }
     let crd = &controlplane_provider::manifests::crds()[0];
     let labels = crd.metadata.labels.clone().unwrap_or_default();
-    assert_eq!(labels.get("cluster.x-k8s.io/v1beta2").map(String::as_str), Some("v1alpha3"));
+    assert_eq!(
+        labels.get("cluster.x-k8s.io/v1beta2").map(String::as_str),
+        Some("v1alpha3")
+    );
 }
 
 #[test]
 fn crd_names_follow_cluster_api_naming() {
     // CAPI computes `<lowercase plural kind>.<group>`; a mismatch breaks its contract lookup.
-    let names: Vec<String> = api_conformance::all_crds().into_iter().filter_map(|crd| crd.metadata.name).collect();
+    let names: Vec<String> = api_conformance::all_crds()
+        .into_iter()
+        .filter_map(|crd| crd.metadata.name)
+        .collect();
     for expected in [
         "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
         "openshiftassistedconfigtemplates.bootstrap.cluster.x-k8s.io",
@@ -47,25 +64,50 @@ fn crd_names_follow_cluster_api_naming() {
         "clusterdeployments.hive.openshift.io",
         "clusterimagesets.hive.openshift.io",
     ] {
-        assert!(names.iter().any(|name| name == expected), "missing CRD {expected}: {names:?}");
+        assert!(
+            names.iter().any(|name| name == expected),
+            "missing CRD {expected}: {names:?}"
+        );
     }
 }
 
 #[test]
 fn components_have_one_namespace_and_a_manager_container() {
-    for manifest in [bootstrap_provider::manifests::provider_manifest(), controlplane_provider::manifests::provider_manifest()] {
-        let documents = api_conformance::parse_documents(&manifest.components().expect("components"));
-        let namespaces = documents.iter().filter(|d| d["kind"] == "Namespace").count();
-        assert_eq!(namespaces, 1, "{}: clusterctl needs exactly one Namespace", manifest.components_file);
-        let deployment = documents.iter().find(|d| d["kind"] == "Deployment").expect("a Deployment");
+    for manifest in [
+        bootstrap_provider::manifests::provider_manifest(),
+        controlplane_provider::manifests::provider_manifest(),
+    ] {
+        let documents =
+            api_conformance::parse_documents(&manifest.components().expect("components"));
+        let namespaces = documents
+            .iter()
+            .filter(|d| d["kind"] == "Namespace")
+            .count();
+        assert_eq!(
+            namespaces, 1,
+            "{}: clusterctl needs exactly one Namespace",
+            manifest.components_file
+        );
+        let deployment = documents
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("a Deployment");
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["name"], "manager");
         assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
         assert_eq!(container["securityContext"]["runAsNonRoot"], true);
         for document in &documents {
-            assert_eq!(document["metadata"]["labels"]["cluster.x-k8s.io/provider"], manifest.provider_label, "{}", document["metadata"]["name"]);
+            assert_eq!(
+                document["metadata"]["labels"]["cluster.x-k8s.io/provider"],
+                manifest.provider_label,
+                "{}",
+                document["metadata"]["name"]
+            );
         }
         let image = container["image"].as_str().expect("image");
-        assert!(image.starts_with("${OPENSHIFT_ASSISTED_") && image.contains(":="), "image is a clusterctl variable with a default: {image}");
+        assert!(
+            image.starts_with("${OPENSHIFT_ASSISTED_") && image.contains(":="),
+            "image is a clusterctl variable with a default: {image}"
+        );
     }
 }

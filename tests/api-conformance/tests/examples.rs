@@ -3,7 +3,9 @@
 //! a message that names the field.
 
 use api_conformance::{all_crds, example, is_ours, lost_fields, parse_documents, round_trip};
-use assisted_core::api::{Agent, AgentClusterInstall, ClusterDeployment, ClusterImageSet, InfraEnv, NMStateConfig};
+use assisted_core::api::{
+    Agent, AgentClusterInstall, ClusterDeployment, ClusterImageSet, InfraEnv, NMStateConfig,
+};
 use assisted_core::manifests::{validate_manifests, validate_object};
 use bootstrap_provider::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
@@ -31,7 +33,10 @@ fn check_example(name: &str) -> usize {
     for object in &ours {
         let label = format!("{name}: {} {}", object["kind"], object["metadata"]["name"]);
         let lost = lost_fields(object, &typed_round_trip(object), "");
-        assert!(lost.is_empty(), "{label}: fields lost in the typed round trip: {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "{label}: fields lost in the typed round trip: {lost:?}"
+        );
         if let Err(errors) = validate_object(&crds, object) {
             panic!("{label}: rejected by the CRD schema: {errors:?}");
         }
@@ -41,7 +46,11 @@ fn check_example(name: &str) -> usize {
 
 #[test]
 fn capoa_multinode_example_is_accepted() {
-    assert_eq!(check_example("capoa-multinode.yaml"), 2, "OpenshiftAssistedControlPlane and the worker template");
+    assert_eq!(
+        check_example("capoa-multinode.yaml"),
+        2,
+        "OpenshiftAssistedControlPlane and the worker template"
+    );
 }
 
 #[test]
@@ -63,7 +72,9 @@ fn assisted_service_style_example_is_accepted() {
 fn rejection(yaml: &str) -> String {
     let documents = parse_documents(yaml);
     assert_eq!(documents.len(), 1);
-    validate_object(&all_crds(), &documents[0]).expect_err("must be rejected").join("\n")
+    validate_object(&all_crds(), &documents[0])
+        .expect_err("must be rejected")
+        .join("\n")
 }
 
 #[test]
@@ -97,7 +108,10 @@ spec:
     diskEncryption: {enableOn: everything}
 "#,
     );
-    assert!(error.contains("spec.config.diskEncryption.enableOn"), "{error}");
+    assert!(
+        error.contains("spec.config.diskEncryption.enableOn"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -115,7 +129,10 @@ spec:
 "#,
     );
     assert!(error.contains("spec.kernelArguments.0.value"), "{error}");
-    assert!(error.contains("spec.bootstrapCommandSentinelDir"), "{error}");
+    assert!(
+        error.contains("spec.bootstrapCommandSentinelDir"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -131,8 +148,14 @@ spec:
     infrastructureRef: {apiGroup: Infrastructure_Cluster, kind: "3rd", name: cp}
 "#,
     );
-    assert!(error.contains("spec.machineTemplate.infrastructureRef.apiGroup"), "{error}");
-    assert!(error.contains("spec.machineTemplate.infrastructureRef.kind"), "{error}");
+    assert!(
+        error.contains("spec.machineTemplate.infrastructureRef.apiGroup"),
+        "{error}"
+    );
+    assert!(
+        error.contains("spec.machineTemplate.infrastructureRef.kind"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -150,7 +173,10 @@ spec:
     );
     assert!(error.contains("distributionVersion"), "{error}");
     assert!(error.contains("baseDomain"), "{error}");
-    assert!(error.contains("spec.config.apiVIPs"), "more than 2 API VIPs: {error}");
+    assert!(
+        error.contains("spec.config.apiVIPs"),
+        "more than 2 API VIPs: {error}"
+    );
 }
 
 #[test]
@@ -169,10 +195,15 @@ spec: {}
 #[test]
 fn validate_reports_invalid_yaml_and_unknown_kinds_clearly() {
     let crds = all_crds();
-    let error = validate_manifests(&crds, "kind: [unclosed\n").expect_err("invalid YAML").to_string();
-    assert!(error.contains("document 1: invalid YAML"), "{error}");
-    let error = validate_manifests(&crds, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")
-        .expect_err("unknown kind")
+    let error = validate_manifests(&crds, "kind: [unclosed\n")
+        .expect_err("invalid YAML")
         .to_string();
+    assert!(error.contains("document 1: invalid YAML"), "{error}");
+    let error = validate_manifests(
+        &crds,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+    )
+    .expect_err("unknown kind")
+    .to_string();
     assert!(error.contains("unknown kind \"Widget\""), "{error}");
 }

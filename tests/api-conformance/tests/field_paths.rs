@@ -5,7 +5,10 @@ use api_conformance::{schema_has_path, schema_of};
 
 fn assert_paths(kind: &str, paths: &[&str]) {
     let schema = schema_of(kind);
-    let missing: Vec<&&str> = paths.iter().filter(|path| !schema_has_path(&schema, path)).collect();
+    let missing: Vec<&&str> = paths
+        .iter()
+        .filter(|path| !schema_has_path(&schema, path))
+        .collect();
     assert!(missing.is_empty(), "{kind} schema lacks {missing:?}");
 }
 
@@ -51,15 +54,24 @@ fn openshift_assisted_config_has_every_capoa_field() {
 
 #[test]
 fn openshift_assisted_config_template_has_every_capoa_field() {
-    let spec: Vec<String> = OAC_SPEC.iter().map(|p| format!("spec.template.spec.{p}")).collect();
+    let spec: Vec<String> = OAC_SPEC
+        .iter()
+        .map(|p| format!("spec.template.spec.{p}"))
+        .collect();
     let mut paths: Vec<&str> = spec.iter().map(String::as_str).collect();
-    paths.extend(["spec.template.metadata.labels", "spec.template.metadata.annotations"]);
+    paths.extend([
+        "spec.template.metadata.labels",
+        "spec.template.metadata.annotations",
+    ]);
     assert_paths("OpenshiftAssistedConfigTemplate", &paths);
 }
 
 #[test]
 fn openshift_assisted_control_plane_has_every_capoa_field() {
-    let oac: Vec<String> = OAC_SPEC.iter().map(|p| format!("spec.openshiftAssistedConfigSpec.{p}")).collect();
+    let oac: Vec<String> = OAC_SPEC
+        .iter()
+        .map(|p| format!("spec.openshiftAssistedConfigSpec.{p}"))
+        .collect();
     let mut paths: Vec<&str> = oac.iter().map(String::as_str).collect();
     paths.extend([
         "spec.distributionVersion",
@@ -317,5 +329,12 @@ fn hive_kinds_have_the_fields_the_agent_flow_uses() {
         ],
     );
     assert_paths("ClusterImageSet", &["spec.releaseImage"]);
-    assert_paths("NMStateConfig", &["spec.interfaces[].name", "spec.interfaces[].macAddress", "spec.config"]);
+    assert_paths(
+        "NMStateConfig",
+        &[
+            "spec.interfaces[].name",
+            "spec.interfaces[].macAddress",
+            "spec.config",
+        ],
+    );
 }
