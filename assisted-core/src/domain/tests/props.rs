@@ -112,7 +112,15 @@ proptest! {
         sno in any::<bool>(),
         kubeconfig in any::<bool>(),
         console in any::<bool>(),
-        steps in proptest::collection::vec((0i64..600, proptest::option::of((0usize..7, host_status()))), 1..20),
+        steps in proptest::collection::vec((
+            0i64..600,
+            proptest::option::of((0usize..7, host_status())),
+            proptest::option::of(proptest::sample::select(&[
+                ClusterEvent::CancelInstallation,
+                ClusterEvent::ResetCluster,
+                ClusterEvent::PrepareForInstallation,
+            ][..])),
+        ), 1..20),
     ) {
         let mut c = cluster_3_2_with_hosts(t0());
         c.hosts.truncate(statuses.len().min(5));
@@ -127,8 +135,15 @@ proptest! {
         }
         let cfg = Config::default();
         let mut now = t0();
-        for (dt, change) in steps {
+        for (dt, change, event) in steps {
             now = mins(now, dt);
+            if let Some(ev) = event {
+                let before = c.status;
+                if let Ok(out) = apply_cluster_event(&c, ev, now, &cfg) {
+                    prop_assert!(before != ClusterStatus::Installed, "{ev:?} left installed");
+                    apply_cluster_outcome(&mut c, &out, now);
+                }
+            }
             if let Some((i, s)) = change {
                 let n = c.hosts.len();
                 c.hosts[i % n].status = s;
