@@ -141,11 +141,13 @@ fn g_all_prepared(c: &ClusterCtx) -> bool {
         && day1(c).all(|h| h.status == H::PreparingSuccessful)
         && c.cluster.preparation == PreparationStatus::Success
 }
+/// A host dropped out of preparation. `known` does not count: right after the install starts
+/// the host monitor may not have moved it to preparing yet.
 fn g_host_left_preparing(c: &ClusterCtx) -> bool {
     day1(c).any(|h| {
         !matches!(
             h.status,
-            H::PreparingForInstallation | H::PreparingSuccessful | H::PreparingFailed
+            H::Known | H::PreparingForInstallation | H::PreparingSuccessful | H::PreparingFailed
         )
     })
 }

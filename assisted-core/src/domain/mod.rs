@@ -12,7 +12,27 @@
 //! - validations: [`validate_host`], [`validate_cluster`];
 //! - orchestration: [`auto_start_day1`], [`start_install`], [`suggest_roles`],
 //!   [`select_bootstrap`], [`day2_hosts_to_install`];
-//! - agent protocol: [`next_steps`], [`apply_step_reply`], [`Inventory::parse`].
+//! - agent protocol: [`register_host`], [`next_steps`], [`apply_step_reply`],
+//!   [`next_step_runner_command`], [`Inventory::parse`].
+//!
+//! How the service layer drives it:
+//! - build a [`ClusterSnapshot`] (with its [`HostSnapshot`]s) from AgentClusterInstall /
+//!   ClusterDeployment / Agent status plus the in-memory `checked_in_at` of each agent;
+//! - monitor pass: `let r = refresh_all(&cluster, now, &cfg)`, then persist each changed
+//!   [`HostOutcome`] (status, status_info, `validations.to_validations_info()`, suggested role)
+//!   and the [`ClusterOutcome`]; [`apply_refresh`] does the same on the in-memory snapshot;
+//! - REST: register → [`register_host`]; GET instructions → update `checked_in_at` /
+//!   `host_timestamp`, then [`next_steps`]; POST step reply → [`StepReply::parse`] +
+//!   [`apply_step_reply`] (fire [`HostEvent::MediaDisconnect`] on exit code 256);
+//!   PUT progress → [`update_host_progress`] (errors map to 409);
+//! - kube-API day-1: [`auto_start_day1`] gives the RequirementsMet reason; when it says start,
+//!   [`start_install`] + [`apply_install_plan`], run the install backend, then set
+//!   `ClusterSnapshot::preparation = Success`; the monitor does the rest;
+//! - day-2: [`transform_to_day2`] once installed, [`day2_hosts_to_install`] +
+//!   [`HostEvent::Install`] for approved known hosts.
+//!
+//! Every `apply_*` call returns a `Result`; an `Err` means the event is not allowed in the
+//! current state (HTTP 409 / a condition), never a panic.
 
 pub mod cluster_sm;
 pub mod hardware;

@@ -188,3 +188,11 @@ fn rejected_cluster_events() {
     assert!(apply_cluster_event(&c, ClusterEvent::PrepareForInstallation, t0(), &cfg).is_err());
     assert!(apply_cluster_event(&c, ClusterEvent::CancelInstallation, t0(), &cfg).is_err());
 }
+
+#[test]
+fn known_hosts_right_after_install_start_do_not_abort_preparation() {
+    // The cluster monitor may run before the host monitor moved hosts to preparing.
+    let c = cl(C::PreparingForInstallation, S::Known, |_| {});
+    let out = refresh_cluster(&c, t0(), &Config::default());
+    assert_eq!(out.status, C::PreparingForInstallation);
+}
