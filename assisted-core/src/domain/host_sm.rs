@@ -1330,7 +1330,7 @@ pub fn refresh_host_in(
 /// Handles an installer/controller progress report (`PUT .../progress`).
 ///
 /// Rejects reports outside installing states and stages that go backwards (409 upstream).
-/// Stage `Failed` moves the host to `error` directly with "Failed - <info>".
+/// Stage `Failed` moves the host to `error` directly with `"Failed - <info>"`.
 pub fn update_host_progress(
     host: &HostSnapshot,
     cluster: Option<&ClusterSnapshot>,

@@ -181,7 +181,7 @@ pub struct BootArtifactUrls {
     pub rootfs_url: String,
 }
 
-/// `next_step_cmd_request`, args[0] of the registration response's runner command.
+/// `next_step_cmd_request`, `args[0]` of the registration response's runner command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextStepCmdRequest {
     pub infra_env_id: String,
