@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Builds the real control plane the Rust test harness (tests/harness, crate `testbed`) starts:
 # kube-apiserver, kube-controller-manager, etcd, the Cluster API core manager, clusterctl and
-# kustomize, all with `go build` from the Go modules pinned in this directory's go.mod/go.sum.
+# kustomize, all with `go build` from the Go modules pinned in this directory's go.mod/go.sum, and
+# the CAPM3 manager and baremetal-operator from metal3/go.mod.
 # It also collects the upstream manifests the harness needs from the Go module cache.
 #
 # Output (never inside the repository):
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>/
-#     bin/{etcd,kube-apiserver,kube-controller-manager,capi-manager,clusterctl,kustomize}
+#     bin/{etcd,kube-apiserver,kube-controller-manager,capi-manager,clusterctl,kustomize,
+#         capm3-manager,baremetal-operator}
 #     manifests/capi/core-components.yaml     CAPI core rendered with kustomize, as a release has it
 #     manifests/capi/metadata.yaml            CAPI's clusterctl metadata
 #     manifests/capi/crd/*.yaml               CAPI core CRD bases
 #     manifests/cert-manager/crd/*.yaml       cert-manager CRDs (clusterctl test only)
+#     manifests/capm3/infrastructure-components.yaml   CAPM3 rendered with kustomize
+#     manifests/bmo/crd/*.yaml                BMO CRD bases
 #     versions.env                            what was built
 #     .complete                               written last; the harness only uses a complete dir
 #
@@ -23,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
 # Keep in sync with KEY_FILES in tests/harness/src/cache.rs.
-key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum cmd/etcd/main.go build.sh)
+key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum metal3/go.mod metal3/go.sum cmd/etcd/main.go build.sh)
 key=$(cat "${key_files[@]}" | sha256sum | cut -c1-16)
 root="${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed"
 out="$root/$key"
@@ -51,6 +55,7 @@ echo "testbed: downloading modules (go mod download)"
 t=$(now)
 go mod download
 (cd cert-manager && go mod download github.com/cert-manager/cert-manager)
+(cd metal3 && go mod download)
 echo "testbed:   modules ready in $(($(now) - t))s"
 
 modver() { go list -m -f '{{.Version}}' "$1"; }
@@ -62,6 +67,10 @@ kustomize_version=$(modver sigs.k8s.io/kustomize/kustomize/v5)
 capi_dir=$(moddir sigs.k8s.io/cluster-api)
 certmanager_version=$(cd cert-manager && go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager)
 certmanager_dir=$(cd cert-manager && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+capm3_version=$(cd metal3 && modver github.com/metal3-io/cluster-api-provider-metal3)
+capm3_dir=$(cd metal3 && moddir github.com/metal3-io/cluster-api-provider-metal3)
+bmo_version=$(cd metal3 && modver github.com/metal3-io/baremetal-operator)
+bmo_dir=$(cd metal3 && moddir github.com/metal3-io/baremetal-operator)
 
 # The binaries report their versions (clusterctl checks the management cluster's /version).
 k8s_minor=${k8s_version#v1.}
@@ -81,9 +90,9 @@ capi_ldflags="-s -w
  -X sigs.k8s.io/cluster-api/version.gitTreeState=clean
  -X sigs.k8s.io/cluster-api/version.buildDate=$build_date"
 
-# build <binary name> <what> <ldflags> <package>
+# build <binary name> <what> <ldflags> <package> [module dir]
 build() {
-	local name=$1 what=$2 ldflags=$3 pkg=$4
+	local name=$1 what=$2 ldflags=$3 pkg=$4 dir=${5:-.}
 	if [[ -x "$out/bin/$name" && "${CAPOA_TESTBED_FORCE:-0}" != 1 ]]; then
 		echo "testbed: $name already built"
 		return
@@ -91,7 +100,7 @@ build() {
 	echo "testbed: building $name ($what)"
 	local t
 	t=$(now)
-	go build -trimpath -ldflags="$ldflags" -o "$out/bin/$name.tmp" "$pkg"
+	(cd "$dir" && go build -trimpath -ldflags="$ldflags" -o "$out/bin/$name.tmp" "$pkg")
 	mv "$out/bin/$name.tmp" "$out/bin/$name"
 	echo "testbed:   $name built in $(($(now) - t))s"
 }
@@ -103,11 +112,15 @@ build etcd "go.etcd.io/etcd/server/v3 $etcd_version" "-s -w" ./cmd/etcd
 build capi-manager "sigs.k8s.io/cluster-api $capi_version, core manager" "$capi_ldflags" sigs.k8s.io/cluster-api/core
 build clusterctl "sigs.k8s.io/cluster-api $capi_version" "$capi_ldflags" sigs.k8s.io/cluster-api/cmd/clusterctl
 build kustomize "sigs.k8s.io/kustomize/kustomize/v5 $kustomize_version" "-s -w" sigs.k8s.io/kustomize/kustomize/v5
+build capm3-manager "github.com/metal3-io/cluster-api-provider-metal3 $capm3_version" "-s -w" \
+	github.com/metal3-io/cluster-api-provider-metal3 metal3
+build baremetal-operator "github.com/metal3-io/baremetal-operator $bmo_version" "-s -w" \
+	github.com/metal3-io/baremetal-operator metal3
 
 echo "testbed: collecting manifests"
 t=$(now)
 m="$out/manifests"
-rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager/crd"
+rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager/crd" "$m/capm3" "$m/bmo/crd"
 # CAPI core components exactly as `make release-manifests` renders them, with the release image.
 "$out/bin/kustomize" build "$capi_dir/core/config/default" |
 	sed "s#gcr.io/k8s-staging-cluster-api/cluster-api-controller:main#registry.k8s.io/cluster-api/cluster-api-controller:$capi_version#" \
@@ -115,6 +128,9 @@ rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager/crd"
 cp "$capi_dir/metadata.yaml" "$m/capi/metadata.yaml"
 cp "$capi_dir"/core/config/crd/bases/*.yaml "$m/capi/crd/"
 cp "$certmanager_dir"/deploy/crds/*.yaml "$m/cert-manager/crd/"
+"$out/bin/kustomize" build "$capm3_dir/config/default" >"$m/capm3/infrastructure-components.yaml"
+cp "$capm3_dir/metadata.yaml" "$m/capm3/metadata.yaml"
+cp "$bmo_dir"/config/base/crds/bases/*.yaml "$m/bmo/crd/"
 chmod -R u+w "$m"
 echo "testbed:   manifests collected in $(($(now) - t))s"
 
@@ -124,6 +140,8 @@ ETCD_VERSION=$etcd_version
 CLUSTER_API_VERSION=$capi_version
 KUSTOMIZE_VERSION=$kustomize_version
 CERT_MANAGER_VERSION=$certmanager_version
+CAPM3_VERSION=$capm3_version
+BMO_VERSION=$bmo_version
 EOF
 touch "$out/.complete"
 echo "testbed: done in $(($(now) - start_all))s: $out"

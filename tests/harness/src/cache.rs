@@ -11,6 +11,8 @@ const KEY_FILES: &[&str] = &[
     "go.sum",
     "cert-manager/go.mod",
     "cert-manager/go.sum",
+    "metal3/go.mod",
+    "metal3/go.sum",
     "cmd/etcd/main.go",
     "build.sh",
 ];
@@ -92,5 +94,32 @@ impl Cache {
             .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
             .map(str::to_owned)
             .with_context(|| format!("{name} is not in {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// build.sh and the harness must agree on the key, or the tests never find the build.
+    #[test]
+    fn key_matches_build_sh() {
+        let dir = super::repo_root().join("tests/testbed");
+        let script = format!(
+            "cat {} | sha256sum | cut -c1-16",
+            super::KEY_FILES.join(" ")
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(&dir)
+            .output()
+            .expect("run sha256sum");
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            super::key().unwrap()
+        );
+        let build_sh = std::fs::read_to_string(dir.join("build.sh")).unwrap();
+        let listed = format!("key_files=({})", super::KEY_FILES.join(" "));
+        assert!(build_sh.contains(&listed), "build.sh must list {listed}");
     }
 }

@@ -126,3 +126,36 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_service_references_become_loopback_urls() {
+        let crd = json!({
+            "kind": "CustomResourceDefinition",
+            "metadata": { "name": "x", "annotations": { INJECT_CA: "capi-system/capi-serving-cert" } },
+            "spec": { "conversion": { "strategy": "Webhook", "webhook": {
+                "clientConfig": { "service": { "name": "capi-webhook-service", "namespace": "capi-system", "path": "/convert" } },
+                "conversionReviewVersions": ["v1"],
+            } } },
+        });
+        let crd = point_webhooks_at(crd, 9443, "PEM");
+        assert_eq!(
+            crd["spec"]["conversion"]["webhook"]["clientConfig"],
+            json!({ "url": "https://127.0.0.1:9443/convert", "caBundle": "UEVN" })
+        );
+        assert!(crd["metadata"]["annotations"].get(INJECT_CA).is_none());
+
+        let hooks = json!({
+            "kind": "ValidatingWebhookConfiguration",
+            "webhooks": [{ "name": "a", "clientConfig": { "service": { "name": "s", "namespace": "n", "path": "/validate-a" } } }],
+        });
+        let hooks = point_webhooks_at(hooks, 1, "PEM");
+        assert_eq!(
+            hooks["webhooks"][0]["clientConfig"]["url"],
+            "https://127.0.0.1:1/validate-a"
+        );
+    }
+}

@@ -1,6 +1,7 @@
-//! A real control plane for tests: etcd, kube-apiserver, optionally kube-controller-manager and
-//! the Cluster API core manager, built from their Go modules by `tests/testbed/build.sh` and
-//! started on loopback by [`Testbed`]. See docs/testing.md.
+//! A real control plane for tests: etcd, kube-apiserver, optionally kube-controller-manager,
+//! the Cluster API core manager, CAPM3 and baremetal-operator (fixture provisioner), built from
+//! their Go modules by `tests/testbed/build.sh` and started on loopback by [`Testbed`]. See
+//! docs/testing.md.
 //!
 //! ```no_run
 //! # async fn f() -> anyhow::Result<()> {
@@ -18,6 +19,7 @@ pub mod cache;
 pub mod capi;
 pub mod certs;
 pub mod clusterctl;
+pub mod metal3;
 pub mod process;
 pub mod resources;
 
@@ -54,6 +56,7 @@ pub struct TestbedBuilder {
     crd_files: Vec<PathBuf>,
     crd_yaml: Vec<String>,
     capi: bool,
+    metal3: bool,
 }
 
 impl TestbedBuilder {
@@ -91,6 +94,15 @@ impl TestbedBuilder {
     /// served on loopback.
     pub fn capi(mut self) -> Self {
         self.capi = true;
+        self
+    }
+
+    /// Install the upstream Metal3 CRDs (CAPM3, BMO) and start baremetal-operator with its
+    /// fixture provisioner (no Ironic) and the CAPM3 manager, webhooks on loopback. Implies
+    /// [`TestbedBuilder::capi`]. Do not combine with `config/testing/metal3` (the same CRDs).
+    pub fn metal3(mut self) -> Self {
+        self.capi = true;
+        self.metal3 = true;
         self
     }
 
@@ -163,6 +175,9 @@ impl Testbed {
         resources::install_crds(&tb.client, crds).await?;
         if opts.capi {
             capi::start(&mut tb).await?;
+        }
+        if opts.metal3 {
+            metal3::start(&mut tb).await?;
         }
         Ok(tb)
     }

@@ -1,0 +1,107 @@
+//! Metal3: baremetal-operator with its fixture provisioner (no Ironic) and the CAPM3 manager.
+//!
+//! The CRDs are upstream's: BMO's `config/base/crds/bases` and CAPM3's rendered
+//! `infrastructure-components.yaml` (collected by build.sh). CAPM3's conversion and admission
+//! webhooks are pointed at loopback like CAPI's ([`crate::capi::point_webhooks_at`]). BMO runs
+//! without its webhooks (`-webhook-port=0`).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::Testbed;
+use crate::capi::point_webhooks_at;
+use crate::process::{free_port, http_get, wait_until};
+use crate::resources::{self, kind_of};
+
+pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
+    let manifests = tb.cache.manifests();
+    let bmo_crds = resources::load_yaml_path(&manifests.join("bmo/crd"))?;
+    resources::install_crds(&tb.client, bmo_crds).await?;
+
+    let components = manifests.join("capm3/infrastructure-components.yaml");
+    let webhook_port = free_port()?;
+    let wanted = [
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ];
+    let patched: Vec<Value> = resources::load_yaml_path(&components)?
+        .into_iter()
+        .filter(|d| wanted.contains(&kind_of(d)))
+        .map(|d| point_webhooks_at(d, webhook_port, tb.ca_pem()))
+        .collect();
+    let (crds, hooks): (Vec<Value>, Vec<Value>) = patched
+        .into_iter()
+        .partition(|d| kind_of(d) == "CustomResourceDefinition");
+    if crds.is_empty() {
+        bail!("no CRDs in {}", components.display());
+    }
+    resources::install_crds(&tb.client, crds).await?;
+
+    let kubeconfig = tb.kubeconfig.display().to_string();
+    let bmo_health = free_port()?;
+    let args = vec![
+        "-test-mode".to_owned(),
+        "-webhook-port=0".to_owned(),
+        "-metrics-addr=0".to_owned(),
+        format!("-health-addr=127.0.0.1:{bmo_health}"),
+    ];
+    let bin = tb.cache.bin("baremetal-operator");
+    let bmo = tb.spawn(
+        "baremetal-operator",
+        &bin,
+        &args,
+        &[
+            ("KUBECONFIG", &kubeconfig),
+            ("POD_NAMESPACE", "baremetal-operator-system"),
+        ],
+    )?;
+    wait_until(
+        "baremetal-operator",
+        bmo,
+        Duration::from_secs(60),
+        async || Ok(http_get(bmo_health, "/readyz")?.0 == 200),
+    )
+    .await?;
+
+    let cert_dir = tb.dir.join("capm3-webhook");
+    std::fs::create_dir_all(&cert_dir)?;
+    let serving = tb.serving_cert("capm3-webhook")?;
+    std::fs::write(cert_dir.join("tls.crt"), &serving.cert_pem)?;
+    std::fs::write(cert_dir.join("tls.key"), &serving.key_pem)?;
+    let health = free_port()?;
+    let args = vec![
+        "--leader-elect=false".to_owned(),
+        format!("--webhook-port={webhook_port}"),
+        format!("--webhook-cert-dir={}", cert_dir.display()),
+        format!("--health-addr=127.0.0.1:{health}"),
+        format!("--diagnostics-address=127.0.0.1:{}", free_port()?),
+        "--insecure-diagnostics=true".to_owned(),
+        "--v=2".to_owned(),
+    ];
+    let bin = tb.cache.bin("capm3-manager");
+    let capm3 = tb.spawn(
+        "capm3-manager",
+        &bin,
+        &args,
+        &[
+            ("KUBECONFIG", &kubeconfig),
+            ("POD_NAMESPACE", "capm3-system"),
+        ],
+    )?;
+    wait_until(
+        "capm3-manager",
+        capm3,
+        Duration::from_secs(90),
+        async || Ok(http_get(health, "/readyz")?.0 == 200),
+    )
+    .await?;
+    for h in hooks {
+        resources::apply(&tb.client, &h)
+            .await
+            .context("applying CAPM3 webhook configuration")?;
+    }
+    Ok(())
+}
