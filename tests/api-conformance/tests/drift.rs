@@ -111,3 +111,26 @@ fn components_have_one_namespace_and_a_manager_container() {
         );
     }
 }
+
+#[test]
+fn components_reference_only_our_clusterctl_variables() {
+    // clusterctl runs envsubst over the whole file: a `$NAME` in a description would be
+    // substituted (or fail `clusterctl init` as an unset variable).
+    for manifest in [
+        bootstrap_provider::manifests::provider_manifest(),
+        controlplane_provider::manifests::provider_manifest(),
+    ] {
+        let components = manifest.components().expect("components");
+        for (index, _) in components.match_indices('$') {
+            let rest = &components[index + 1..];
+            let next = rest.chars().next().unwrap_or(' ');
+            let ours = rest.starts_with("{OPENSHIFT_ASSISTED_");
+            assert!(
+                ours || !(next == '{' || next.is_ascii_alphabetic() || next == '_'),
+                "{}: stray variable near {:?}",
+                manifest.components_file,
+                &rest[..rest.len().min(40)]
+            );
+        }
+    }
+}
