@@ -161,10 +161,18 @@ impl Testbed {
             procs: Vec::new(),
             tmp: Some(tmp),
         };
-        tb.start_etcd_and_apiserver().await?;
-        if opts.controller_manager {
-            tb.start_controller_manager().await?;
+        match tb.boot(&opts).await {
+            Ok(()) => Ok(tb),
+            Err(e) => {
+                // Keep the logs the error refers to.
+                tb.keep_dir();
+                Err(e)
+            }
         }
+    }
+
+    async fn boot(&mut self, opts: &TestbedBuilder) -> Result<()> {
+        self.start_etcd_and_apiserver().await?;
         let mut crds = Vec::new();
         for f in &opts.crd_files {
             crds.extend(resources::load_yaml_path(f)?);
@@ -172,14 +180,38 @@ impl Testbed {
         for y in &opts.crd_yaml {
             crds.extend(resources::parse_yaml(y)?);
         }
-        resources::install_crds(&tb.client, crds).await?;
+        resources::install_crds(&self.client, crds).await?;
         if opts.capi {
-            capi::start(&mut tb).await?;
+            capi::start(self).await?;
         }
         if opts.metal3 {
-            metal3::start(&mut tb).await?;
+            metal3::start(self).await?;
         }
-        Ok(tb)
+        // Last, so that its garbage collector discovers every CRD installed above at start-up;
+        // it only re-discovers resources every 30 s.
+        if opts.controller_manager {
+            self.start_controller_manager().await?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the testbed directory after drop and prints where its logs are.
+    fn keep_dir(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let dir = tmp.keep();
+            let logs = std::fs::read_dir(dir.join("logs"))
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            eprintln!(
+                "testbed {}: kept {}; logs: {logs}",
+                self.name,
+                dir.display()
+            );
+        }
     }
 
     fn pki(&self, file: &str, content: &str) -> Result<PathBuf> {
@@ -348,21 +380,8 @@ impl Drop for Testbed {
         while let Some(mut p) = self.procs.pop() {
             p.kill();
         }
-        let keep = std::thread::panicking() || std::env::var(KEEP_ENV).is_ok_and(|v| v == "1");
-        if keep && let Some(tmp) = self.tmp.take() {
-            let dir = tmp.keep();
-            let logs = std::fs::read_dir(dir.join("logs"))
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            eprintln!(
-                "testbed {}: kept {}; logs: {logs}",
-                self.name,
-                dir.display()
-            );
+        if std::thread::panicking() || std::env::var(KEEP_ENV).is_ok_and(|v| v == "1") {
+            self.keep_dir();
         }
     }
 }
