@@ -67,7 +67,7 @@ impl Cache {
         let dir = dir()?;
         if !dir.join(".complete").is_file() {
             bail!(
-                "the testbed (kube-apiserver, etcd, kube-controller-manager, Cluster API, clusterctl) \
+                "the testbed (kube-apiserver, etcd, kube-controller-manager, Cluster API, clusterctl, Metal3) \
                  is not built for the current tests/testbed/go.mod: {} is missing or incomplete.\n\
                  Run `make testbed` (bash tests/testbed/build.sh) first, or set {SKIP_ENV}=1 to skip \
                  the tests that need it.",
