@@ -6,3 +6,4 @@ pub mod domain;
 pub mod external;
 pub mod manifests;
 pub mod runtime;
+pub mod service;

@@ -1,0 +1,1 @@
+//! Discovery images: the discovery ignition, ISO embedding and streaming, iPXE.

@@ -1,0 +1,1 @@
+//! Install backends: install-config.yaml, `openshift-install`, and the lab backend.

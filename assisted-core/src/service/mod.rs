@@ -1,0 +1,5 @@
+//! The service layer: the agent REST API, discovery images, install backends and the
+//! Kubernetes controllers around the pure [`crate::domain`] model.
+
+pub mod images;
+pub mod install;
