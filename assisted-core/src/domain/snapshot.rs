@@ -12,7 +12,7 @@ use super::inventory::{
 use super::types::*;
 
 /// Progress as stored on the host (`host-progress-info`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostProgress {
     pub current_stage: Option<HostStage>,
     pub progress_info: String,
@@ -23,7 +23,7 @@ pub struct HostProgress {
 }
 
 /// Result of the installation-disk-speed-check during preparation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DiskSpeed {
     #[default]
     NotMeasured,
@@ -33,7 +33,7 @@ pub enum DiskSpeed {
 }
 
 /// Log collection state of a host (for the logs-gather step).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LogsState {
     #[default]
     NotRequested,
@@ -44,7 +44,7 @@ pub enum LogsState {
 }
 
 /// One host as the model sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostSnapshot {
     pub id: String,
     pub infra_env_id: String,
@@ -202,14 +202,14 @@ impl HostSnapshot {
 }
 
 /// A machine / cluster / service network.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClusterNetwork {
     pub cidr: String,
     pub host_prefix: u8,
 }
 
 /// A monitored operator and its last reported status.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MonitoredOperator {
     pub name: String,
     pub kind: OperatorType,
@@ -217,7 +217,7 @@ pub struct MonitoredOperator {
 }
 
 /// Whether the asynchronous install preparation (install-config, ignitions) finished.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PreparationStatus {
     #[default]
     NotStarted,
@@ -227,7 +227,7 @@ pub enum PreparationStatus {
 }
 
 /// Disk encryption settings (ACI `diskEncryption`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DiskEncryption {
     /// `none`, `all`, `masters`, `workers`, `arbiters` (comma-separated upstream).
     pub enable_on: String,
@@ -237,7 +237,7 @@ pub struct DiskEncryption {
 }
 
 /// Images of the release the cluster installs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReleaseInfo {
     pub release_image: String,
     pub mco_image: String,
@@ -246,7 +246,7 @@ pub struct ReleaseInfo {
 }
 
 /// Where day-2 hosts fetch their ignition (ACI `ignitionEndpoint`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IgnitionEndpoint {
     pub url: Option<String>,
     pub ca_certificate: Option<String>,
@@ -254,7 +254,7 @@ pub struct IgnitionEndpoint {
 }
 
 /// One cluster with its hosts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClusterSnapshot {
     pub id: String,
     pub name: String,

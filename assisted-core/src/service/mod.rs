@@ -1,5 +1,7 @@
 //! The service layer: the agent REST API, discovery images, install backends and the
 //! Kubernetes controllers around the pure [`crate::domain`] model.
 
+pub mod error;
 pub mod images;
 pub mod install;
+pub mod store;
