@@ -5,3 +5,4 @@ pub mod error;
 pub mod images;
 pub mod install;
 pub mod store;
+pub mod kube;

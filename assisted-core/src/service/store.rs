@@ -75,6 +75,21 @@ pub struct ClusterRecord {
     pub requirements: Option<AutoStartDecision>,
     /// Last install-preparation error, for the LastInstallationPreparationFailed condition.
     pub preparation_error: Option<String>,
+    /// Why the CD/ACI spec could not be applied (SpecSynced=False).
+    pub spec_error: Option<String>,
+}
+
+impl ClusterRecord {
+    pub fn new(snapshot: ClusterSnapshot, settings: ClusterSettings) -> ClusterRecord {
+        ClusterRecord {
+            snapshot,
+            settings,
+            validations_info: None,
+            requirements: None,
+            preparation_error: None,
+            spec_error: None,
+        }
+    }
 }
 
 /// Per-host data beside the snapshot.
@@ -83,6 +98,18 @@ pub struct HostExtra {
     pub validations_info: Option<serde_json::Value>,
     /// Error of the last step reply that failed, shown in the Agent's events.
     pub last_step_error: Option<String>,
+    /// Why the Agent spec could not be applied (SpecSynced=False).
+    pub spec_error: Option<String>,
+}
+
+/// The Agent spec fields the host record follows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSpec {
+    pub role: HostRole,
+    pub hostname: Option<String>,
+    pub approved: bool,
+    pub installation_disk_id: Option<String>,
+    pub machine_config_pool: Option<String>,
 }
 
 #[derive(Default)]
@@ -531,13 +558,10 @@ mod tests {
             );
             st.clusters.insert(
                 CL.into(),
-                ClusterRecord {
-                    snapshot: ClusterSnapshot::new(CL, "c1", Timestamp::UNIX_EPOCH),
-                    settings: ClusterSettings::default(),
-                    validations_info: None,
-                    requirements: None,
-                    preparation_error: None,
-                },
+                ClusterRecord::new(
+                    ClusterSnapshot::new(CL, "c1", Timestamp::UNIX_EPOCH),
+                    ClusterSettings::default(),
+                ),
             );
         }
         (s, rx)
@@ -619,5 +643,283 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.status.as_u16(), 409);
         assert!(e.reason.contains("original Discovery ISO"));
+    }
+}
+
+impl Store {
+    /// Adds or updates an infra-env (InfraEnv controller).
+    pub fn upsert_infra_env(&self, rec: InfraEnvRecord) {
+        self.write().infra_envs.insert(rec.id.clone(), rec);
+    }
+
+    pub fn remove_infra_env(&self, id: &str) {
+        self.write().infra_envs.remove(id);
+    }
+
+    /// Creates the cluster or updates its settings; `configure` writes the spec-derived
+    /// fields of the snapshot (networks, counts, VIPs...) and leaves the state alone.
+    pub fn upsert_cluster(
+        &self,
+        id: &str,
+        name: &str,
+        settings: ClusterSettings,
+        spec_error: Option<String>,
+        now: Timestamp,
+        configure: impl FnOnce(&mut ClusterSnapshot),
+    ) {
+        let mut st = self.write();
+        let rec = st.clusters.entry(id.to_string()).or_insert_with(|| {
+            ClusterRecord::new(ClusterSnapshot::new(id, name, now), settings.clone())
+        });
+        let before = (rec.snapshot.clone(), rec.settings.clone(), rec.spec_error.clone());
+        configure(&mut rec.snapshot);
+        rec.settings = settings;
+        rec.spec_error = spec_error;
+        let changed = before != (rec.snapshot.clone(), rec.settings.clone(), rec.spec_error.clone());
+        drop(st);
+        if changed {
+            self.mark(Dirty::Cluster(id.to_string()));
+            self.wake.notify_one();
+        }
+    }
+
+    /// Drops a cluster and its hosts (deregistration).
+    pub fn remove_cluster(&self, id: &str) {
+        let mut st = self.write();
+        if let Some(rec) = st.clusters.remove(id) {
+            for h in rec.snapshot.hosts {
+                st.host_cluster.remove(&h.id);
+                st.host_extra.remove(&h.id);
+            }
+        }
+    }
+
+    /// Drops a host (Agent deleted).
+    pub fn remove_host(&self, host_id: &str) {
+        let mut st = self.write();
+        match st.host_cluster.remove(host_id) {
+            Some(cid) => {
+                if let Some(rec) = st.clusters.get_mut(&cid) {
+                    rec.snapshot.hosts.retain(|h| h.id != host_id);
+                }
+            }
+            None => {
+                st.unbound.remove(host_id);
+            }
+        }
+        st.host_extra.remove(host_id);
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// Applies the Agent spec to the host; `false` when the host is unknown.
+    pub fn sync_host_spec(&self, host_id: &str, spec: &HostSpec, spec_error: Option<String>) -> bool {
+        let mut st = self.write();
+        let st = &mut *st;
+        let host = match st.host_cluster.get(host_id) {
+            Some(cid) => st
+                .clusters
+                .get_mut(cid)
+                .and_then(|c| c.snapshot.host_mut(host_id)),
+            None => st.unbound.get_mut(host_id),
+        };
+        let Some(h) = host else {
+            return false;
+        };
+        let before = h.clone();
+        // Roles and disks are fixed once the install started; later edits are ignored.
+        if h.status.is_pre_install() || h.status.is_unbound_state() {
+            h.role = match spec.role {
+                HostRole::Bootstrap => HostRole::Master,
+                r => r,
+            };
+            h.requested_hostname = spec.hostname.clone();
+            if spec.installation_disk_id.is_some() {
+                h.installation_disk_id = spec.installation_disk_id.clone();
+            }
+            if spec.machine_config_pool.is_some() {
+                h.machine_config_pool = spec.machine_config_pool.clone();
+            }
+        }
+        h.approved = spec.approved;
+        let changed = *h != before;
+        let extra = st.host_extra.entry(host_id.to_string()).or_default();
+        let err_changed = extra.spec_error != spec_error;
+        extra.spec_error = spec_error;
+        if changed || err_changed {
+            self.mark(Dirty::Host(host_id.to_string()));
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    /// installed → adding-hosts once the ClusterDeployment is marked installed.
+    pub fn transform_to_day2(&self, cluster_id: &str, now: Timestamp) -> bool {
+        let mut st = self.write();
+        let Some(rec) = st.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        if rec.snapshot.status != ClusterStatus::Installed {
+            return false;
+        }
+        let Ok(out) = transform_to_day2(&rec.snapshot) else {
+            return false;
+        };
+        apply_cluster_outcome(&mut rec.snapshot, &out, now);
+        drop(st);
+        self.mark(Dirty::Cluster(cluster_id.to_string()));
+        self.wake.notify_one();
+        true
+    }
+
+    /// Restores a persisted cluster after a restart; every agent gets a fresh check-in so it
+    /// has one full disconnection timeout of grace.
+    pub fn restore_cluster(&self, mut rec: ClusterRecord, now: Timestamp) {
+        let mut st = self.write();
+        for h in rec.snapshot.hosts.iter_mut() {
+            if h.checked_in_at.is_some() {
+                h.checked_in_at = Some(now);
+            }
+            st.host_cluster.insert(h.id.clone(), rec.snapshot.id.clone());
+        }
+        st.clusters.insert(rec.snapshot.id.clone(), rec);
+    }
+
+    pub fn restore_unbound(&self, mut h: HostSnapshot, now: Timestamp) {
+        if h.checked_in_at.is_some() {
+            h.checked_in_at = Some(now);
+        }
+        self.write().unbound.insert(h.id.clone(), h);
+    }
+}
+
+/// Work the monitor asks the async side to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Generate install-config and ignitions for a cluster that entered preparation.
+    Prepare(String),
+}
+
+impl Store {
+    /// One monitor pass: refresh every cluster and its hosts, decide day-1 auto-start and
+    /// day-2 installs, and mark what changed. Pure apart from the dirty/wake signals.
+    pub fn monitor_pass(&self, now: Timestamp) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let mut dirty = Vec::new();
+        {
+            let mut st = self.write();
+            let st = &mut *st;
+            for (cid, rec) in st.clusters.iter_mut() {
+                let refresh = refresh_all(&rec.snapshot, now, &self.cfg);
+                for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
+                    let v = o.validations.as_ref().map(|v| v.to_validations_info());
+                    let extra = st.host_extra.entry(h.id.clone()).or_default();
+                    let suggested_changed =
+                        o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
+                    if o.changed || suggested_changed || (v.is_some() && extra.validations_info != v)
+                    {
+                        dirty.push(Dirty::Host(h.id.clone()));
+                    }
+                    if v.is_some() {
+                        extra.validations_info = v;
+                    }
+                }
+                let cv = refresh
+                    .cluster
+                    .validations
+                    .as_ref()
+                    .map(|v| v.to_validations_info());
+                if refresh.cluster.changed || (cv.is_some() && rec.validations_info != cv) {
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
+                if cv.is_some() {
+                    rec.validations_info = cv;
+                }
+                apply_refresh(&mut rec.snapshot, &refresh, now);
+                if refresh.cluster.effects.contains(&ClusterEffect::PreparationStarted) {
+                    actions.push(Action::Prepare(cid.clone()));
+                }
+
+                // Day-1 auto-start (kube-API rule).
+                let decision = auto_start_day1(
+                    &rec.snapshot,
+                    &AutoStartParams {
+                        hold: rec.settings.hold,
+                        unsynced_agents: rec.settings.unsynced_agents,
+                    },
+                    &self.cfg,
+                );
+                if decision.start
+                    && let Ok(plan) = start_install(&rec.snapshot, now, &self.cfg)
+                {
+                    apply_install_plan(&mut rec.snapshot, &plan, now);
+                    rec.preparation_error = None;
+                    if plan.schedulable_masters_forced_true {
+                        rec.snapshot.schedulable_masters = true;
+                    }
+                    actions.push(Action::Prepare(cid.clone()));
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                    dirty.extend(rec.snapshot.hosts.iter().map(|h| Dirty::Host(h.id.clone())));
+                }
+                if rec.requirements.as_ref() != Some(&decision) {
+                    rec.requirements = Some(decision);
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
+
+                // Day-2: approved known hosts of an adding-hosts cluster install now.
+                let day2: Vec<String> = day2_hosts_to_install(&rec.snapshot)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                for hid in day2 {
+                    let Some(idx) = rec.snapshot.hosts.iter().position(|h| h.id == hid) else {
+                        continue;
+                    };
+                    if let Ok(o) = apply_host_event(
+                        &rec.snapshot.hosts[idx],
+                        Some(&rec.snapshot),
+                        &HostEvent::Install,
+                        now,
+                        &self.cfg,
+                    ) {
+                        apply_host_outcome(&mut rec.snapshot.hosts[idx], &o, now);
+                        dirty.push(Dirty::Host(hid));
+                    }
+                }
+            }
+            for (hid, h) in st.unbound.iter_mut() {
+                let o = refresh_host(h, None, now, &self.cfg);
+                if o.changed {
+                    dirty.push(Dirty::Host(hid.clone()));
+                }
+                apply_host_outcome(h, &o, now);
+            }
+        }
+        dirty.sort();
+        dirty.dedup();
+        for d in dirty {
+            self.mark(d);
+        }
+        actions
+    }
+
+    /// The install preparation finished (`Ok`) or failed.
+    pub fn preparation_done(&self, cluster_id: &str, result: Result<(), String>) {
+        let mut st = self.write();
+        if let Some(rec) = st.clusters.get_mut(cluster_id) {
+            match result {
+                Ok(()) => {
+                    rec.snapshot.preparation = PreparationStatus::Success;
+                    rec.preparation_error = None;
+                }
+                Err(e) => {
+                    rec.snapshot.preparation = PreparationStatus::Failed;
+                    rec.preparation_error = Some(e);
+                }
+            }
+        }
+        drop(st);
+        self.mark(Dirty::Cluster(cluster_id.to_string()));
+        self.wake.notify_one();
     }
 }

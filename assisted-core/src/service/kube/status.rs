@@ -1,0 +1,617 @@
+//! Pure builders of Agent and AgentClusterInstall status from the store's records: the
+//! condition types, reasons and messages of assisted-service (reference §4.3).
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::agent::{AgentStatus, HostInventory, HostNtpSource, HostProgressInfo};
+use crate::api::agentclusterinstall::{
+    AgentClusterInstallStatus, ClusterProgressInfo, MachineNetworkEntry,
+};
+use crate::api::common::{DebugInfo, OpenShiftCondition, ValidationsStatus};
+use crate::api::hive::ClusterInstallCondition;
+use crate::api::{agent, agentclusterinstall};
+use crate::domain::*;
+use crate::service::store::{ClusterRecord, HostExtra};
+
+/// A condition before its timestamps are decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cond {
+    pub type_: &'static str,
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+fn cond(type_: &'static str, ok: bool, reason: &'static str, message: impl Into<String>) -> Cond {
+    Cond {
+        type_,
+        status: if ok { "True" } else { "False" },
+        reason,
+        message: message.into(),
+    }
+}
+
+/// Keeps `lastTransitionTime` while the status stays the same.
+pub fn openshift_conditions(
+    conds: &[Cond],
+    previous: &[OpenShiftCondition],
+    now: Timestamp,
+) -> Vec<OpenShiftCondition> {
+    conds
+        .iter()
+        .map(|c| {
+            let prev = previous.iter().find(|p| p.type_ == c.type_);
+            let transition = match prev {
+                Some(p) if p.status == c.status => p.last_transition_time.clone(),
+                _ => Some(Time(now)),
+            };
+            OpenShiftCondition {
+                type_: c.type_.into(),
+                status: c.status.into(),
+                reason: Some(c.reason.into()),
+                message: Some(c.message.clone()),
+                last_heartbeat_time: transition.clone(),
+                last_transition_time: transition,
+            }
+        })
+        .collect()
+}
+
+/// The Hive condition shape for AgentClusterInstall, with the same transition rule.
+pub fn hive_conditions(
+    conds: &[Cond],
+    previous: &[ClusterInstallCondition],
+    now: Timestamp,
+) -> Vec<ClusterInstallCondition> {
+    conds
+        .iter()
+        .map(|c| {
+            let prev = previous.iter().find(|p| p.type_ == c.type_);
+            let transition = match prev {
+                Some(p) if p.status == c.status => p.last_transition_time.clone(),
+                _ => Some(Time(now)),
+            };
+            ClusterInstallCondition {
+                type_: c.type_.into(),
+                status: c.status.into(),
+                reason: Some(c.reason.into()),
+                message: Some(c.message.clone()),
+                last_probe_time: transition.clone(),
+                last_transition_time: transition,
+            }
+        })
+        .collect()
+}
+
+fn validations_of(info: Option<&serde_json::Value>) -> Option<ValidationsStatus> {
+    info.and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+/// failing messages, pending flag
+fn validation_summary(v: &ValidationsStatus) -> (Vec<String>, bool) {
+    let mut failing = Vec::new();
+    let mut pending = false;
+    for r in v.values().flatten() {
+        match r.status.as_str() {
+            "failure" | "error" => failing.push(r.message.clone()),
+            "pending" => pending = true,
+            _ => {}
+        }
+    }
+    (failing, pending)
+}
+
+const INSTALLING_HOST: &[HostStatus] = &[
+    HostStatus::PreparingForInstallation,
+    HostStatus::PreparingSuccessful,
+    HostStatus::Installing,
+    HostStatus::InstallingInProgress,
+    HostStatus::InstallingPendingUserAction,
+];
+
+/// Agent conditions (SpecSynced, Connected, RequirementsMet, Validated, Installed, Bound).
+pub fn agent_conditions(
+    host: &HostSnapshot,
+    validations: Option<&serde_json::Value>,
+    spec_error: Option<&str>,
+) -> Vec<Cond> {
+    use HostStatus as S;
+    let s = host.status;
+    let info = &host.status_info;
+    let spec = match spec_error {
+        None => cond(
+            "SpecSynced",
+            true,
+            "SyncOK",
+            "The Spec has been successfully applied",
+        ),
+        Some(e) => cond(
+            "SpecSynced",
+            false,
+            "InputError",
+            format!("The Spec could not be synced due to an input error: {e}"),
+        ),
+    };
+    let connected = if matches!(s, S::Disconnected | S::DisconnectedUnbound) {
+        cond(
+            "Connected",
+            false,
+            "AgentIsDisconnected",
+            "The agent has not contacted the installation service in some time, user action should be taken",
+        )
+    } else {
+        cond(
+            "Connected",
+            true,
+            "AgentIsConnected",
+            "The agent's connection to the installation service is unimpaired",
+        )
+    };
+    let requirements = match s {
+        S::Binding => cond(
+            "RequirementsMet",
+            false,
+            "Binding",
+            "The agent is currently binding to a cluster deployment",
+        ),
+        S::Unbinding | S::UnbindingPendingUserAction => cond(
+            "RequirementsMet",
+            false,
+            "Unbinding",
+            "The agent is currently unbinding from a cluster deployment",
+        ),
+        S::Error | S::Cancelled => cond(
+            "RequirementsMet",
+            false,
+            "AgentInstallationStopped",
+            "The agent installation stopped",
+        ),
+        s if INSTALLING_HOST.contains(&s) || matches!(s, S::Installed | S::AddedToExistingCluster) => {
+            cond(
+                "RequirementsMet",
+                true,
+                "AgentAlreadyInstalling",
+                "Installation already started and is in progress",
+            )
+        }
+        S::Known | S::KnownUnbound if host.approved => cond(
+            "RequirementsMet",
+            true,
+            "AgentIsReady",
+            "The agent is ready to begin the installation",
+        ),
+        S::Known | S::KnownUnbound => cond(
+            "RequirementsMet",
+            false,
+            "AgentIsNotApproved",
+            "The agent is not approved",
+        ),
+        _ => cond(
+            "RequirementsMet",
+            false,
+            "AgentNotReady",
+            "The agent is not ready to begin the installation",
+        ),
+    };
+    let validated = match (s, validations_of(validations)) {
+        (S::Binding, _) => cond("Validated", false, "Binding", "The agent is currently binding to a cluster deployment"),
+        (S::Unbinding | S::UnbindingPendingUserAction, _) => cond("Validated", false, "Unbinding", "The agent is currently unbinding from a cluster deployment"),
+        (_, None) => Cond {
+            type_: "Validated",
+            status: "Unknown",
+            reason: "ValidationsUnknown",
+            message: "The agent's validations have not yet been calculated".into(),
+        },
+        (_, Some(v)) => match validation_summary(&v) {
+            (failing, _) if !failing.is_empty() => cond(
+                "Validated",
+                false,
+                "ValidationsFailing",
+                format!("The agent's validations are failing: {}", failing.join(",")),
+            ),
+            (_, true) => cond(
+                "Validated",
+                false,
+                "ValidationsUserPending",
+                "The agent's validations are pending for user input",
+            ),
+            _ => cond(
+                "Validated",
+                true,
+                "ValidationsPassing",
+                "The agent's validations are passing",
+            ),
+        },
+    };
+    let installed = match s {
+        S::Installed | S::AddedToExistingCluster => cond(
+            "Installed",
+            true,
+            "InstallationCompleted",
+            format!("The installation has completed: {info}"),
+        ),
+        S::Error => cond(
+            "Installed",
+            false,
+            "InstallationFailed",
+            format!("The installation has failed: {info}"),
+        ),
+        s if INSTALLING_HOST.contains(&s) => cond(
+            "Installed",
+            false,
+            "InstallationInProgress",
+            format!("The installation is in progress: {info}"),
+        ),
+        _ => cond(
+            "Installed",
+            false,
+            "InstallationNotStarted",
+            "The installation has not yet started",
+        ),
+    };
+    let bound = match s {
+        S::Binding => cond("Bound", false, "Binding", "The agent is currently binding to a cluster deployment"),
+        S::Unbinding => cond("Bound", false, "Unbinding", "The agent is currently unbinding from a cluster deployment"),
+        S::UnbindingPendingUserAction => cond(
+            "Bound",
+            false,
+            "UnbindingPendingUserAction",
+            "The agent is currently unbinding; Pending host reboot from infraenv image",
+        ),
+        _ if host.is_bound() => cond(
+            "Bound",
+            true,
+            "Bound",
+            "The agent is bound to a cluster deployment",
+        ),
+        _ => cond(
+            "Bound",
+            false,
+            "Unbound",
+            "The agent is not bound to any cluster deployment",
+        ),
+    };
+    vec![spec, connected, requirements, validated, installed, bound]
+}
+
+/// snake_case REST inventory keys → the Agent CR's camelCase keys (with upstream's spellings).
+fn camel_key(k: &str) -> String {
+    match k {
+        "ipv4_addresses" => return "ipV4Addresses".into(),
+        "ipv6_addresses" => return "ipV6Addresses".into(),
+        "by_id" => return "byID".into(),
+        "bmc_v6address" => return "bmcV6Address".into(),
+        "frequency" => return "clockMegahertz".into(),
+        _ => {}
+    }
+    let mut out = String::with_capacity(k.len());
+    let mut up = false;
+    for c in k.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn camelize(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (camel_key(&k), camelize(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(camelize).collect()),
+        other => other,
+    }
+}
+
+/// The REST inventory in the Agent CR's shape; fields the CR does not have are dropped.
+pub fn agent_inventory(inv: &Inventory, report_time: Option<Timestamp>) -> HostInventory {
+    let v = camelize(serde_json::to_value(inv).unwrap_or_default());
+    let mut out: HostInventory = serde_json::from_value(v).unwrap_or_default();
+    out.report_time = report_time.map(Time);
+    out
+}
+
+fn agent_role(r: HostRole) -> agent::HostRole {
+    match r {
+        HostRole::Master => agent::HostRole::Master,
+        HostRole::Worker => agent::HostRole::Worker,
+        HostRole::Arbiter => agent::HostRole::Arbiter,
+        HostRole::Bootstrap => agent::HostRole::Master,
+        HostRole::AutoAssign => agent::HostRole::AutoAssign,
+    }
+}
+
+/// The Agent status for a host. `previous` keeps condition transition times.
+pub fn agent_status(
+    host: &HostSnapshot,
+    cluster: Option<&ClusterSnapshot>,
+    extra: Option<&HostExtra>,
+    spec_error: Option<&str>,
+    previous: &[OpenShiftCondition],
+    events_url: Option<String>,
+    now: Timestamp,
+) -> AgentStatus {
+    let validations = extra.and_then(|e| e.validations_info.as_ref());
+    let sno = cluster.is_some_and(|c| c.is_sno());
+    let role = host.install_role();
+    let progress = &host.progress;
+    AgentStatus {
+        bootstrap: host.bootstrap,
+        role: agent_role(host.effective_role()),
+        inventory: host
+            .inventory
+            .as_ref()
+            .map(|i| agent_inventory(i, host.checked_in_at))
+            .unwrap_or_default(),
+        progress: HostProgressInfo {
+            current_stage: progress
+                .current_stage
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_default(),
+            progress_stages: if progress.current_stage.is_some() {
+                stages_for(role, sno).iter().map(|s| s.as_str().into()).collect()
+            } else {
+                Vec::new()
+            },
+            progress_info: progress.progress_info.clone(),
+            installation_percentage: progress.installation_percentage.into(),
+            stage_start_time: progress.stage_started_at.map(Time),
+            stage_update_time: progress.stage_updated_at.map(Time),
+        },
+        ntp_sources: host
+            .ntp_sources
+            .iter()
+            .map(|n| HostNtpSource {
+                source_name: n.source_name.clone(),
+                source_state: n.source_state.clone(),
+            })
+            .collect(),
+        conditions: openshift_conditions(
+            &agent_conditions(host, validations, spec_error),
+            previous,
+            now,
+        ),
+        debug_info: DebugInfo {
+            events_url,
+            logs_url: None,
+            state: Some(host.status.as_str().into()),
+            state_info: Some(host.status_info.clone()),
+        },
+        validations_info: validations_of(validations).unwrap_or_default(),
+        installation_disk_id: host
+            .installation_disk_id
+            .clone()
+            .or_else(|| installation_disk(host, 0).map(|d| d.id.clone())),
+        deprovision_info: None,
+        csr_status: Default::default(),
+        kind: Some(host.kind.as_str().into()),
+    }
+}
+
+const INSTALLING_CLUSTER: &[ClusterStatus] = &[
+    ClusterStatus::PreparingForInstallation,
+    ClusterStatus::Installing,
+    ClusterStatus::Finalizing,
+    ClusterStatus::InstallingPendingUserAction,
+];
+
+/// AgentClusterInstall conditions.
+pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond> {
+    use ClusterStatus as C;
+    let c = &rec.snapshot;
+    let info = &c.status_info;
+    let spec = match spec_error {
+        None => cond("SpecSynced", true, "SyncOK", "The Spec has been successfully applied"),
+        Some(e) => cond(
+            "SpecSynced",
+            false,
+            "InputError",
+            format!("The Spec could not be synced due to an input error: {e}"),
+        ),
+    };
+    let validated = match validations_of(rec.validations_info.as_ref()) {
+        None => Cond {
+            type_: "Validated",
+            status: "Unknown",
+            reason: "ValidationsUnknown",
+            message: "The cluster's validations have not yet been calculated".into(),
+        },
+        Some(v) => match validation_summary(&v) {
+            (failing, _) if !failing.is_empty() => cond(
+                "Validated",
+                false,
+                "ValidationsFailing",
+                format!("The cluster's validations are failing: {}", failing.join(",")),
+            ),
+            (_, true) => cond(
+                "Validated",
+                false,
+                "ValidationsUserPending",
+                "The cluster's validations are pending for user input",
+            ),
+            _ => cond(
+                "Validated",
+                true,
+                "ValidationsPassing",
+                "The cluster's validations are passing",
+            ),
+        },
+    };
+    let requirements = match &rec.requirements {
+        Some(d) => cond(
+            "RequirementsMet",
+            matches!(
+                d.reason,
+                RequirementsReason::ClusterIsReady | RequirementsReason::ClusterAlreadyInstalling
+            ),
+            // The hold reason belongs to Completed upstream; RequirementsMet stays ClusterIsReady.
+            match d.reason {
+                RequirementsReason::InstallationOnHold => "ClusterIsReady",
+                r => r.as_str(),
+            },
+            match d.reason {
+                RequirementsReason::InstallationOnHold => {
+                    "The cluster is ready to begin the installation".to_string()
+                }
+                _ => d.message.clone(),
+            },
+        ),
+        None => cond(
+            "RequirementsMet",
+            false,
+            "ClusterNotReady",
+            "The cluster is not ready to begin the installation",
+        ),
+    };
+    let completed = match c.status {
+        C::Installed | C::AddingHosts => cond(
+            "Completed",
+            true,
+            "InstallationCompleted",
+            format!("The installation has completed: {info}"),
+        ),
+        C::Error => cond(
+            "Completed",
+            false,
+            "InstallationFailed",
+            format!("The installation has failed: {info}"),
+        ),
+        s if INSTALLING_CLUSTER.contains(&s) => cond(
+            "Completed",
+            false,
+            "InstallationInProgress",
+            format!("The installation is in progress: {info}"),
+        ),
+        _ if rec.settings.hold => cond(
+            "Completed",
+            false,
+            "InstallationOnHold",
+            "The installation is on hold. To unhold set holdInstallation to false",
+        ),
+        _ => cond(
+            "Completed",
+            false,
+            "InstallationNotStarted",
+            "The installation has not yet started",
+        ),
+    };
+    let failed = match c.status {
+        C::Error => cond(
+            "Failed",
+            true,
+            "InstallationFailed",
+            format!("The installation failed: {info}"),
+        ),
+        _ => cond("Failed", false, "InstallationNotFailed", "The installation has not failed"),
+    };
+    let stopped = match c.status {
+        C::Error => cond(
+            "Stopped",
+            true,
+            "InstallationFailed",
+            "The installation has stopped due to error",
+        ),
+        C::Cancelled => cond(
+            "Stopped",
+            true,
+            "InstallationCancelled",
+            "The installation has stopped because it was cancelled",
+        ),
+        C::Installed | C::AddingHosts => cond(
+            "Stopped",
+            true,
+            "InstallationCompleted",
+            "The installation has stopped because it completed successfully",
+        ),
+        _ => cond(
+            "Stopped",
+            false,
+            "InstallationNotStopped",
+            "The installation is waiting to start or in progress",
+        ),
+    };
+    let mut out = vec![spec, validated, requirements, completed, failed, stopped];
+    if let Some(e) = &rec.preparation_error {
+        out.push(cond(
+            "LastInstallationPreparationFailed",
+            true,
+            "InstallationPreparationFailed",
+            format!("The installation preparation failed: {e}"),
+        ));
+    }
+    out
+}
+
+/// The AgentClusterInstall status for a cluster record.
+pub fn aci_status(
+    rec: &ClusterRecord,
+    spec_error: Option<&str>,
+    previous: &[ClusterInstallCondition],
+    now: Timestamp,
+) -> AgentClusterInstallStatus {
+    let c = &rec.snapshot;
+    let views = HostView::from_cluster(c, &Config::default());
+    let day1 = || c.hosts.iter().zip(views.iter()).filter(|(h, _)| !h.is_day2());
+    let ready = |h: &HostSnapshot| {
+        (h.status == HostStatus::Known && h.approved)
+            || INSTALLING_HOST.contains(&h.status)
+            || matches!(
+                h.status,
+                HostStatus::Installed | HostStatus::AddedToExistingCluster
+            )
+    };
+    let count = |roles: &[HostRole], only_ready: bool| -> i32 {
+        day1()
+            .filter(|(h, v)| roles.contains(&v.role) && (!only_ready || ready(h)))
+            .count() as i32
+    };
+    let masters = [HostRole::Master, HostRole::Bootstrap];
+    AgentClusterInstallStatus {
+        conditions: hive_conditions(&aci_conditions(rec, spec_error), previous, now),
+        progress: ClusterProgressInfo {
+            total_percentage: cluster_progress(c).into(),
+        },
+        control_plane_agents_discovered: count(&masters, false),
+        control_plane_agents_ready: count(&masters, true),
+        worker_agents_discovered: count(&[HostRole::Worker], false),
+        worker_agents_ready: count(&[HostRole::Worker], true),
+        arbiter_agents_discovered: count(&[HostRole::Arbiter], false),
+        arbiter_agents_ready: count(&[HostRole::Arbiter], true),
+        connectivity_majority_groups: None,
+        machine_network: c
+            .machine_networks
+            .iter()
+            .map(|cidr| MachineNetworkEntry { cidr: cidr.clone() })
+            .collect(),
+        debug_info: DebugInfo {
+            events_url: None,
+            logs_url: None,
+            state: Some(c.status.as_str().into()),
+            state_info: Some(c.status_info.clone()),
+        },
+        api_vip: c.api_vips.first().cloned(),
+        api_vips: c.api_vips.clone(),
+        ingress_vip: c.ingress_vips.first().cloned(),
+        ingress_vips: c.ingress_vips.clone(),
+        user_managed_networking: Some(c.umn()),
+        platform_type: Some(match c.platform {
+            PlatformType::BareMetal => agentclusterinstall::PlatformType::BareMetal,
+            PlatformType::None => agentclusterinstall::PlatformType::None,
+            PlatformType::External | PlatformType::Oci => {
+                agentclusterinstall::PlatformType::External
+            }
+            PlatformType::VSphere => agentclusterinstall::PlatformType::VSphere,
+            PlatformType::Nutanix => agentclusterinstall::PlatformType::Nutanix,
+        }),
+        validations_info: validations_of(rec.validations_info.as_ref()).unwrap_or_default(),
+    }
+}
