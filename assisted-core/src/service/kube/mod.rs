@@ -1,4 +1,173 @@
 //! The Kubernetes side of the core: controllers for InfraEnv, Agent, ClusterDeployment and
 //! AgentClusterInstall, the persister that writes the store back to CR status, and the monitor.
 
+pub mod agent;
+pub mod cluster;
+pub mod persister;
 pub mod status;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use jiff::Timestamp;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use tokio::sync::{Mutex, watch};
+
+use crate::api::agent::Agent;
+use crate::api::agentclusterinstall::AgentClusterInstall;
+use crate::api::hive::ClusterDeployment;
+use crate::service::store::{Action as StoreAction, ClusterRecord, DirtyReceiver, Store};
+
+/// Reconcile errors; every one is retried with backoff by the error policy.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("finalizer: {0}")]
+    Finalizer(Box<dyn std::error::Error + Send + Sync>),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Generates install artifacts for a cluster that entered preparation (install backend).
+pub trait Preparer: Send + Sync {
+    fn prepare(&self, cluster: ClusterRecord) -> BoxFuture<'static, Result<(), String>>;
+}
+
+/// Shared by every controller.
+pub struct Context {
+    pub client: Client,
+    pub store: Arc<Store>,
+    /// Cluster artifacts: `<files_root>/<cluster id>/<file>`.
+    pub files_root: PathBuf,
+    pub release_info: Box<dyn cluster::ReleaseInfoSource>,
+    pub preparer: Arc<dyn Preparer>,
+    /// Clusters whose preparation is running (a monitor pass may ask twice).
+    preparing: Mutex<HashSet<String>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        store: Arc<Store>,
+        files_root: PathBuf,
+        preparer: Arc<dyn Preparer>,
+    ) -> Context {
+        Context {
+            client,
+            store,
+            files_root,
+            release_info: Box::new(cluster::TagReleaseInfo),
+            preparer,
+            preparing: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// A cluster artifact, `None` when absent or unreadable.
+    pub async fn file(&self, cluster_id: &str, name: &str) -> Option<Vec<u8>> {
+        if cluster_id.is_empty() || cluster_id.contains(['/', '.']) {
+            return None;
+        }
+        tokio::fs::read(self.files_root.join(cluster_id).join(name))
+            .await
+            .ok()
+    }
+
+    /// Drops a deleted cluster's artifacts.
+    pub async fn forget_cluster(&self, cluster_id: &str) {
+        if cluster_id.is_empty() || cluster_id.contains(['/', '.']) {
+            return;
+        }
+        let _ = tokio::fs::remove_dir_all(self.files_root.join(cluster_id)).await;
+        let _ = tokio::fs::remove_file(persister::state_path(&self.files_root, cluster_id)).await;
+    }
+}
+
+fn error_policy<K>(_obj: Arc<K>, err: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// The monitor: a pass whenever something changed (debounced) and at least every `tick`.
+pub async fn run_monitor(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = ctx.store.wake.notified() => {
+                // Let a burst of agent calls land before the pass.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            _ = tokio::time::sleep(tick) => {}
+            _ = shutdown.changed() => return,
+        }
+        for action in ctx.store.monitor_pass(Timestamp::now()) {
+            match action {
+                StoreAction::Prepare(id) => start_preparation(&ctx, id).await,
+            }
+        }
+    }
+}
+
+async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
+    if !ctx.preparing.lock().await.insert(cluster_id.clone()) {
+        return;
+    }
+    let Ok(rec) = ctx.store.cluster(&cluster_id) else {
+        ctx.preparing.lock().await.remove(&cluster_id);
+        return;
+    };
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        tracing::info!(cluster = %rec.snapshot.name, "generating install-config and ignitions");
+        let result = ctx.preparer.prepare(rec).await;
+        if let Err(e) = &result {
+            tracing::warn!(cluster = %cluster_id, error = %e, "install preparation failed");
+        }
+        ctx.store.preparation_done(&cluster_id, result);
+        ctx.preparing.lock().await.remove(&cluster_id);
+    });
+}
+
+/// Runs the controllers, the persister and the monitor until `shutdown`.
+pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Receiver<bool>) {
+    let client = ctx.client.clone();
+    let stop = || {
+        let mut s = shutdown.clone();
+        async move {
+            let _ = s.wait_for(|v| *v).await;
+        }
+    };
+    let agents = Controller::new(Api::<Agent>::all(client.clone()), watcher::Config::default());
+    let agent_store = agents.store();
+    let agent_ctl = agents
+        .graceful_shutdown_on(stop())
+        .run(agent::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
+    let cds = Controller::new(
+        Api::<ClusterDeployment>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let aci_api = Api::<AgentClusterInstall>::all(client.clone());
+    let cd_ctl = cds
+        // The ACI is named by the CD's clusterInstallRef; upstream names them alike, and CAPOA
+        // too, but map through the ref's owner CD name from the ACI's clusterDeploymentRef.
+        .watches(aci_api, watcher::Config::default(), |aci: AgentClusterInstall| {
+            let ns = kube::ResourceExt::namespace(&aci).unwrap_or_default();
+            Some(ObjectRef::<ClusterDeployment>::new(&aci.spec.cluster_deployment_ref.name).within(&ns))
+        })
+        .graceful_shutdown_on(stop())
+        .run(cluster::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
+    let persister = persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
+    let monitor = run_monitor(ctx.clone(), Duration::from_secs(2), shutdown.clone());
+    tokio::join!(agent_ctl, cd_ctl, persister.boxed(), monitor);
+}

@@ -1,0 +1,115 @@
+//! Agent controller: Agent spec → host record (role, hostname, approval, disk, pool), and
+//! deregistration on delete. Status is written by the persister from the store.
+
+use std::sync::Arc;
+
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event, finalizer};
+use kube::ResourceExt;
+
+use super::{Context, Error};
+use crate::api::agent::{Agent, AgentSpec, HostRole as SpecRole};
+use crate::domain::HostRole;
+use crate::service::store::HostSpec;
+
+pub const AGENT_FINALIZER: &str = "agent.agent-install.openshift.io/ai-deprovision";
+
+/// Agent spec → host spec; an input error names the field.
+pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
+    let mut error = None;
+    if let Some(args) = &spec.installer_args
+        && !args.trim().is_empty()
+        && serde_json::from_str::<Vec<String>>(args).is_err()
+    {
+        error = Some(format!(
+            "installerArgs must be a JSON array of strings, got {args:?}"
+        ));
+    }
+    if let Some(ov) = &spec.ignition_config_overrides
+        && !ov.trim().is_empty()
+        && serde_json::from_str::<serde_json::Value>(ov).is_err()
+    {
+        error = Some("ignitionConfigOverrides is not valid JSON".to_string());
+    }
+    let role = match spec.role {
+        SpecRole::Master | SpecRole::Bootstrap => HostRole::Master,
+        SpecRole::Worker => HostRole::Worker,
+        SpecRole::Arbiter => HostRole::Arbiter,
+        SpecRole::AutoAssign | SpecRole::Unset => HostRole::AutoAssign,
+    };
+    (
+        HostSpec {
+            role,
+            hostname: spec.hostname.clone().filter(|h| !h.is_empty()),
+            approved: spec.approved,
+            installation_disk_id: spec
+                .installation_disk_id
+                .clone()
+                .or_else(|| spec.installation_disk_path.clone())
+                .filter(|d| !d.is_empty()),
+            machine_config_pool: spec.machine_config_pool.clone().filter(|p| !p.is_empty()),
+        },
+        error,
+    )
+}
+
+pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let ns = agent.namespace().unwrap_or_default();
+    let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
+    finalizer(&api, AGENT_FINALIZER, agent, |event| async {
+        match event {
+            Event::Apply(a) => {
+                let (spec, err) = host_spec(&a.spec);
+                if !ctx.store.sync_host_spec(&a.name_any(), &spec, err) {
+                    tracing::debug!(agent = %a.name_any(), "no host record for this Agent yet");
+                }
+                Ok(Action::await_change())
+            }
+            Event::Cleanup(a) => {
+                tracing::info!(agent = %a.name_any(), "Agent deleted: deregistering the host");
+                ctx.store.remove_host(&a.name_any());
+                Ok::<_, Error>(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_maps_roles_and_disks() {
+        let (s, e) = host_spec(&AgentSpec {
+            role: SpecRole::Master,
+            approved: true,
+            installation_disk_path: Some("/dev/sda".into()),
+            hostname: Some(String::new()),
+            ..Default::default()
+        });
+        assert!(e.is_none());
+        assert_eq!(s.role, HostRole::Master);
+        assert!(s.approved);
+        assert_eq!(s.installation_disk_id.as_deref(), Some("/dev/sda"));
+        assert_eq!(s.hostname, None);
+        let (s, _) = host_spec(&AgentSpec::default());
+        assert_eq!(s.role, HostRole::AutoAssign);
+    }
+
+    #[test]
+    fn bad_installer_args_are_an_input_error() {
+        let (_, e) = host_spec(&AgentSpec {
+            installer_args: Some("--append-karg foo".into()),
+            ..Default::default()
+        });
+        assert!(e.unwrap().contains("installerArgs"));
+        let (_, e) = host_spec(&AgentSpec {
+            installer_args: Some(r#"["--append-karg","foo"]"#.into()),
+            ..Default::default()
+        });
+        assert!(e.is_none());
+    }
+}
