@@ -31,6 +31,8 @@ pub struct GenerateRequest {
     pub release_image: String,
     /// `https://api.<name>.<domain>:6443` for a real cluster; the lab API server otherwise.
     pub api_url: String,
+    /// Hosts of the cluster, for backends that render per-host data (the current ones
+    /// do not; upstream fills BareMetalHost manifests from them).
     pub hosts: Vec<GenerateHost>,
 }
 
@@ -88,7 +90,8 @@ pub(crate) fn metadata_ids(metadata: &[u8]) -> Result<(String, String), InstallE
 pub type GenerateFuture<'a> =
     Pin<Box<dyn Future<Output = Result<InstallArtifacts, InstallError>> + Send + 'a>>;
 
-/// Produces a cluster's install artifacts in `work_dir` (which the caller owns and removes).
+/// Produces a cluster's install artifacts in `work_dir`, a fresh (absent or empty) directory
+/// the caller owns and removes afterwards.
 pub trait InstallBackend: Send + Sync {
     fn generate<'a>(&'a self, req: &'a GenerateRequest, work_dir: &'a Path) -> GenerateFuture<'a>;
 }
@@ -112,7 +115,12 @@ impl OpenshiftInstallBackend {
         }
     }
 
-    async fn run(&self, req: &GenerateRequest, dir: &Path, args: &[&str]) -> Result<(), InstallError> {
+    async fn run(
+        &self,
+        req: &GenerateRequest,
+        dir: &Path,
+        args: &[&str],
+    ) -> Result<(), InstallError> {
         let mut cmd = tokio::process::Command::new(&self.binary);
         cmd.args(args)
             .arg("--dir")
@@ -124,7 +132,10 @@ impl OpenshiftInstallBackend {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         if !req.release_image.is_empty() {
-            cmd.env("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE", &req.release_image);
+            cmd.env(
+                "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
+                &req.release_image,
+            );
         }
         let args_text = format!("{} --dir {}", args.join(" "), dir.display());
         tracing::info!(binary = %self.binary.display(), args = %args_text, "running installer");
@@ -166,6 +177,21 @@ impl OpenshiftInstallBackend {
         tokio::fs::create_dir_all(dir)
             .await
             .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
+        // The installer resumes from any state file it finds; a reused directory could
+        // silently mix two attempts, so insist on a fresh one.
+        let mut entries = tokio::fs::read_dir(dir)
+            .await
+            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+        let first = entries
+            .next_entry()
+            .await
+            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+        if first.is_some() {
+            return Err(InstallError::InvalidInput(format!(
+                "work directory {} is not empty",
+                dir.display()
+            )));
+        }
         // The installer consumes (deletes) install-config.yaml, so keep our own copy.
         let cfg_path = dir.join("install-config.yaml");
         tokio::fs::write(&cfg_path, &req.install_config_yaml)
@@ -192,8 +218,12 @@ impl OpenshiftInstallBackend {
                 pointer_ignition(&src, None, &[]).to_string().into_bytes()
             };
             (
-                read_optional(dir, "master.ign").await?.unwrap_or_else(|| pointer("master")),
-                read_optional(dir, "worker.ign").await?.unwrap_or_else(|| pointer("worker")),
+                read_optional(dir, "master.ign")
+                    .await?
+                    .unwrap_or_else(|| pointer("master")),
+                read_optional(dir, "worker.ign")
+                    .await?
+                    .unwrap_or_else(|| pointer("worker")),
             )
         } else {
             (
@@ -314,12 +344,23 @@ fi
         let lines: Vec<&str> = log.lines().collect();
         assert_eq!(lines.len(), 2, "{log}");
         let w = work.display();
-        assert!(lines[0].starts_with(&format!("ARGS create manifests --dir {w} |")), "{log}");
-        assert!(lines[1].starts_with(&format!("ARGS create ignition-configs --dir {w} |")), "{log}");
-        assert!(lines[0].contains("RELEASE=quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64"));
+        assert!(
+            lines[0].starts_with(&format!("ARGS create manifests --dir {w} |")),
+            "{log}"
+        );
+        assert!(
+            lines[1].starts_with(&format!("ARGS create ignition-configs --dir {w} |")),
+            "{log}"
+        );
+        assert!(
+            lines[0].contains("RELEASE=quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64")
+        );
         assert!(lines[0].contains("INVOKER=assisted-core"));
         assert!(lines[0].contains("EXTRA=yes"));
-        assert_eq!(a.master_ign, b"{\"ignition\":{\"version\":\"3.2.0\"},\"m\":1}\n");
+        assert_eq!(
+            a.master_ign,
+            b"{\"ignition\":{\"version\":\"3.2.0\"},\"m\":1}\n"
+        );
         assert_eq!(a.kubeadmin_password, b"abcde-fghij-klmno-pqrst");
         assert_eq!(a.kubeconfig_noingress, b"apiVersion: v1\n");
         assert_eq!(a.install_config_yaml, b"apiVersion: v1\n");
@@ -332,11 +373,20 @@ fi
     async fn sno_uses_bootstrap_in_place_ignition() {
         let tmp = tempfile::tempdir().unwrap();
         let backend = OpenshiftInstallBackend::new(script(tmp.path(), FAKE));
-        let a = backend.generate(&req(true), &tmp.path().join("w")).await.unwrap();
+        let a = backend
+            .generate(&req(true), &tmp.path().join("w"))
+            .await
+            .unwrap();
         let log = std::fs::read_to_string(tmp.path().join("calls.log")).unwrap();
-        assert!(log.contains("ARGS create single-node-ignition-config --dir"), "{log}");
+        assert!(
+            log.contains("ARGS create single-node-ignition-config --dir"),
+            "{log}"
+        );
         assert!(!log.contains("ignition-configs --dir"), "{log}");
-        assert_eq!(a.bootstrap_ign, b"{\"ignition\":{\"version\":\"3.2.0\"},\"sno\":1}\n");
+        assert_eq!(
+            a.bootstrap_ign,
+            b"{\"ignition\":{\"version\":\"3.2.0\"},\"sno\":1}\n"
+        );
         let worker: Value = serde_json::from_slice(&a.worker_ign).unwrap();
         assert_eq!(
             worker["ignition"]["config"]["merge"][0]["source"],
@@ -356,7 +406,10 @@ fi
         let text = err.to_string();
         assert!(matches!(err, InstallError::CommandFailed { .. }), "{text}");
         assert!(text.contains("create manifests"), "{text}");
-        assert!(text.ends_with("FATAL failed to fetch Master Machines: bad platform"), "{text}");
+        assert!(
+            text.ends_with("FATAL failed to fetch Master Machines: bad platform"),
+            "{text}"
+        );
         assert!(!text.contains("noise line 0\n"), "tail only: {text}");
         assert!(text.contains('3'), "{text}");
     }
@@ -373,6 +426,12 @@ fi
             matches!(&err, InstallError::MissingOutput { file, .. } if file == "metadata.json"),
             "{err}"
         );
+        // Reusing the directory of the failed attempt is refused.
+        let err = backend
+            .generate(&req(false), &tmp.path().join("w"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
         let backend = OpenshiftInstallBackend::new(tmp.path().join("nope"));
         let err = backend
             .generate(&req(false), &tmp.path().join("w2"))

@@ -252,13 +252,19 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
     {
         let patch: Value = serde_json::from_str(overrides).map_err(|e| {
             InstallError::json(
-                format!("install-config overrides ({})", super::INSTALL_CONFIG_OVERRIDES_ANNOTATION),
+                format!(
+                    "install-config overrides ({})",
+                    super::INSTALL_CONFIG_OVERRIDES_ANNOTATION
+                ),
                 e,
             )
         })?;
         if !patch.is_object() {
             return Err(InstallError::json(
-                format!("install-config overrides ({})", super::INSTALL_CONFIG_OVERRIDES_ANNOTATION),
+                format!(
+                    "install-config overrides ({})",
+                    super::INSTALL_CONFIG_OVERRIDES_ANNOTATION
+                ),
                 "expected a JSON object",
             ));
         }
@@ -386,7 +392,11 @@ fn sno_installation_disk(input: &InstallConfigInput) -> Result<&str, InstallErro
 
 fn proxy(input: &InstallConfigInput) -> Option<Value> {
     let p = input.proxy.as_ref()?;
-    let set = |s: &Option<String>| s.as_deref().filter(|v| !v.trim().is_empty()).map(str::to_string);
+    let set = |s: &Option<String>| {
+        s.as_deref()
+            .filter(|v| !v.trim().is_empty())
+            .map(str::to_string)
+    };
     let (http, https) = (set(&p.http_proxy), set(&p.https_proxy));
     if http.is_none() && https.is_none() {
         return None;
@@ -481,10 +491,30 @@ mod tests {
             proxy: None,
             additional_trust_bundle: None,
             hosts: vec![
-                host("m0", HostRole::Master, "52:54:00:00:00:01", "192.168.111.20/24"),
-                host("m1", HostRole::Bootstrap, "52:54:00:00:00:02", "192.168.111.21/24"),
-                host("m2", HostRole::Master, "52:54:00:00:00:03", "192.168.111.22/24"),
-                host("w0", HostRole::Worker, "52:54:00:00:00:04", "192.168.111.23/24"),
+                host(
+                    "m0",
+                    HostRole::Master,
+                    "52:54:00:00:00:01",
+                    "192.168.111.20/24",
+                ),
+                host(
+                    "m1",
+                    HostRole::Bootstrap,
+                    "52:54:00:00:00:02",
+                    "192.168.111.21/24",
+                ),
+                host(
+                    "m2",
+                    HostRole::Master,
+                    "52:54:00:00:00:03",
+                    "192.168.111.22/24",
+                ),
+                host(
+                    "w0",
+                    HostRole::Worker,
+                    "52:54:00:00:00:04",
+                    "192.168.111.23/24",
+                ),
             ],
             install_config_overrides: None,
         }

@@ -56,7 +56,11 @@ pub enum InstallError {
 }
 
 impl InstallError {
-    pub(crate) fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        context: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         InstallError::Io {
             context,
             path: path.into(),

@@ -116,7 +116,9 @@ pub fn day2_pointer_ignition(
         None if ca.is_some() => {
             format!("https://api-int.{cluster_name}.{base_domain}:{MCS_TLS_PORT}/config/{pool}")
         }
-        None => format!("http://api.{cluster_name}.{base_domain}:{MCS_INSECURE_PORT}/config/{pool}"),
+        None => {
+            format!("http://api.{cluster_name}.{base_domain}:{MCS_INSECURE_PORT}/config/{pool}")
+        }
     };
     let headers: Vec<(&str, String)> = token
         .filter(|t| !t.is_empty())
@@ -207,8 +209,7 @@ fn merge_value(base: &mut Value, overlay: &Value) {
         }
         (Value::Array(b), Value::Array(o)) => {
             for item in o {
-                match identity(item).and_then(|id| b.iter().position(|x| identity(x) == Some(id)))
-                {
+                match identity(item).and_then(|id| b.iter().position(|x| identity(x) == Some(id))) {
                     Some(pos) => merge_value(&mut b[pos], item),
                     None if !b.contains(item) => b.push(item.clone()),
                     None => {}
@@ -270,10 +271,14 @@ mod tests {
             "storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,bye"}},
                                 {"path":"/etc/extra","contents":{"source":"data:,x"}}]},
             "systemd":{"units":[{"name":"x.service","enabled":true}]}}"#;
-        let out = parse(&host_ignition(BASE.as_bytes(), "node-1", HostRole::Worker, Some(over)).unwrap());
+        let out =
+            parse(&host_ignition(BASE.as_bytes(), "node-1", HostRole::Worker, Some(over)).unwrap());
         assert_eq!(out["ignition"]["version"], "3.2.0");
         assert_eq!(file_text(&out, "/etc/hostname"), "node-1\n");
-        assert_eq!(file(&out, "/etc/motd").unwrap()["contents"]["source"], "data:,bye");
+        assert_eq!(
+            file(&out, "/etc/motd").unwrap()["contents"]["source"],
+            "data:,bye"
+        );
         assert!(file(&out, "/etc/extra").is_some());
         assert_eq!(out["storage"]["files"].as_array().unwrap().len(), 3);
         assert_eq!(out["systemd"]["units"][0]["name"], "x.service");
@@ -289,7 +294,8 @@ mod tests {
             r#"{{"ignition":{{"version":"3.4.0"}},"storage":{{"files":[{}]}}}}"#,
             file_entry("/etc/hostname", b"custom\n", 420)
         );
-        let out = parse(&host_ignition(BASE.as_bytes(), "n", HostRole::Master, Some(&over)).unwrap());
+        let out =
+            parse(&host_ignition(BASE.as_bytes(), "n", HostRole::Master, Some(&over)).unwrap());
         assert_eq!(file_text(&out, "/etc/hostname"), "custom\n");
         assert_eq!(out["ignition"]["version"], "3.4.0");
     }
@@ -300,9 +306,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("ignition override of host \"n\""), "{err}");
-        let err = host_ignition(BASE.as_bytes(), "n", HostRole::Worker, Some(r#"{"ignition":{"version":"2.2.0"}}"#))
-            .unwrap_err()
-            .to_string();
+        let err = host_ignition(
+            BASE.as_bytes(),
+            "n",
+            HostRole::Worker,
+            Some(r#"{"ignition":{"version":"2.2.0"}}"#),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("2.2.0"), "{err}");
         assert!(host_ignition(b"not json", "n", HostRole::Worker, None).is_err());
         assert!(host_ignition(BASE.as_bytes(), "", HostRole::Worker, None).is_err());
@@ -311,23 +322,46 @@ mod tests {
 
     #[test]
     fn day2_insecure_without_ca() {
-        let out = parse(&day2_pointer_ignition("c", "example.com", "worker", None, None, None, "w5"));
+        let out = parse(&day2_pointer_ignition(
+            "c",
+            "example.com",
+            "worker",
+            None,
+            None,
+            None,
+            "w5",
+        ));
         assert_eq!(out["ignition"]["version"], IGNITION_VERSION);
         assert_eq!(
             out["ignition"]["config"]["merge"][0]["source"],
             "http://api.c.example.com:22624/config/worker"
         );
         assert!(out["ignition"].get("security").is_none());
-        assert!(out["ignition"]["config"]["merge"][0].get("httpHeaders").is_none());
+        assert!(
+            out["ignition"]["config"]["merge"][0]
+                .get("httpHeaders")
+                .is_none()
+        );
         assert_eq!(file_text(&out, "/etc/hostname"), "w5\n");
     }
 
     #[test]
     fn day2_with_ca_and_token() {
         let ca = "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n";
-        let out = parse(&day2_pointer_ignition("c", "example.com", "infra", Some(ca), None, Some("tok"), "w5"));
+        let out = parse(&day2_pointer_ignition(
+            "c",
+            "example.com",
+            "infra",
+            Some(ca),
+            None,
+            Some("tok"),
+            "w5",
+        ));
         let merge = &out["ignition"]["config"]["merge"][0];
-        assert_eq!(merge["source"], "https://api-int.c.example.com:22623/config/infra");
+        assert_eq!(
+            merge["source"],
+            "https://api-int.c.example.com:22623/config/infra"
+        );
         assert_eq!(merge["httpHeaders"][0]["name"], "Authorization");
         assert_eq!(merge["httpHeaders"][0]["value"], "Bearer tok");
         let ca_src = out["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
@@ -339,17 +373,43 @@ mod tests {
     #[test]
     fn day2_custom_url_replaces_host() {
         let src = |u: &str| {
-            let out = parse(&day2_pointer_ignition("c", "d", "worker", None, Some(u), None, "h"));
-            out["ignition"]["config"]["merge"][0]["source"].as_str().unwrap().to_string()
+            let out = parse(&day2_pointer_ignition(
+                "c",
+                "d",
+                "worker",
+                None,
+                Some(u),
+                None,
+                "h",
+            ));
+            out["ignition"]["config"]["merge"][0]["source"]
+                .as_str()
+                .unwrap()
+                .to_string()
         };
-        assert_eq!(src("https://mcs.lab:22623"), "https://mcs.lab:22623/config/worker");
-        assert_eq!(src("https://mcs.lab:22623/"), "https://mcs.lab:22623/config/worker");
-        assert_eq!(src("https://mcs.lab/config/"), "https://mcs.lab/config/worker");
+        assert_eq!(
+            src("https://mcs.lab:22623"),
+            "https://mcs.lab:22623/config/worker"
+        );
+        assert_eq!(
+            src("https://mcs.lab:22623/"),
+            "https://mcs.lab:22623/config/worker"
+        );
+        assert_eq!(
+            src("https://mcs.lab/config/"),
+            "https://mcs.lab/config/worker"
+        );
     }
 
     #[test]
     fn file_names() {
-        assert_eq!(host_ignition_file_name(HostRole::Bootstrap, "h1"), "master-h1.ign");
-        assert_eq!(host_ignition_file_name(HostRole::Worker, "h2"), "worker-h2.ign");
+        assert_eq!(
+            host_ignition_file_name(HostRole::Bootstrap, "h1"),
+            "master-h1.ign"
+        );
+        assert_eq!(
+            host_ignition_file_name(HostRole::Worker, "h2"),
+            "worker-h2.ign"
+        );
     }
 }

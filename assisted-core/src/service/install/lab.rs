@@ -8,8 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
-    SerialNumber,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
@@ -98,8 +97,7 @@ pub fn generate_lab_pki(cluster_name: &str, now: jiff::Timestamp) -> Result<LabP
     admin_params.use_authority_key_identifier_extension = true;
     set_validity(&mut admin_params, now)?;
     admin_params.serial_number = Some(SerialNumber::from_slice(&random_bytes::<16>(&rng)?));
-    let admin_key =
-        KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(pki_err("admin key"))?;
+    let admin_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(pki_err("admin key"))?;
     let admin = admin_params
         .signed_by(&admin_key, &ca)
         .map_err(pki_err("admin certificate"))?;
@@ -335,14 +333,18 @@ mod tests {
             (usize::from(d[1]), 2)
         } else {
             let n = usize::from(d[1] & 0x7f);
-            let len = d[2..2 + n].iter().fold(0usize, |a, b| (a << 8) | usize::from(*b));
+            let len = d[2..2 + n]
+                .iter()
+                .fold(0usize, |a, b| (a << 8) | usize::from(*b));
             (len, 2 + n)
         };
         (tag, &d[..hdr + len], &d[hdr..hdr + len], &d[hdr + len..])
     }
 
-    /// Splits a certificate into (tbs raw, signature, issuer raw, subject raw, spki point).
-    fn split_cert(der: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+    /// (tbs raw, signature, issuer raw, subject raw, public key point).
+    type CertParts = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
+
+    fn split_cert(der: &[u8]) -> CertParts {
         let (_, _, cert, _) = tlv(der);
         let (_, tbs_raw, tbs, rest) = tlv(cert);
         let (_, _, _alg, rest) = tlv(rest);
@@ -421,7 +423,10 @@ mod tests {
         assert_eq!(kc["kind"], "Config");
         assert_eq!(kc["current-context"], "admin");
         assert_eq!(kc["clusters"][0]["name"], "lab");
-        assert_eq!(kc["clusters"][0]["cluster"]["server"], "https://127.0.0.1:6443");
+        assert_eq!(
+            kc["clusters"][0]["cluster"]["server"],
+            "https://127.0.0.1:6443"
+        );
         assert_eq!(kc["contexts"][0]["context"]["cluster"], "lab");
         let field = |v: &serde_yaml::Value| {
             String::from_utf8(STANDARD.decode(v.as_str().unwrap()).unwrap()).unwrap()
@@ -433,9 +438,12 @@ mod tests {
         let (tbs, sig, issuer, _, _) = split_cert(&pem_to_der(&cert_pem));
         let (_, _, _, ca_subject, ca_point) = split_cert(&pem_to_der(&ca_pem));
         assert_eq!(issuer, ca_subject);
-        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, &ca_point)
-            .verify(&tbs, &sig)
-            .unwrap();
+        ring::signature::UnparsedPublicKey::new(
+            &ring::signature::ECDSA_P256_SHA256_ASN1,
+            &ca_point,
+        )
+        .verify(&tbs, &sig)
+        .unwrap();
 
         // password, metadata
         let pw = String::from_utf8(a.kubeadmin_password.clone()).unwrap();
@@ -464,12 +472,20 @@ mod tests {
         assert!(boot["ignition"].get("config").is_none());
         assert!(!boot["storage"]["files"].as_array().unwrap().is_empty());
         assert_eq!(boot["systemd"]["units"][0]["enabled"], true);
-        let info = decode_data_url(boot["storage"]["files"][0]["contents"]["source"].as_str().unwrap()).unwrap();
+        let info = decode_data_url(
+            boot["storage"]["files"][0]["contents"]["source"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
         let info: Value = serde_json::from_slice(&info).unwrap();
         assert_eq!(info["clusterID"], a.openshift_cluster_id.as_str());
 
         // files on disk mirror the artifacts
-        assert_eq!(std::fs::read(tmp.path().join("master.ign")).unwrap(), a.master_ign);
+        assert_eq!(
+            std::fs::read(tmp.path().join("master.ign")).unwrap(),
+            a.master_ign
+        );
         assert!(tmp.path().join("tls/lab-root-ca.key").exists());
     }
 
@@ -498,13 +514,19 @@ mod tests {
         let pw = generate_kubeadmin_password().unwrap();
         let groups: Vec<&str> = pw.split('-').collect();
         assert_eq!(groups.len(), 4);
-        assert!(groups.iter().all(|g| g.len() == 5
-            && g.bytes().all(|b| PASSWORD_ALPHABET.contains(&b))));
+        assert!(
+            groups
+                .iter()
+                .all(|g| g.len() == 5 && g.bytes().all(|b| PASSWORD_ALPHABET.contains(&b)))
+        );
         assert_ne!(pw, generate_kubeadmin_password().unwrap());
         let id = random_uuid_v4().unwrap();
         assert_eq!(id.len(), 36);
         let parts: Vec<&str> = id.split('-').collect();
-        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
         assert!(parts[2].starts_with('4'));
         assert!(matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'));
         let long = infra_id(&"x".repeat(40), &SystemRandom::new()).unwrap();

@@ -54,7 +54,12 @@ impl FileStore {
     }
 
     /// Writes `<cluster_id>/<name>` atomically (temp file in the same directory + rename).
-    pub async fn put(&self, cluster_id: &str, name: &str, bytes: &[u8]) -> Result<(), InstallError> {
+    pub async fn put(
+        &self,
+        cluster_id: &str,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(), InstallError> {
         let path = self.path(cluster_id, name)?;
         let dir = self.cluster_dir(cluster_id)?;
         tokio::fs::create_dir_all(&dir)
@@ -67,7 +72,11 @@ impl FileStore {
         }
         if let Err(e) = tokio::fs::rename(&tmp, &path).await {
             let _ = tokio::fs::remove_file(&tmp).await;
-            return Err(InstallError::io("renaming a stored file into place", &path, e));
+            return Err(InstallError::io(
+                "renaming a stored file into place",
+                &path,
+                e,
+            ));
         }
         Ok(())
     }
@@ -144,7 +153,10 @@ mod tests {
         store.put("c1", "master.ign", b"one").await.unwrap();
         store.put("c1", "master.ign", b"two").await.unwrap();
         store.put("c2", "master.ign", b"other").await.unwrap();
-        assert_eq!(store.get("c1", "master.ign").await.unwrap().unwrap(), b"two");
+        assert_eq!(
+            store.get("c1", "master.ign").await.unwrap().unwrap(),
+            b"two"
+        );
         assert!(store.exists("c1", "master.ign").await.unwrap());
         // No temp files left behind.
         let names: Vec<_> = std::fs::read_dir(tmp.path().join("c1"))
@@ -155,7 +167,10 @@ mod tests {
         store.remove_cluster("c1").await.unwrap();
         store.remove_cluster("c1").await.unwrap();
         assert_eq!(store.get("c1", "master.ign").await.unwrap(), None);
-        assert_eq!(store.get("c2", "master.ign").await.unwrap().unwrap(), b"other");
+        assert_eq!(
+            store.get("c2", "master.ign").await.unwrap().unwrap(),
+            b"other"
+        );
     }
 
     #[tokio::test]
@@ -173,7 +188,10 @@ mod tests {
             ("c/../..", "f"),
         ] {
             let err = store.put(cluster, name, b"x").await.unwrap_err();
-            assert!(matches!(err, InstallError::InvalidKey { .. }), "{cluster}/{name}: {err}");
+            assert!(
+                matches!(err, InstallError::InvalidKey { .. }),
+                "{cluster}/{name}: {err}"
+            );
             assert!(store.get(cluster, name).await.is_err());
         }
         assert!(store.remove_cluster("..").await.is_err());
@@ -192,6 +210,9 @@ mod tests {
         for (name, _) in a.files() {
             assert!(store.exists("c", name).await.unwrap(), "{name}");
         }
-        assert_eq!(store.get("c", "kubeadmin-password").await.unwrap().unwrap(), b"pw");
+        assert_eq!(
+            store.get("c", "kubeadmin-password").await.unwrap().unwrap(),
+            b"pw"
+        );
     }
 }
