@@ -17,7 +17,8 @@ mod lab;
 mod store;
 
 pub use backend::{
-    GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend, OpenshiftInstallBackend,
+    GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend,
+    OpenshiftInstallBackend,
 };
 pub use config::{
     BootMode, HostNic, InstallConfigInput, InstallHost, InstallPlatform, ProxyInput,
