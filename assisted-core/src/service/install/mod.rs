@@ -1,1 +1,37 @@
 //! Install backends: install-config.yaml, `openshift-install`, and the lab backend.
+//!
+//! - [`build_install_config`] turns a plain [`InstallConfigInput`] into install-config JSON
+//!   (and [`render_install_config_yaml`] into YAML); it is pure.
+//! - [`InstallBackend`] produces the cluster's [`InstallArtifacts`] (ignitions, admin
+//!   kubeconfig, kubeadmin password, metadata). [`OpenshiftInstallBackend`] runs the real
+//!   installer binary; [`LabBackend`] fabricates structurally valid artifacts with a real PKI
+//!   for test beds that never boot RHCOS.
+//! - [`host_ignition`] and [`day2_pointer_ignition`] build the per-host ignition files.
+//! - [`FileStore`] keeps the artifacts on disk keyed `<cluster_id>/<file_name>`.
+
+mod backend;
+mod config;
+mod error;
+mod ignition;
+mod lab;
+mod store;
+
+pub use backend::{
+    GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend,
+    OpenshiftInstallBackend,
+};
+pub use config::{
+    BootMode, HostNic, InstallConfigInput, InstallHost, InstallPlatform, ProxyInput,
+    apply_merge_patch, build_install_config, render_install_config_yaml,
+};
+pub use error::InstallError;
+pub use ignition::{
+    IGNITION_VERSION, data_url, day2_pointer_ignition, host_ignition, host_ignition_file_name,
+    merge_ignition, pointer_ignition,
+};
+pub use lab::{LabBackend, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4};
+pub use store::FileStore;
+
+/// The annotation on AgentClusterInstall carrying the install-config overrides JSON.
+pub const INSTALL_CONFIG_OVERRIDES_ANNOTATION: &str =
+    "agent-install.openshift.io/install-config-overrides";

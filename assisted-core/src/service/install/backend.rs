@@ -1,0 +1,448 @@
+//! The install backend trait and the `openshift-install` implementation.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use super::error::InstallError;
+use super::ignition::pointer_ignition;
+use crate::domain::HostRole;
+
+/// A host the backend may want to know about (names, roles).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerateHost {
+    pub id: String,
+    pub hostname: String,
+    pub role: HostRole,
+}
+
+/// Input of [`InstallBackend::generate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerateRequest {
+    /// assisted-core's cluster id (not the OpenShift cluster id, which the backend creates).
+    pub cluster_id: String,
+    pub cluster_name: String,
+    pub base_domain: String,
+    pub install_config_yaml: String,
+    pub sno: bool,
+    pub release_image: String,
+    /// `https://api.<name>.<domain>:6443` for a real cluster; the lab API server otherwise.
+    pub api_url: String,
+    /// Hosts of the cluster, for backends that render per-host data (the current ones
+    /// do not; upstream fills BareMetalHost manifests from them).
+    pub hosts: Vec<GenerateHost>,
+}
+
+/// The files an install produces, plus the ids parsed from them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InstallArtifacts {
+    pub bootstrap_ign: Vec<u8>,
+    pub master_ign: Vec<u8>,
+    pub worker_ign: Vec<u8>,
+    pub metadata_json: Vec<u8>,
+    /// Admin kubeconfig before the ingress CA is known.
+    pub kubeconfig_noingress: Vec<u8>,
+    pub kubeadmin_password: Vec<u8>,
+    pub install_config_yaml: Vec<u8>,
+    /// OpenShift cluster id, read from metadata.json `clusterID`. Upstream parses it out of
+    /// bootstrap.ign; metadata.json carries the same value and is simpler to read.
+    pub openshift_cluster_id: String,
+    /// metadata.json `infraID`.
+    pub infra_id: String,
+}
+
+impl InstallArtifacts {
+    /// File-store names and contents, as upstream uploads them.
+    pub fn files(&self) -> [(&'static str, &[u8]); 7] {
+        [
+            ("bootstrap.ign", &self.bootstrap_ign),
+            ("master.ign", &self.master_ign),
+            ("worker.ign", &self.worker_ign),
+            ("metadata.json", &self.metadata_json),
+            ("kubeconfig-noingress", &self.kubeconfig_noingress),
+            ("kubeadmin-password", &self.kubeadmin_password),
+            ("install-config.yaml", &self.install_config_yaml),
+        ]
+    }
+}
+
+/// Reads `clusterID` and `infraID` from metadata.json.
+pub(crate) fn metadata_ids(metadata: &[u8]) -> Result<(String, String), InstallError> {
+    let bad = |reason: String| InstallError::BadOutput {
+        file: "metadata.json".into(),
+        reason,
+    };
+    let doc: Value = serde_json::from_slice(metadata).map_err(|e| bad(e.to_string()))?;
+    let field = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| bad(format!("no {k}")))
+    };
+    Ok((field("clusterID")?, field("infraID")?))
+}
+
+/// Boxed future so the trait stays object safe (`Arc<dyn InstallBackend>`).
+pub type GenerateFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<InstallArtifacts, InstallError>> + Send + 'a>>;
+
+/// Produces a cluster's install artifacts in `work_dir`, a fresh (absent or empty) directory
+/// the caller owns and removes afterwards.
+pub trait InstallBackend: Send + Sync {
+    fn generate<'a>(&'a self, req: &'a GenerateRequest, work_dir: &'a Path) -> GenerateFuture<'a>;
+}
+
+/// Runs the real `openshift-install` binary (extracted from the release image by the caller).
+#[derive(Debug, Clone, Default)]
+pub struct OpenshiftInstallBackend {
+    pub binary: PathBuf,
+    /// Added to the installer's environment (e.g. proxy variables, `HOME`).
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// How much of the installer's stderr an error keeps.
+const STDERR_TAIL_BYTES: usize = 2048;
+
+impl OpenshiftInstallBackend {
+    pub fn new(binary: impl Into<PathBuf>) -> Self {
+        OpenshiftInstallBackend {
+            binary: binary.into(),
+            extra_env: Vec::new(),
+        }
+    }
+
+    async fn run(
+        &self,
+        req: &GenerateRequest,
+        dir: &Path,
+        args: &[&str],
+    ) -> Result<(), InstallError> {
+        let mut cmd = tokio::process::Command::new(&self.binary);
+        cmd.args(args)
+            .arg("--dir")
+            .arg(dir)
+            .env("OPENSHIFT_INSTALL_INVOKER", "assisted-core")
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if !req.release_image.is_empty() {
+            cmd.env(
+                "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
+                &req.release_image,
+            );
+        }
+        let args_text = format!("{} --dir {}", args.join(" "), dir.display());
+        tracing::info!(binary = %self.binary.display(), args = %args_text, "running installer");
+        let mut attempt = 0;
+        let out = loop {
+            match cmd.output().await {
+                Ok(out) => break out,
+                // A binary written just before (extracted, or by a test) can still be open
+                // for writing in a concurrently forked child; that clears within moments.
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempt < 5 => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+                }
+                Err(source) => {
+                    return Err(InstallError::Spawn {
+                        binary: self.binary.clone(),
+                        args: args_text,
+                        source,
+                    });
+                }
+            }
+        };
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(InstallError::CommandFailed {
+            binary: self.binary.clone(),
+            args: args_text,
+            status: out.status.to_string(),
+            stderr_tail: tail(&out.stderr, STDERR_TAIL_BYTES),
+        })
+    }
+
+    async fn generate_impl(
+        &self,
+        req: &GenerateRequest,
+        dir: &Path,
+    ) -> Result<InstallArtifacts, InstallError> {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
+        // The installer resumes from any state file it finds; a reused directory could
+        // silently mix two attempts, so insist on a fresh one.
+        let mut entries = tokio::fs::read_dir(dir)
+            .await
+            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+        let first = entries
+            .next_entry()
+            .await
+            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+        if first.is_some() {
+            return Err(InstallError::InvalidInput(format!(
+                "work directory {} is not empty",
+                dir.display()
+            )));
+        }
+        // The installer consumes (deletes) install-config.yaml, so keep our own copy.
+        let cfg_path = dir.join("install-config.yaml");
+        tokio::fs::write(&cfg_path, &req.install_config_yaml)
+            .await
+            .map_err(|e| InstallError::io("writing install-config.yaml", &cfg_path, e))?;
+        self.run(req, dir, &["create", "manifests"]).await?;
+        let bootstrap_name = if req.sno {
+            self.run(req, dir, &["create", "single-node-ignition-config"])
+                .await?;
+            "bootstrap-in-place-for-live-iso.ign"
+        } else {
+            self.run(req, dir, &["create", "ignition-configs"]).await?;
+            "bootstrap.ign"
+        };
+        let metadata_json = read_output(dir, "metadata.json").await?;
+        let (openshift_cluster_id, infra_id) = metadata_ids(&metadata_json)?;
+        let (master_ign, worker_ign) = if req.sno {
+            // Single-node output has no pointer configs; day-2 workers still need one.
+            let pointer = |pool: &str| {
+                let src = format!(
+                    "https://api-int.{}.{}:22623/config/{pool}",
+                    req.cluster_name, req.base_domain
+                );
+                pointer_ignition(&src, None, &[]).to_string().into_bytes()
+            };
+            (
+                read_optional(dir, "master.ign")
+                    .await?
+                    .unwrap_or_else(|| pointer("master")),
+                read_optional(dir, "worker.ign")
+                    .await?
+                    .unwrap_or_else(|| pointer("worker")),
+            )
+        } else {
+            (
+                read_output(dir, "master.ign").await?,
+                read_output(dir, "worker.ign").await?,
+            )
+        };
+        Ok(InstallArtifacts {
+            bootstrap_ign: read_output(dir, bootstrap_name).await?,
+            master_ign,
+            worker_ign,
+            metadata_json,
+            kubeconfig_noingress: read_output(dir, "auth/kubeconfig").await?,
+            kubeadmin_password: read_output(dir, "auth/kubeadmin-password").await?,
+            install_config_yaml: req.install_config_yaml.clone().into_bytes(),
+            openshift_cluster_id,
+            infra_id,
+        })
+    }
+}
+
+impl InstallBackend for OpenshiftInstallBackend {
+    fn generate<'a>(&'a self, req: &'a GenerateRequest, work_dir: &'a Path) -> GenerateFuture<'a> {
+        Box::pin(self.generate_impl(req, work_dir))
+    }
+}
+
+async fn read_optional(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, InstallError> {
+    let path = dir.join(name);
+    match tokio::fs::read(&path).await {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(InstallError::io("reading installer output", path, e)),
+    }
+}
+
+async fn read_output(dir: &Path, name: &str) -> Result<Vec<u8>, InstallError> {
+    read_optional(dir, name)
+        .await?
+        .ok_or_else(|| InstallError::MissingOutput {
+            file: name.to_string(),
+            dir: dir.to_path_buf(),
+        })
+}
+
+/// The last `max` bytes of `s` (cut at a char boundary), trimmed.
+fn tail(s: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(s);
+    let text = text.trim_end();
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::Arc;
+
+    /// A fake installer: logs argv and the two env vars, writes plausible outputs.
+    const FAKE: &str = r#"#!/bin/sh
+set -e
+log="$(dirname "$0")/calls.log"
+echo "ARGS $* | RELEASE=$OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE | INVOKER=$OPENSHIFT_INSTALL_INVOKER | EXTRA=$EXTRA_VAR" >> "$log"
+dir="$4"
+case "$2" in
+  manifests)
+    test -f "$dir/install-config.yaml"
+    mkdir -p "$dir/manifests"; rm "$dir/install-config.yaml" ;;
+  ignition-configs)
+    echo '{"ignition":{"version":"3.2.0"}}' > "$dir/bootstrap.ign"
+    echo '{"ignition":{"version":"3.2.0"},"m":1}' > "$dir/master.ign"
+    echo '{"ignition":{"version":"3.2.0"},"w":1}' > "$dir/worker.ign" ;;
+  single-node-ignition-config)
+    echo '{"ignition":{"version":"3.2.0"},"sno":1}' > "$dir/bootstrap-in-place-for-live-iso.ign" ;;
+esac
+if [ "$2" != manifests ]; then
+  mkdir -p "$dir/auth"
+  echo 'apiVersion: v1' > "$dir/auth/kubeconfig"
+  printf 'abcde-fghij-klmno-pqrst' > "$dir/auth/kubeadmin-password"
+  echo '{"clusterName":"c","clusterID":"0f0e-id","infraID":"c-x1y2z"}' > "$dir/metadata.json"
+fi
+"#;
+
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("openshift-install");
+        std::fs::write(&p, body).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn req(sno: bool) -> GenerateRequest {
+        GenerateRequest {
+            cluster_id: "cid".into(),
+            cluster_name: "c".into(),
+            base_domain: "example.com".into(),
+            install_config_yaml: "apiVersion: v1\n".into(),
+            sno,
+            release_image: "quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64".into(),
+            api_url: "https://api.c.example.com:6443".into(),
+            hosts: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_manifests_then_ignition_configs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let backend: Arc<dyn InstallBackend> = Arc::new(OpenshiftInstallBackend {
+            binary: script(tmp.path(), FAKE),
+            extra_env: vec![("EXTRA_VAR".into(), "yes".into())],
+        });
+        let work = tmp.path().join("work");
+        let a = backend.generate(&req(false), &work).await.unwrap();
+        let log = std::fs::read_to_string(tmp.path().join("calls.log")).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        let w = work.display();
+        assert!(
+            lines[0].starts_with(&format!("ARGS create manifests --dir {w} |")),
+            "{log}"
+        );
+        assert!(
+            lines[1].starts_with(&format!("ARGS create ignition-configs --dir {w} |")),
+            "{log}"
+        );
+        assert!(
+            lines[0].contains("RELEASE=quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64")
+        );
+        assert!(lines[0].contains("INVOKER=assisted-core"));
+        assert!(lines[0].contains("EXTRA=yes"));
+        assert_eq!(
+            a.master_ign,
+            b"{\"ignition\":{\"version\":\"3.2.0\"},\"m\":1}\n"
+        );
+        assert_eq!(a.kubeadmin_password, b"abcde-fghij-klmno-pqrst");
+        assert_eq!(a.kubeconfig_noingress, b"apiVersion: v1\n");
+        assert_eq!(a.install_config_yaml, b"apiVersion: v1\n");
+        assert_eq!(a.openshift_cluster_id, "0f0e-id");
+        assert_eq!(a.infra_id, "c-x1y2z");
+        assert_eq!(a.files()[0].0, "bootstrap.ign");
+    }
+
+    #[tokio::test]
+    async fn sno_uses_bootstrap_in_place_ignition() {
+        let tmp = tempfile::tempdir().unwrap();
+        let backend = OpenshiftInstallBackend::new(script(tmp.path(), FAKE));
+        let a = backend
+            .generate(&req(true), &tmp.path().join("w"))
+            .await
+            .unwrap();
+        let log = std::fs::read_to_string(tmp.path().join("calls.log")).unwrap();
+        assert!(
+            log.contains("ARGS create single-node-ignition-config --dir"),
+            "{log}"
+        );
+        assert!(!log.contains("ignition-configs --dir"), "{log}");
+        assert_eq!(
+            a.bootstrap_ign,
+            b"{\"ignition\":{\"version\":\"3.2.0\"},\"sno\":1}\n"
+        );
+        let worker: Value = serde_json::from_slice(&a.worker_ign).unwrap();
+        assert_eq!(
+            worker["ignition"]["config"]["merge"][0]["source"],
+            "https://api-int.c.example.com:22623/config/worker"
+        );
+    }
+
+    #[tokio::test]
+    async fn failure_reports_stderr_tail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body = "#!/bin/sh\ni=0\nwhile [ $i -lt 500 ]; do echo \"noise line $i\" >&2; i=$((i+1)); done\necho 'FATAL failed to fetch Master Machines: bad platform' >&2\nexit 3\n";
+        let backend = OpenshiftInstallBackend::new(script(tmp.path(), body));
+        let err = backend
+            .generate(&req(false), &tmp.path().join("w"))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, InstallError::CommandFailed { .. }), "{text}");
+        assert!(text.contains("create manifests"), "{text}");
+        assert!(
+            text.ends_with("FATAL failed to fetch Master Machines: bad platform"),
+            "{text}"
+        );
+        assert!(!text.contains("noise line 0\n"), "tail only: {text}");
+        assert!(text.contains('3'), "{text}");
+    }
+
+    #[tokio::test]
+    async fn missing_output_and_missing_binary() {
+        let tmp = tempfile::tempdir().unwrap();
+        let backend = OpenshiftInstallBackend::new(script(tmp.path(), "#!/bin/sh\nexit 0\n"));
+        let err = backend
+            .generate(&req(false), &tmp.path().join("w"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, InstallError::MissingOutput { file, .. } if file == "metadata.json"),
+            "{err}"
+        );
+        // Reusing the directory of the failed attempt is refused.
+        let err = backend
+            .generate(&req(false), &tmp.path().join("w"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
+        let backend = OpenshiftInstallBackend::new(tmp.path().join("nope"));
+        let err = backend
+            .generate(&req(false), &tmp.path().join("w2"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, InstallError::Spawn { .. }), "{err}");
+    }
+
+    #[test]
+    fn tail_respects_char_boundaries() {
+        assert_eq!(tail("ééé\n".as_bytes(), 3), "é");
+        assert_eq!(tail(b"abc", 10), "abc");
+    }
+}
