@@ -798,6 +798,8 @@ impl Store {
 pub enum Action {
     /// Generate install-config and ignitions for a cluster that entered preparation.
     Prepare(String),
+    /// Write the pointer ignition of a day-2 host (cluster id, host id) that starts installing.
+    Day2Ignition(String, String),
 }
 
 impl Store {
@@ -883,6 +885,7 @@ impl Store {
                         &self.cfg,
                     ) {
                         apply_host_outcome(&mut rec.snapshot.hosts[idx], &o, now);
+                        actions.push(Action::Day2Ignition(cid.clone(), hid.clone()));
                         dirty.push(Dirty::Host(hid));
                     }
                 }

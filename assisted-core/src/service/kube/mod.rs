@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod cluster;
 pub mod persister;
+pub mod prepare;
 pub mod status;
 
 use std::collections::HashSet;
@@ -110,9 +111,36 @@ pub async fn run_monitor(ctx: Arc<Context>, tick: Duration, mut shutdown: watch:
         for action in ctx.store.monitor_pass(Timestamp::now()) {
             match action {
                 StoreAction::Prepare(id) => start_preparation(&ctx, id).await,
+                StoreAction::Day2Ignition(cluster, host) => {
+                    if let Err(e) = write_day2_ignition(&ctx, &cluster, &host).await {
+                        tracing::warn!(%cluster, %host, error = %e, "cannot write day-2 ignition");
+                    }
+                }
             }
         }
     }
+}
+
+/// The pointer ignition a day-2 worker fetches (`worker-<id>.ign`), per reference §5.6.
+async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> Result<(), String> {
+    let rec = ctx.store.cluster(cluster_id).map_err(|e| e.reason)?;
+    let c = &rec.snapshot;
+    let host = c.host(host_id).ok_or("host left the cluster")?;
+    let pool = host.machine_config_pool.clone().unwrap_or_else(|| "worker".into());
+    let ign = crate::service::install::day2_pointer_ignition(
+        &c.name,
+        &c.base_domain,
+        &pool,
+        c.ignition_endpoint.ca_certificate.as_deref(),
+        c.ignition_endpoint.url.as_deref(),
+        c.ignition_endpoint.token.as_deref(),
+        host.hostname(),
+    );
+    let name = crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
+    crate::service::install::FileStore::new(ctx.files_root.clone())
+        .put(cluster_id, &name, &ign)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {

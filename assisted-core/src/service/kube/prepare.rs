@@ -1,0 +1,107 @@
+//! Install preparation: install-config.yaml → install backend → artifacts and per-host
+//! ignitions in the file store.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::Preparer;
+use crate::domain::{ClusterSnapshot, HostRole};
+use crate::service::install::{
+    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput,
+    host_ignition, host_ignition_file_name, render_install_config_yaml,
+};
+use crate::service::store::ClusterRecord;
+
+pub struct BackendPreparer {
+    pub backend: Arc<dyn InstallBackend>,
+    pub files: FileStore,
+    /// Scratch space for the installer; one fresh directory per run.
+    pub work_root: PathBuf,
+    /// The workload API URL the admin kubeconfig points at; default `https://api.<domain>:6443`.
+    pub api_url: Option<String>,
+}
+
+/// The request for the backend: day-1 hosts with their fixed roles.
+pub fn generate_request(rec: &ClusterRecord, install_config_yaml: String, api_url: &str) -> GenerateRequest {
+    let c = &rec.snapshot;
+    GenerateRequest {
+        cluster_id: c.id.clone(),
+        cluster_name: c.name.clone(),
+        base_domain: c.base_domain.clone(),
+        install_config_yaml,
+        sno: c.is_sno(),
+        release_image: rec.settings.release_image.clone(),
+        api_url: api_url.to_string(),
+        hosts: day1_hosts(c)
+            .map(|h| GenerateHost {
+                id: h.id.clone(),
+                hostname: h.hostname().to_string(),
+                role: h.effective_role(),
+            })
+            .collect(),
+    }
+}
+
+fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostSnapshot> {
+    c.hosts.iter().filter(|h| !h.is_day2())
+}
+
+impl BackendPreparer {
+    async fn run(&self, rec: ClusterRecord) -> Result<(), String> {
+        let c = &rec.snapshot;
+        let input = InstallConfigInput::from_snapshot(
+            c,
+            &rec.settings.pull_secret,
+            Some(rec.settings.ssh_public_key.as_str()).filter(|k| !k.is_empty()),
+            rec.settings.install_config_overrides.as_deref(),
+        );
+        let yaml = render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
+        let api_url = self
+            .api_url
+            .clone()
+            .unwrap_or_else(|| format!("https://api.{}:6443", c.domain()));
+        let req = generate_request(&rec, yaml, &api_url);
+        let work = self
+            .work_root
+            .join(format!("{}-{}", c.id, jiff::Timestamp::now().as_millisecond()));
+        tokio::fs::create_dir_all(&work)
+            .await
+            .map_err(|e| format!("creating {}: {e}", work.display()))?;
+        let result = self.backend.generate(&req, &work).await;
+        let _ = tokio::fs::remove_dir_all(&work).await;
+        let art = result.map_err(|e| e.to_string())?;
+        self.files
+            .put_artifacts(&c.id, &art)
+            .await
+            .map_err(|e| format!("storing artifacts: {e}"))?;
+        for h in day1_hosts(c) {
+            let role = h.effective_role();
+            let base = match role {
+                HostRole::Worker => &art.worker_ign,
+                _ => &art.master_ign,
+            };
+            let ign = host_ignition(base, h.hostname(), role, None)
+                .map_err(|e| format!("ignition of host {}: {e}", h.id))?;
+            self.files
+                .put(&c.id, &host_ignition_file_name(role, &h.id), &ign)
+                .await
+                .map_err(|e| format!("storing ignition of host {}: {e}", h.id))?;
+        }
+        Ok(())
+    }
+}
+
+impl Preparer for BackendPreparer {
+    fn prepare(&self, cluster: ClusterRecord) -> BoxFuture<'static, Result<(), String>> {
+        let this = BackendPreparer {
+            backend: self.backend.clone(),
+            files: FileStore::new(self.files.root.clone()),
+            work_root: self.work_root.clone(),
+            api_url: self.api_url.clone(),
+        };
+        async move { this.run(cluster).await }.boxed()
+    }
+}
