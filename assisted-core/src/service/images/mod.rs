@@ -1,1 +1,29 @@
 //! Discovery images: the discovery ignition, ISO embedding and streaming, iPXE.
+//!
+//! Everything here takes plain input structs; the HTTP and Kubernetes layers fill them.
+//! - [`discovery_ignition`] renders the Ignition config the discovery ISO boots with;
+//! - [`CustomizedIso`] streams a base live ISO with that config spliced into the
+//!   coreos-installer embed area (see [`iso`] for the on-disk format);
+//! - [`ipxe_script`] and [`minimal_initrd`] serve PXE and minimal-ISO boots;
+//! - [`OsImageCache`] keeps the base ISOs on local disk.
+
+pub mod cpio;
+mod error;
+pub mod ignition;
+pub mod iso;
+pub mod os_image;
+pub mod pxe;
+pub mod stream;
+
+pub use cpio::ignition_cpio;
+pub use error::ImageError;
+pub use ignition::{
+    DiscoveredAgentConfig, DiscoveryIgnitionParams, MacInterface, ProxySettings,
+    StaticNetworkConfig, discovery_ignition, parse_discovery_ignition,
+};
+pub use iso::{
+    EmbedArea, TestIsoContents, extract_embedded_ignition, read_embed_area, write_test_iso,
+};
+pub use os_image::{OsImage, OsImageCache, select};
+pub use pxe::{IpxeScriptType, ipxe_boot_order_control_script, ipxe_script, minimal_initrd};
+pub use stream::{ByteRange, CustomizedIso, parse_range};

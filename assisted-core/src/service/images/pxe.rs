@@ -1,0 +1,234 @@
+//! PXE and minimal-ISO boots: the iPXE script and the initrd overlay.
+
+use super::ImageError;
+use super::cpio::Builder;
+use super::ignition::{
+    PRE_NM_UNIT, ProxySettings, StaticNetworkConfig, env_line, static_network_files,
+};
+
+/// Kernel arguments every discovery PXE boot gets (serial and VGA consoles, live rootfs).
+const BASE_KARGS: &str = "random.trust_cpu=on rd.luks.options=discard ignition.firstboot \
+ignition.platform.id=metal console=tty1 console=ttyS1,115200n8 \
+coreos.inst.persistent-kargs=\"console=tty1 console=ttyS1,115200n8\"";
+
+/// The `ipxe_script_type` query parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IpxeScriptType {
+    /// Always boot the discovery image.
+    #[default]
+    DiscoveryImageAlways,
+    /// Chain back with the MAC so installed hosts get a 404 and boot from disk.
+    BootOrderControl,
+}
+
+impl IpxeScriptType {
+    /// Parses the query value; `None` for unknown values (the API answers 400).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "" | "discovery-image-always" => Some(Self::DiscoveryImageAlways),
+            "boot-order-control" => Some(Self::BootOrderControl),
+            _ => None,
+        }
+    }
+}
+
+/// The iPXE script booting the discovery kernel and initrd with the rootfs fetched over
+/// HTTP; `kernel_args` are the infra-env's extra arguments, appended last.
+pub fn ipxe_script(
+    initrd_url: &str,
+    kernel_url: &str,
+    rootfs_url: &str,
+    kernel_args: &[String],
+) -> String {
+    let mut kernel = format!(
+        "kernel {kernel_url} initrd=initrd coreos.live.rootfs_url={rootfs_url} {BASE_KARGS}"
+    );
+    for arg in kernel_args
+        .iter()
+        .map(|a| a.trim())
+        .filter(|a| !a.is_empty())
+    {
+        kernel.push(' ');
+        kernel.push_str(arg);
+    }
+    format!("#!ipxe\ninitrd --name initrd {initrd_url}\n{kernel}\nboot\n")
+}
+
+/// The boot-order-control script: chain to `script_url` (the plain iPXE script URL)
+/// with the host's MAC, so the service can decide per host.
+pub fn ipxe_boot_order_control_script(script_url: &str) -> String {
+    let sep = if script_url.contains('?') { '&' } else { '?' };
+    format!("#!ipxe\nchain {script_url}{sep}mac=${{net0/mac}}\n")
+}
+
+/// The minimal-ISO initrd overlay: static network files, the unit applying them in the
+/// initrd, and a proxy drop-in for the rootfs download. `Ok(None)` when there is nothing
+/// to add (the API then answers 204).
+pub fn minimal_initrd(
+    static_network: &[StaticNetworkConfig],
+    proxy: &ProxySettings,
+) -> Result<Option<Vec<u8>>, ImageError> {
+    if static_network.is_empty() && proxy.is_empty() {
+        return Ok(None);
+    }
+    let mut b = Builder::new();
+    if !static_network.is_empty() {
+        for (path, mode, data) in static_network_files(static_network)? {
+            b.file(&path, mode, data);
+        }
+        let unit = format!("etc/systemd/system/{PRE_NM_UNIT}");
+        b.file(&unit, 0o644, PRE_NM_UNIT_INITRD);
+        // The initrd has no systemctl enable step: wire the unit in by symlink.
+        b.symlink(
+            &format!("etc/systemd/system/initrd.target.wants/{PRE_NM_UNIT}"),
+            &format!("../{PRE_NM_UNIT}"),
+        );
+    }
+    if !proxy.is_empty() {
+        let mut dropin = String::from("[Service]\n");
+        for (k, v) in proxy.env_pairs() {
+            dropin += &env_line("proxy", k, v)?;
+        }
+        b.file(
+            "etc/systemd/system/coreos-livepxe-rootfs.service.d/10-proxy.conf",
+            0o644,
+            dropin,
+        );
+    }
+    Ok(Some(b.finish()))
+}
+
+const PRE_NM_UNIT_INITRD: &str = "[Unit]\n\
+Description=Select the assisted static network configuration for this host\n\
+DefaultDependencies=no\n\
+Wants=network-pre.target\n\
+Before=network-pre.target nm-initrd.service NetworkManager.service\n\
+After=systemd-udev-settle.service\n\
+\n\
+[Service]\n\
+Type=oneshot\n\
+RemainAfterExit=yes\n\
+ExecStart=/usr/local/bin/pre-network-manager-config.sh\n\
+\n\
+[Install]\n\
+WantedBy=initrd.target\n";
+
+#[cfg(test)]
+mod tests {
+    use super::super::cpio::{Entry, read};
+    use super::super::ignition::MacInterface;
+    use super::*;
+
+    #[test]
+    fn ipxe_script_shape() {
+        let s = ipxe_script(
+            "http://img/images/ie/pxe-initrd?arch=x86_64&version=4.18",
+            "http://img/boot-artifacts/kernel?arch=x86_64&version=4.18",
+            "http://img/boot-artifacts/rootfs?arch=x86_64&version=4.18",
+            &["nameserver=10.0.0.1".into(), " ".into(), "ip=dhcp".into()],
+        );
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "#!ipxe");
+        assert_eq!(
+            lines[1],
+            "initrd --name initrd http://img/images/ie/pxe-initrd?arch=x86_64&version=4.18"
+        );
+        assert!(lines[2].starts_with(
+            "kernel http://img/boot-artifacts/kernel?arch=x86_64&version=4.18 initrd=initrd \
+             coreos.live.rootfs_url=http://img/boot-artifacts/rootfs?arch=x86_64&version=4.18 random.trust_cpu=on"
+        ));
+        assert!(lines[2].contains(" ignition.firstboot ignition.platform.id=metal "));
+        assert!(lines[2].ends_with("\" nameserver=10.0.0.1 ip=dhcp"));
+        assert_eq!(lines[3], "boot");
+        assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn boot_order_control_chains_with_mac() {
+        assert_eq!(
+            ipxe_boot_order_control_script("http://svc/files?file_name=ipxe-script&api_key=k"),
+            "#!ipxe\nchain http://svc/files?file_name=ipxe-script&api_key=k&mac=${net0/mac}\n"
+        );
+        assert_eq!(
+            ipxe_boot_order_control_script("http://svc/script"),
+            "#!ipxe\nchain http://svc/script?mac=${net0/mac}\n"
+        );
+        assert_eq!(
+            IpxeScriptType::parse("boot-order-control"),
+            Some(IpxeScriptType::BootOrderControl)
+        );
+        assert_eq!(
+            IpxeScriptType::parse(""),
+            Some(IpxeScriptType::DiscoveryImageAlways)
+        );
+        assert_eq!(IpxeScriptType::parse("x"), None);
+    }
+
+    #[test]
+    fn minimal_initrd_contents() {
+        assert_eq!(
+            minimal_initrd(&[], &ProxySettings::default()).unwrap(),
+            None
+        );
+        let net = vec![StaticNetworkConfig {
+            network_yaml: "interfaces: []\n".into(),
+            mac_interface_map: vec![MacInterface {
+                mac_address: "52:54:00:00:00:02".into(),
+                logical_nic_name: "eno1".into(),
+            }],
+        }];
+        let proxy = ProxySettings {
+            https_proxy: Some("http://p:3128".into()),
+            ..Default::default()
+        };
+        let archive = minimal_initrd(&net, &proxy).unwrap().unwrap();
+        let entries = read(&archive).unwrap();
+        let find = |p: &str| {
+            entries.iter().find(|e| matches!(e, Entry::File { path, .. } | Entry::Symlink { path, .. } if path == p))
+        };
+        let text = |p: &str| match find(p) {
+            Some(Entry::File { data, .. }) => String::from_utf8(data.clone()).unwrap(),
+            other => panic!("{p}: {other:?}"),
+        };
+        assert_eq!(
+            text("etc/assisted/network/host0/mac_interface.ini"),
+            "52:54:00:00:00:02=eno1\n"
+        );
+        assert_eq!(
+            text("etc/assisted/network/host0/ymlFile0.yml"),
+            "interfaces: []\n"
+        );
+        assert!(text("usr/local/bin/pre-network-manager-config.sh").starts_with("#!/bin/bash"));
+        assert!(
+            text("etc/systemd/system/pre-network-manager-config.service")
+                .contains("WantedBy=initrd.target")
+        );
+        assert!(matches!(
+            find("etc/systemd/system/initrd.target.wants/pre-network-manager-config.service"),
+            Some(Entry::Symlink { target, .. }) if target == "../pre-network-manager-config.service"
+        ));
+        let dropin = text("etc/systemd/system/coreos-livepxe-rootfs.service.d/10-proxy.conf");
+        assert_eq!(
+            dropin,
+            "[Service]\nEnvironment=\"HTTPS_PROXY=http://p:3128\"\nEnvironment=\"https_proxy=http://p:3128\"\n"
+        );
+        // Parents come first so the kernel can create the files.
+        let dirs = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Dir { .. }))
+            .count();
+        assert!(dirs >= 5);
+
+        // Proxy only.
+        let only_proxy = read(&minimal_initrd(&[], &proxy).unwrap().unwrap()).unwrap();
+        assert!(
+            only_proxy
+                .iter()
+                .all(|e| !matches!(e, Entry::File { path, .. } if path.contains("assisted")))
+        );
+        // Invalid static network is an error, not an empty overlay.
+        let mut bad = net.clone();
+        bad[0].mac_interface_map[0].mac_address = "nope".into();
+        assert!(minimal_initrd(&bad, &proxy).is_err());
+    }
+}
