@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cluster;
+pub mod infraenv;
 pub mod persister;
 pub mod prepare;
 pub mod status;
@@ -25,6 +26,9 @@ use tokio::sync::{Mutex, watch};
 use crate::api::agent::Agent;
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::ClusterDeployment;
+use crate::api::infraenv::InfraEnv;
+use crate::api::nmstateconfig::NMStateConfig;
+use k8s_openapi::api::core::v1::Secret;
 use crate::service::store::{Action as StoreAction, ClusterRecord, DirtyReceiver, Store};
 
 /// Reconcile errors; every one is retried with backoff by the error policy.
@@ -51,6 +55,11 @@ pub struct Context {
     pub files_root: PathBuf,
     pub release_info: Box<dyn cluster::ReleaseInfoSource>,
     pub preparer: Arc<dyn Preparer>,
+    /// Signs the agent token of an infra-env (ES256 JWT with its `infra_env_id`).
+    pub sign_token: Box<dyn Fn(&str) -> String + Send + Sync>,
+    pub urls: infraenv::ServiceUrls,
+    /// The discovery agent image the ignition runs.
+    pub agent_image: String,
     /// Clusters whose preparation is running (a monitor pass may ask twice).
     preparing: Mutex<HashSet<String>>,
 }
@@ -61,6 +70,9 @@ impl Context {
         store: Arc<Store>,
         files_root: PathBuf,
         preparer: Arc<dyn Preparer>,
+        sign_token: Box<dyn Fn(&str) -> String + Send + Sync>,
+        urls: infraenv::ServiceUrls,
+        agent_image: String,
     ) -> Context {
         Context {
             client,
@@ -68,6 +80,9 @@ impl Context {
             files_root,
             release_info: Box::new(cluster::TagReleaseInfo),
             preparer,
+            sign_token,
+            urls,
+            agent_image,
             preparing: Mutex::new(HashSet::new()),
         }
     }
@@ -143,6 +158,11 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         .map_err(|e| e.to_string())
 }
 
+/// Starts again a preparation that was running when the core stopped.
+pub async fn resume_preparation(ctx: &Arc<Context>, cluster_id: String) {
+    start_preparation(ctx, cluster_id).await;
+}
+
 async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
     if !ctx.preparing.lock().await.insert(cluster_id.clone()) {
         return;
@@ -195,7 +215,36 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         .run(cluster::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
+    let infraenvs = Controller::new(Api::<InfraEnv>::all(client.clone()), watcher::Config::default());
+    let ie_store = infraenvs.store();
+    let by_ns = |store: kube::runtime::reflector::Store<InfraEnv>, ns: String| {
+        store
+            .state()
+            .into_iter()
+            .filter(move |ie| kube::ResourceExt::namespace(ie.as_ref()).as_deref() == Some(ns.as_str()))
+            .map(|ie| ObjectRef::from_obj(ie.as_ref()))
+            .collect::<Vec<_>>()
+    };
+    let (s1, s2, s3) = (ie_store.clone(), ie_store.clone(), ie_store.clone());
+    let ie_ctl = infraenvs
+        // NMStateConfigs, pull secrets and ClusterDeployments change what an InfraEnv's image
+        // holds; re-run every InfraEnv of the namespace (they are few).
+        .watches(Api::<NMStateConfig>::all(client.clone()), watcher::Config::default(), move |o: NMStateConfig| {
+            by_ns(s1.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default())
+        })
+        .watches(
+            Api::<Secret>::all(client.clone()),
+            watcher::Config::default().labels("!hive.openshift.io/secret-type"),
+            move |o: Secret| by_ns(s2.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default()),
+        )
+        .watches(Api::<ClusterDeployment>::all(client.clone()), watcher::Config::default(), move |o: ClusterDeployment| {
+            by_ns(s3.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default())
+        })
+        .graceful_shutdown_on(stop())
+        .run(infraenv::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
     let persister = persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
     let monitor = run_monitor(ctx.clone(), Duration::from_secs(2), shutdown.clone());
-    tokio::join!(agent_ctl, cd_ctl, persister.boxed(), monitor);
+    tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor);
 }

@@ -1,0 +1,417 @@
+//! InfraEnv controller: builds the discovery ignition from the InfraEnv, its pull secret and the
+//! NMStateConfigs it selects, publishes the image URLs, and registers the infra-env with the
+//! REST API. Any content change moves the ISO URL and `createdTime`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event, finalizer};
+use kube::{Resource, ResourceExt};
+
+use super::status::{Cond, openshift_conditions};
+use super::{Context, Error};
+use crate::api::hive::ClusterDeployment;
+use crate::api::infraenv::{
+    BootArtifacts, INFRAENV_NAME_LABEL, ImageType, InfraEnv, InfraEnvDebugInfo, InfraEnvStatus,
+    IpxeScriptType, KernelArgumentOperation,
+};
+use crate::api::nmstateconfig::NMStateConfig;
+use crate::service::images::{
+    DiscoveryIgnitionParams, MacInterface, ProxySettings, StaticNetworkConfig,
+    discovery_ignition, ipxe_boot_order_control_script, ipxe_script, minimal_initrd,
+};
+use crate::service::store::InfraEnvRecord;
+
+pub const INFRAENV_FINALIZER: &str = "infraenv.agent-install.openshift.io/ai-deprovision";
+const STATUS_MANAGER: &str = "assisted-core-infraenv";
+/// OpenShift version of images for infra-envs without a cluster or `osImageVersion`.
+pub const DEFAULT_OS_VERSION: &str = "4.20";
+
+/// Where agents and BMCs reach the core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceUrls {
+    /// Agent REST API base, e.g. `http://10.0.0.1:8090`.
+    pub agent_api: String,
+    /// Image server base, e.g. `http://10.0.0.1:8091`.
+    pub images: String,
+}
+
+/// The URLs of one infra-env's image revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageUrls {
+    pub iso: String,
+    pub boot: BootArtifacts,
+    pub static_network: String,
+}
+
+/// Image and file URLs; `rev` (a content hash) makes every content change a new URL.
+pub fn image_urls(
+    urls: &ServiceUrls,
+    id: &str,
+    token: &str,
+    version: &str,
+    arch: &str,
+    image_type: &str,
+    rev: &str,
+    ipxe_boot_order: bool,
+) -> ImageUrls {
+    let files = |name: &str| {
+        format!(
+            "{}/api/assisted-install/v2/infra-envs/{id}/downloads/files?file_name={name}&api_key={token}",
+            urls.agent_api
+        )
+    };
+    let mut ipxe = files("ipxe-script");
+    if ipxe_boot_order {
+        ipxe.push_str("&ipxe_script_type=boot-order-control");
+    }
+    ImageUrls {
+        iso: format!(
+            "{}/byapikey/{token}/{version}/{arch}/{image_type}.iso?rev={rev}",
+            urls.images
+        ),
+        boot: BootArtifacts {
+            initrd: format!(
+                "{}/images/{id}/pxe-initrd?api_key={token}&arch={arch}&version={version}&rev={rev}",
+                urls.images
+            ),
+            rootfs: format!("{}/boot-artifacts/rootfs?arch={arch}&version={version}", urls.images),
+            kernel: format!("{}/boot-artifacts/kernel?arch={arch}&version={version}", urls.images),
+            ipxe_script: ipxe,
+            discovery_ignition_url: files("discovery.ign"),
+        },
+        static_network: files("static-network-config"),
+    }
+}
+
+/// Short content hash (hex) of everything the image depends on.
+pub fn content_rev(parts: &[&[u8]]) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for p in parts {
+        ctx.update(&(p.len() as u64).to_le_bytes());
+        ctx.update(p);
+    }
+    ctx.finish().as_ref()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// NMStateConfig → static network entry (the YAML of `spec.config` and the MAC map).
+pub fn static_network_of(nm: &NMStateConfig) -> StaticNetworkConfig {
+    StaticNetworkConfig {
+        network_yaml: nm
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| serde_yaml::to_string(c).ok())
+            .unwrap_or_default(),
+        mac_interface_map: nm
+            .spec
+            .interfaces
+            .iter()
+            .map(|i| MacInterface {
+                mac_address: i.mac_address.clone(),
+                logical_nic_name: i.name.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The upstream `static_network_config` JSON list.
+fn static_network_json(list: &[StaticNetworkConfig]) -> String {
+    let v: Vec<serde_json::Value> = list
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "network_yaml": s.network_yaml,
+                "mac_interface_map": s.mac_interface_map.iter().map(|m| serde_json::json!({
+                    "mac_address": m.mac_address, "logical_nic_name": m.logical_nic_name,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::to_string(&v).unwrap_or_else(|_| "[]".into())
+}
+
+fn selector_string(sel: &LabelSelector) -> Option<String> {
+    let labels = sel.match_labels.as_ref().filter(|m| !m.is_empty())?;
+    Some(
+        labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+pub async fn reconcile(ie: Arc<InfraEnv>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let ns = ie.namespace().unwrap_or_default();
+    let api: Api<InfraEnv> = Api::namespaced(ctx.client.clone(), &ns);
+    finalizer(&api, INFRAENV_FINALIZER, ie, |event| async {
+        match event {
+            Event::Apply(ie) => apply(&ie, &ctx).await,
+            Event::Cleanup(ie) => {
+                ctx.store.remove_infra_env(&ie.uid().unwrap_or_default());
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+enum Problem {
+    /// ImageCreated=False ImageCreationError.
+    Error(String),
+    /// ImageCreated=Unknown MissingClusterDeployment.
+    MissingCluster(String),
+}
+
+async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
+    let ns = ie.namespace().unwrap_or_default();
+    let id = ie.uid().unwrap_or_default();
+    let now = Timestamp::now();
+    let outcome = build(ie, ctx, &ns, &id).await;
+    let previous = ie.status.clone().unwrap_or_default();
+    let mut status = InfraEnvStatus {
+        agent_label_selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(INFRAENV_NAME_LABEL.into(), ie.name_any())])),
+            match_expressions: None,
+        }),
+        ..Default::default()
+    };
+    let cond = match &outcome {
+        Ok((rec, urls)) => {
+            status.iso_download_url = Some(urls.iso.clone());
+            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str()) {
+                previous.created_time.clone()
+            } else {
+                Some(Time(now))
+            };
+            status.boot_artifacts = urls.boot.clone();
+            status.debug_info = InfraEnvDebugInfo {
+                events_url: String::new(),
+                static_network_download_url: urls.static_network.clone(),
+            };
+            ctx.store.upsert_infra_env(rec.clone());
+            Cond {
+                type_: "ImageCreated",
+                status: "True",
+                reason: "InfraEnvAvailable",
+                message: "InfraEnv is available: Image has been created".into(),
+            }
+        }
+        Err(Problem::Error(e)) => Cond {
+            type_: "ImageCreated",
+            status: "False",
+            reason: "ImageCreationError",
+            message: format!("Failed to create image: {e}"),
+        },
+        Err(Problem::MissingCluster(e)) => Cond {
+            type_: "ImageCreated",
+            status: "Unknown",
+            reason: "MissingClusterDeployment",
+            message: format!("ClusterDeployment is missing: {e}"),
+        },
+    };
+    status.conditions = openshift_conditions(&[cond], &previous.conditions, now);
+    if ie.status.as_ref() != Some(&status) {
+        let api: Api<InfraEnv> = Api::namespaced(ctx.client.clone(), &ns);
+        let body = serde_json::json!({
+            "apiVersion": InfraEnv::api_version(&()),
+            "kind": InfraEnv::kind(&()),
+            "status": status,
+        });
+        api.patch_status(&ie.name_any(), &PatchParams::apply(STATUS_MANAGER).force(), &Patch::Apply(body))
+            .await?;
+    }
+    Ok(match outcome {
+        Ok(_) => Action::requeue(Duration::from_secs(300)),
+        Err(_) => Action::requeue(Duration::from_secs(10)),
+    })
+}
+
+async fn build(
+    ie: &InfraEnv,
+    ctx: &Context,
+    ns: &str,
+    id: &str,
+) -> Result<(InfraEnvRecord, ImageUrls), Problem> {
+    let spec = &ie.spec;
+    // Pull secret
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let ps_name = &spec.pull_secret_ref.name;
+    let pull_secret = secrets
+        .get_opt(ps_name)
+        .await
+        .map_err(|e| Problem::Error(format!("reading pull secret {ps_name}: {e}")))?
+        .and_then(|s| s.data.and_then(|d| d.get(".dockerconfigjson").cloned()))
+        .ok_or_else(|| {
+            Problem::Error(format!(
+                "pull secret {ps_name} not found or has no .dockerconfigjson key"
+            ))
+        })?;
+    let pull_secret = String::from_utf8(pull_secret.0)
+        .map_err(|_| Problem::Error(format!("pull secret {ps_name} is not UTF-8")))?;
+
+    // Cluster binding
+    let (cluster_id, cd_name, cluster_version) = match &spec.cluster_ref {
+        Some(r) => {
+            let cds: Api<ClusterDeployment> = Api::namespaced(ctx.client.clone(), &r.namespace);
+            let cd = cds
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| Problem::Error(e.to_string()))?
+                .ok_or_else(|| {
+                    Problem::MissingCluster(format!(
+                        "ClusterDeployment {}/{} not found",
+                        r.namespace, r.name
+                    ))
+                })?;
+            let cid = cd.uid().unwrap_or_default();
+            let version = ctx
+                .store
+                .cluster(&cid)
+                .ok()
+                .map(|c| c.snapshot.openshift_version)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    Problem::MissingCluster(format!(
+                        "ClusterDeployment {}/{} is not registered yet",
+                        r.namespace, r.name
+                    ))
+                })?;
+            (Some(cid), Some(r.name.clone()), Some(version))
+        }
+        None => (None, None, None),
+    };
+    let version = cluster_version
+        .or_else(|| spec.os_image_version.clone())
+        .unwrap_or_else(|| DEFAULT_OS_VERSION.into());
+    let arch = spec
+        .cpu_architecture
+        .map(|a| serde_json::to_value(a).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+        .unwrap_or_else(|| "x86_64".into());
+
+    // Static network from the selected NMStateConfigs (an empty selector selects none).
+    let mut static_network = Vec::new();
+    if let Some(sel) = spec.nm_state_config_label_selector.as_ref().and_then(selector_string) {
+        let nms: Api<NMStateConfig> = Api::namespaced(ctx.client.clone(), ns);
+        let mut list = nms
+            .list(&ListParams::default().labels(&sel))
+            .await
+            .map_err(|e| Problem::Error(format!("listing NMStateConfigs: {e}")))?
+            .items;
+        list.sort_by_key(|n| n.name_any());
+        static_network = list.iter().map(static_network_of).collect();
+    }
+
+    let proxy = spec
+        .proxy
+        .as_ref()
+        .map(|p| ProxySettings {
+            http_proxy: p.http_proxy.clone(),
+            https_proxy: p.https_proxy.clone(),
+            no_proxy: p.no_proxy.clone(),
+        })
+        .unwrap_or_default();
+    let mut ntp = spec.additional_ntp_sources.clone();
+    ntp.extend(spec.ntp_sources.iter().cloned());
+    let kernel_arguments: Vec<String> = spec
+        .kernel_arguments
+        .iter()
+        .filter(|k| matches!(k.operation, None | Some(KernelArgumentOperation::Append)))
+        .map(|k| k.value.clone())
+        .collect();
+    let token = (ctx.sign_token)(id);
+    let params = DiscoveryIgnitionParams {
+        service_base_url: ctx.urls.agent_api.clone(),
+        infra_env_id: id.to_string(),
+        agent_token: token.clone(),
+        agent_image: ctx.agent_image.clone(),
+        insecure: ctx.urls.agent_api.starts_with("http://"),
+        service_ca_bundle: None,
+        pull_secret,
+        ssh_authorized_key: spec.ssh_authorized_key.clone().unwrap_or_default(),
+        ntp_sources: ntp,
+        proxy: proxy.clone(),
+        additional_trust_bundle: spec.additional_trust_bundle.clone(),
+        static_network: static_network.clone(),
+        ignition_config_override: spec.ignition_config_override.clone().filter(|o| !o.is_empty()),
+        kernel_arguments: kernel_arguments.clone(),
+        openshift_version: Some(version.clone()),
+    };
+    let ignition = discovery_ignition(&params).map_err(|e| Problem::Error(e.to_string()))?;
+    let initrd = minimal_initrd(&static_network, &proxy).map_err(|e| Problem::Error(e.to_string()))?;
+    let image_type = match spec.image_type {
+        Some(ImageType::FullIso) => "full",
+        // Upstream's kube-API default is the minimal ISO; we serve both from one base ISO.
+        Some(ImageType::MinimalIso) | None => "minimal",
+    };
+    let rev = content_rev(&[
+        ignition.as_bytes(),
+        initrd.as_deref().unwrap_or_default(),
+        image_type.as_bytes(),
+        version.as_bytes(),
+        arch.as_bytes(),
+        kernel_arguments.join(" ").as_bytes(),
+    ]);
+    let boot_order = spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl);
+    let urls = image_urls(&ctx.urls, id, &token, &version, &arch, image_type, &rev, boot_order);
+    let script = if boot_order {
+        ipxe_boot_order_control_script(&urls.boot.ipxe_script)
+    } else {
+        ipxe_script(&urls.boot.initrd, &urls.boot.kernel, &urls.boot.rootfs, &kernel_arguments)
+    };
+    let rec = InfraEnvRecord {
+        id: id.to_string(),
+        namespace: ns.to_string(),
+        name: ie.name_any(),
+        cluster_id,
+        cluster_deployment_name: cd_name,
+        agent_labels: spec.agent_labels.clone(),
+        auto_approve: spec.agent_approval.as_ref().is_some_and(|a| a.auto_approve),
+        discovery_ignition: ignition.into(),
+        static_network_config: static_network_json(&static_network),
+        ipxe_script: script,
+        minimal_initrd: initrd.map(Into::into),
+        cpu_architecture: arch,
+        openshift_version: version,
+    };
+    Ok((rec, urls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_carry_token_and_revision() {
+        let u = ServiceUrls {
+            agent_api: "http://10.0.0.1:8090".into(),
+            images: "http://10.0.0.1:8091".into(),
+        };
+        let a = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abc", false);
+        assert_eq!(a.iso, "http://10.0.0.1:8091/byapikey/tok/4.17/x86_64/minimal.iso?rev=abc");
+        assert!(a.boot.ipxe_script.contains("file_name=ipxe-script&api_key=tok"));
+        assert!(a.boot.discovery_ignition_url.contains("infra-envs/ie1/downloads/files?file_name=discovery.ign"));
+        let b = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abd", true);
+        assert_ne!(a.iso, b.iso);
+        assert!(b.boot.ipxe_script.ends_with("&ipxe_script_type=boot-order-control"));
+    }
+
+    #[test]
+    fn revision_changes_with_any_part() {
+        let a = content_rev(&[b"x", b"y"]);
+        assert_eq!(a, content_rev(&[b"x", b"y"]));
+        assert_ne!(a, content_rev(&[b"xy", b""]));
+        assert_eq!(a.len(), 12);
+    }
+}

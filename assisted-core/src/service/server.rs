@@ -1,0 +1,184 @@
+//! Starts the whole core in-process: agent token keys, the store (restored from the file
+//! store), the agent REST API and image servers, and the controllers. The control-plane manager
+//! calls [`run`]; the `assisted-core` binary does the same on its own.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use kube::Client;
+use tokio::sync::watch;
+
+use super::auth::{Claims, load_or_create_keys};
+use super::image_server::{self, ImageServerState};
+use super::images::{OsImage, OsImageCache};
+use super::install::{FileStore, InstallBackend, LabBackend, OpenshiftInstallBackend};
+use super::kube::infraenv::ServiceUrls;
+use super::kube::prepare::BackendPreparer;
+use super::kube::{self as controllers, Context};
+use super::store::Store;
+use crate::domain::Config;
+use crate::runtime::parse_bind_address;
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Run the `openshift-install` binary from `--openshift-install-binary`.
+    OpenshiftInstall,
+    /// Generate lab artifacts (valid Ignition, a real CA and admin kubeconfig); no installer.
+    Lab,
+}
+
+/// Settings of the embedded core (flags of the control-plane manager and of `assisted-core`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CoreArgs {
+    /// Where the agent REST API listens.
+    #[arg(long, default_value = ":8090", value_parser = parse_bind_address)]
+    pub agent_api_bind_address: SocketAddr,
+    /// Where the image server listens.
+    #[arg(long, default_value = ":8091", value_parser = parse_bind_address)]
+    pub images_bind_address: SocketAddr,
+    /// Agent API base URL as hosts reach it (written into discovery images).
+    #[arg(long, env = "ASSISTED_CORE_AGENT_API_URL", default_value = "")]
+    pub agent_api_url: String,
+    /// Image server base URL as BMCs reach it (the ISO URLs in InfraEnv status).
+    #[arg(long, env = "ASSISTED_CORE_IMAGES_URL", default_value = "")]
+    pub images_url: String,
+    /// Directory of the file store (cluster artifacts, state, ISO cache).
+    #[arg(long, default_value = "/var/lib/assisted-core")]
+    pub data_dir: PathBuf,
+    /// JSON list of base OS images: [{openshift_version, cpu_architecture, url, version}].
+    #[arg(long, env = "OS_IMAGES", default_value = "[]")]
+    pub os_images: String,
+    #[arg(long, value_enum, default_value_t = Backend::OpenshiftInstall)]
+    pub install_backend: Backend,
+    #[arg(long, default_value = "openshift-install")]
+    pub openshift_install_binary: PathBuf,
+    /// Lab backend: the workload API URL written into the admin kubeconfig.
+    #[arg(long)]
+    pub lab_api_url: Option<String>,
+    /// Discovery agent image the discovery ignition runs.
+    #[arg(long, env = "AGENT_IMAGE", default_value = "quay.io/edge-infrastructure/assisted-installer-agent:latest")]
+    pub agent_image: String,
+    /// Namespace of the Secret holding the agent token keys.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub keys_namespace: String,
+    #[arg(long, default_value = "assisted-core-agent-token-keys")]
+    pub keys_secret: String,
+    /// Seconds between monitor passes (passes also run at once on changes).
+    #[arg(long, default_value_t = 2)]
+    pub monitor_interval_seconds: u64,
+    /// Host disconnection timeout in seconds (upstream: 180).
+    #[arg(long, default_value_t = 180)]
+    pub host_disconnection_timeout_seconds: u64,
+}
+
+impl CoreArgs {
+    fn urls(&self) -> ServiceUrls {
+        let or_local = |url: &str, addr: SocketAddr| {
+            if url.is_empty() {
+                format!("http://{addr}")
+            } else {
+                url.trim_end_matches('/').to_string()
+            }
+        };
+        ServiceUrls {
+            agent_api: or_local(&self.agent_api_url, self.agent_api_bind_address),
+            images: or_local(&self.images_url, self.images_bind_address),
+        }
+    }
+}
+
+/// Bound listeners, so callers (tests) can learn the ports before the core runs.
+pub struct Listeners {
+    pub agent_api: tokio::net::TcpListener,
+    pub images: tokio::net::TcpListener,
+}
+
+impl Listeners {
+    pub async fn bind(args: &CoreArgs) -> anyhow::Result<Listeners> {
+        Ok(Listeners {
+            agent_api: tokio::net::TcpListener::bind(args.agent_api_bind_address)
+                .await
+                .with_context(|| format!("binding the agent API on {}", args.agent_api_bind_address))?,
+            images: tokio::net::TcpListener::bind(args.images_bind_address)
+                .await
+                .with_context(|| format!("binding the image server on {}", args.images_bind_address))?,
+        })
+    }
+}
+
+/// Runs the core until `shutdown` turns true.
+pub async fn run(
+    client: Client,
+    args: CoreArgs,
+    listeners: Listeners,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let os_images: Vec<OsImage> = serde_json::from_str(&args.os_images)
+        .context("--os-images must be a JSON list of {openshift_version, cpu_architecture, url, version}")?;
+    let keys = Arc::new(
+        load_or_create_keys(client.clone(), &args.keys_namespace, &args.keys_secret)
+            .await
+            .context("loading the agent token keys")?,
+    );
+    let files_root = args.data_dir.join("files");
+    tokio::fs::create_dir_all(&files_root)
+        .await
+        .with_context(|| format!("creating {}", files_root.display()))?;
+    let mut cfg = Config::default();
+    cfg.host_disconnection_timeout = std::time::Duration::from_secs(args.host_disconnection_timeout_seconds);
+    cfg.agent_image = args.agent_image.clone();
+    let (store, dirty) = Store::new(cfg);
+    let backend: Arc<dyn InstallBackend> = match args.install_backend {
+        Backend::Lab => Arc::new(LabBackend { server_ca_pem: None }),
+        Backend::OpenshiftInstall => Arc::new(OpenshiftInstallBackend::new(args.openshift_install_binary.clone())),
+    };
+    let preparer = Arc::new(BackendPreparer {
+        backend,
+        files: FileStore::new(files_root.clone()),
+        work_root: args.data_dir.join("work"),
+        api_url: args.lab_api_url.clone(),
+    });
+    let signer = keys.clone();
+    let urls = args.urls();
+    let ctx = Arc::new(Context::new(
+        client,
+        store.clone(),
+        files_root.clone(),
+        preparer,
+        Box::new(move |id| signer.sign(&Claims::infra_env(id))),
+        urls.clone(),
+        args.agent_image.clone(),
+    ));
+    let resume = controllers::persister::restore(&ctx).await;
+    for id in resume {
+        controllers::resume_preparation(&ctx, id).await;
+    }
+
+    let api = super::http::router(super::http::AppState {
+        store: store.clone(),
+        keys: keys.clone(),
+        files_root: files_root.clone(),
+    });
+    let images = image_server::router(ImageServerState {
+        store: store.clone(),
+        keys: keys.clone(),
+        cache: Arc::new(OsImageCache::new(args.data_dir.join("os-images"))),
+        os_images: Arc::new(os_images),
+    });
+    tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
+    let stop = |mut s: watch::Receiver<bool>| async move {
+        let _ = s.wait_for(|v| *v).await;
+    };
+    let api_server = axum::serve(listeners.agent_api, api).with_graceful_shutdown(stop(shutdown.clone()));
+    let image_server = axum::serve(listeners.images, images).with_graceful_shutdown(stop(shutdown.clone()));
+    let (a, i, ()) = tokio::join!(
+        async { api_server.await },
+        async { image_server.await },
+        controllers::run(ctx, dirty, shutdown.clone()),
+    );
+    a.context("agent API server")?;
+    i.context("image server")?;
+    Ok(())
+}
