@@ -9,12 +9,18 @@
 //! - [`Host`] / [`agent::run`]: the agent loop (register, poll, reply, install, reboot);
 //! - [`InstallerController`]: post-reboot stages, ingress CA, operators, until installed.
 
+pub mod agent;
+pub mod client;
+pub mod controller;
 pub mod net;
 pub mod profile;
 pub mod reply;
 pub mod stages;
 pub mod wire;
 
+pub use agent::{AgentConfig, AgentEvent, AgentOutcome, AgentStatus, Host, run};
+pub use client::call;
+pub use controller::{ControllerReport, InstallerController};
 pub use profile::{HostProfile, inventory_json};
 pub use reply::{ReplyCtx, step_reply};
 pub use wire::{Step, StepKind, StepReply};
