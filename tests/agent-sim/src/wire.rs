@@ -376,10 +376,15 @@ mod tests {
     #[test]
     fn host_view_tolerates_nulls_and_extra_fields() {
         let h: HostView = serde_json::from_str(
-            r#"{"id":"a","cluster_id":null,"progress":{"current_stage":"Rebooting"},"x":[1]}"#,
+            r#"{"id":"a","cluster_id":null,"status_info":null,"bootstrap":null,
+                "progress":{"current_stage":"Rebooting","progress_info":null},"x":[1]}"#,
         )
         .unwrap();
         assert_eq!(h.progress.current_stage, "Rebooting");
         assert_eq!(h.cluster_id, None);
+        assert_eq!(h.status_info, "");
+        assert!(!h.bootstrap);
+        let h: HostView = serde_json::from_str(r#"{"id":"a","progress":null}"#).unwrap();
+        assert_eq!(h.progress, ProgressView::default());
     }
 }
