@@ -1,7 +1,9 @@
 //! The service layer: the agent REST API, discovery images, install backends and the
 //! Kubernetes controllers around the pure [`crate::domain`] model.
 
+pub mod auth;
 pub mod error;
+pub mod http;
 pub mod images;
 pub mod install;
 pub mod store;

@@ -1,0 +1,322 @@
+//! The agent REST API: assisted-service's v2 paths and JSON shapes, so the unmodified discovery
+//! agent, assisted-installer and controller talk to it. Every error, including axum's own
+//! extractor rejections, is answered with the upstream JSON error body.
+
+mod files;
+mod handlers;
+pub mod models;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use utoipa::OpenApi;
+
+use super::auth::{Claims, Keys};
+use super::error::ApiError;
+use super::store::Store;
+
+/// Every route lives under this prefix, like upstream's basePath + `/v2`.
+pub const BASE: &str = "/api/assisted-install/v2";
+/// Limit for JSON bodies; inventories of big hosts stay well below it.
+pub const JSON_BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// Limit for uploaded log archives.
+pub const LOGS_BODY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// Header carrying the agent token (`agentAuth`).
+pub const TOKEN_HEADER: &str = "x-secret-key";
+/// Query parameter carrying the token in download URLs (`urlAuth`).
+pub const TOKEN_QUERY: &str = "api_key";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub keys: Arc<Keys>,
+    /// Root of the file store: `<cluster_id>/<file>` like upstream's object keys.
+    pub files_root: PathBuf,
+}
+
+/// The API router, every route under [`BASE`].
+pub fn router(state: AppState) -> Router {
+    use handlers::*;
+    let api = Router::new()
+        .route("/infra-envs/{infra_env_id}/hosts", post(register_host))
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
+            get(next_steps).post(step_reply),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}/progress",
+            put(host_progress),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}/logs-progress",
+            put(host_logs_progress),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/downloads/files",
+            get(infra_env_files),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/downloads/minimal-initrd",
+            get(minimal_initrd),
+        )
+        .route(
+            "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
+            get(host_ignition),
+        )
+        .route("/clusters/{cluster_id}", get(get_cluster))
+        .route("/clusters/{cluster_id}/hosts", get(list_cluster_hosts))
+        .route(
+            "/clusters/{cluster_id}/logs",
+            // The handler streams the body and enforces its own, larger limit.
+            post(upload_logs).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/clusters/{cluster_id}/downloads/files", get(cluster_files))
+        .route(
+            "/clusters/{cluster_id}/downloads/credentials",
+            get(cluster_credentials),
+        )
+        .route(
+            "/clusters/{cluster_id}/uploads/ingress-cert",
+            post(upload_ingress_cert),
+        )
+        .route("/clusters/{cluster_id}/progress", put(cluster_progress))
+        .route(
+            "/clusters/{cluster_id}/monitored-operators",
+            get(list_operators).put(report_operator),
+        )
+        .route(
+            "/clusters/{cluster_id}/actions/complete-installation",
+            post(complete_installation),
+        )
+        .route(
+            "/clusters/{cluster_id}/logs-progress",
+            put(cluster_logs_progress),
+        )
+        .route("/events", post(trigger_event))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        // Public: the spec describes the API, it grants nothing.
+        .route("/openapi.yaml", get(serve_openapi))
+        .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+        })
+        .with_state(state);
+    Router::new()
+        .nest(BASE, api)
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+}
+
+async fn serve_openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/yaml")], openapi_yaml()).into_response()
+}
+
+/// The API description generated from the handlers and models.
+pub fn openapi_yaml() -> String {
+    // The document is plain data; serializing it cannot fail in practice.
+    serde_yaml::to_string(&handlers::ApiDoc::openapi()).unwrap_or_default()
+}
+
+fn token(parts: &Parts) -> Option<String> {
+    if let Some(v) = parts.headers.get(TOKEN_HEADER) {
+        return v.to_str().ok().map(|s| s.trim().to_string());
+    }
+    // JWTs are base64url and dots: no percent-decoding is needed.
+    parts.uri.query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == TOKEN_QUERY).then(|| v.to_string())
+    })
+}
+
+/// Decides whether `claims` may act on the resource named by the path's first two segments.
+fn authorize(store: &Store, claims: &Claims, path: &str) -> Result<(), ApiError> {
+    let path = path.strip_prefix(BASE).unwrap_or(path);
+    let mut segs = path.trim_start_matches('/').split('/');
+    let (kind, id) = (segs.next().unwrap_or(""), segs.next().unwrap_or(""));
+    let deny = || ApiError::forbidden("the token does not grant access to this resource");
+    let bound = |ie: &str| store.infra_env_cluster(ie).flatten();
+    let allowed = match (kind, &claims.infra_env_id, &claims.cluster_id) {
+        ("events", _, _) => true,
+        ("infra-envs" | "infra-env", Some(ie), _) => ie == id,
+        ("infra-envs" | "infra-env", None, Some(cid)) => bound(id).as_deref() == Some(cid),
+        ("clusters", Some(ie), _) => bound(ie).as_deref() == Some(id),
+        ("clusters", None, Some(cid)) => cid == id,
+        _ => false,
+    };
+    if allowed { Ok(()) } else { Err(deny()) }
+}
+
+async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let Some(tok) = token(&parts).filter(|t| !t.is_empty()) else {
+        return ApiError::unauthorized("missing agent token (X-Secret-Key or api_key)")
+            .into_response();
+    };
+    let claims = match st.keys.verify(&tok) {
+        Ok(c) => c,
+        Err(e) => return ApiError::unauthorized(e.to_string()).into_response(),
+    };
+    // Inside `nest` the URI is already stripped of BASE; authorize accepts both forms.
+    if let Err(e) = authorize(&st.store, &claims, parts.uri.path()) {
+        return e.into_response();
+    }
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// Path parameters; rejections become JSON errors.
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|e| ApiError::new(e.status(), e.body_text()))
+    }
+}
+
+/// Query parameters; rejections become JSON errors.
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))
+    }
+}
+
+/// A body within the route's limit (413 beyond it).
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|e| ApiError::new(e.status(), e.body_text()))
+    }
+}
+
+/// A JSON body as bytes: the content type, when given, must be JSON.
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+            let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+            let essence = ct.split(';').next().unwrap_or("").trim();
+            if essence != "application/json" && !essence.ends_with("+json") {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!("expected application/json, got {essence:?}"),
+                ));
+            }
+        }
+        RawBody::from_request(req, state)
+            .await
+            .map(|b| JsonBytes(b.0))
+    }
+}
+
+/// A JSON body decoded into `T`; malformed or mistyped JSON is a 400.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let JsonBytes(b) = JsonBytes::from_request(req, state).await?;
+        serde_json::from_slice(&b)
+            .map(ApiJson)
+            .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Config;
+    use crate::service::store::InfraEnvRecord;
+
+    const IE_A: &str = "11111111-1111-1111-1111-111111111111";
+    const IE_B: &str = "44444444-4444-4444-4444-444444444444";
+    const CL_A: &str = "22222222-2222-2222-2222-222222222222";
+
+    fn store() -> Arc<Store> {
+        let (s, _rx) = Store::new(Config::default());
+        {
+            let mut st = s.write();
+            st.infra_envs.insert(
+                IE_A.into(),
+                InfraEnvRecord {
+                    id: IE_A.into(),
+                    cluster_id: Some(CL_A.into()),
+                    ..Default::default()
+                },
+            );
+            st.infra_envs.insert(
+                IE_B.into(),
+                InfraEnvRecord {
+                    id: IE_B.into(),
+                    ..Default::default()
+                },
+            );
+        }
+        s
+    }
+
+    #[test]
+    fn infra_env_tokens_open_their_infra_env_and_bound_cluster() {
+        let s = store();
+        let a = Claims::infra_env(IE_A);
+        assert!(authorize(&s, &a, &format!("{BASE}/infra-envs/{IE_A}/hosts")).is_ok());
+        assert!(
+            authorize(
+                &s,
+                &a,
+                &format!("/infra-env/{IE_A}/hosts/x/downloads/ignition")
+            )
+            .is_ok()
+        );
+        assert!(authorize(&s, &a, &format!("/clusters/{CL_A}/hosts")).is_ok());
+        assert!(authorize(&s, &a, "/events").is_ok());
+        let e = authorize(&s, &a, &format!("/infra-envs/{IE_B}/hosts")).unwrap_err();
+        assert_eq!(e.status, StatusCode::FORBIDDEN);
+        let b = Claims::infra_env(IE_B);
+        assert!(authorize(&s, &b, &format!("/clusters/{CL_A}")).is_err());
+        assert!(authorize(&s, &a, "/clusters").is_err());
+        assert!(authorize(&s, &a, "/openapi.yaml").is_err());
+    }
+
+    #[test]
+    fn cluster_tokens_open_their_cluster_and_bound_infra_envs() {
+        let s = store();
+        let c = Claims::cluster(CL_A);
+        assert!(authorize(&s, &c, &format!("/clusters/{CL_A}/downloads/files")).is_ok());
+        assert!(authorize(&s, &c, &format!("/infra-envs/{IE_A}/hosts")).is_ok());
+        assert!(authorize(&s, &c, &format!("/infra-envs/{IE_B}/hosts")).is_err());
+        assert!(authorize(&s, &c, "/clusters/other").is_err());
+    }
+}
