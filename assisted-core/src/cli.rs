@@ -12,12 +12,19 @@ use crate::runtime::{self, Leader, ManagerArgs};
 
 #[derive(Parser, Debug)]
 #[command(version, args_conflicts_with_subcommands = true)]
-pub struct Cli {
+pub struct Cli<A: clap::Args> {
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
     pub manager: ManagerArgs,
+    /// The binary's own flags (the embedded core's, for the control-plane manager).
+    #[command(flatten)]
+    pub extra: A,
 }
+
+/// No extra flags.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NoArgs {}
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -49,7 +56,17 @@ where
     F: FnOnce(Leader) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
-    let cli = Cli::parse();
+    main_with::<NoArgs, _, _>(spec, |leader, _| run_leader(leader))
+}
+
+/// [`main`] for binaries with flags of their own (`A`), handed to `run_leader`.
+pub fn main_with<A, F, Fut>(spec: ManagerSpec, run_leader: F) -> ExitCode
+where
+    A: clap::Args,
+    F: FnOnce(Leader, A) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let cli = Cli::<A>::parse();
     match run(spec, cli, run_leader) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -59,9 +76,10 @@ where
     }
 }
 
-fn run<F, Fut>(spec: ManagerSpec, cli: Cli, run_leader: F) -> anyhow::Result<()>
+fn run<A, F, Fut>(spec: ManagerSpec, cli: Cli<A>, run_leader: F) -> anyhow::Result<()>
 where
-    F: FnOnce(Leader) -> Fut,
+    A: clap::Args,
+    F: FnOnce(Leader, A) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
     match cli.command {
@@ -90,11 +108,12 @@ where
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
+            let extra = cli.extra;
             runtime.block_on(runtime::run_manager(
                 spec.name,
                 spec.lease_name,
                 cli.manager,
-                run_leader,
+                move |leader| run_leader(leader, extra),
             ))
         }
     }

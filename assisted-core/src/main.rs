@@ -1,9 +1,10 @@
-//! The assisted-core binary: the embedded core run on its own. Until its controllers and REST API
-//! exist it only serves probes and metrics (and prints its CRDs with `crd`).
+//! The assisted-core binary: the embedded core run on its own (controllers, agent REST API,
+//! image server), for users who run it beside the providers or without them.
 
 use std::process::ExitCode;
 
 use assisted_core::cli::{self, ManagerSpec};
+use assisted_core::service::server::{self, CoreArgs, Listeners};
 
 fn main() -> ExitCode {
     let spec = ManagerSpec {
@@ -12,7 +13,8 @@ fn main() -> ExitCode {
         crds: assisted_core::api::crds,
         manifest: None,
     };
-    cli::main(spec, |leader| {
-        assisted_core::runtime::idle_until_shutdown("assisted-core", leader)
+    cli::main_with::<CoreArgs, _, _>(spec, |leader, args| async move {
+        let listeners = Listeners::bind(&args).await?;
+        server::run(leader.client, args, listeners, leader.shutdown).await
     })
 }

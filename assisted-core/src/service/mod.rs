@@ -7,4 +7,6 @@ pub mod http;
 pub mod images;
 pub mod install;
 pub mod store;
+pub mod image_server;
 pub mod kube;
+pub mod server;

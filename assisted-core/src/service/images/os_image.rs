@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use super::ImageError;
 
 /// One entry of the OS images list (AgentServiceConfig `osImages`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OsImage {
     pub openshift_version: String,
     pub cpu_architecture: String,

@@ -1,0 +1,394 @@
+//! End to end on the real testbed: a real kube-apiserver (+ kube-controller-manager), the
+//! embedded assisted-core (controllers, agent REST API, image server, lab install backend),
+//! and simulated hosts that boot the discovery ISO the core serves: the agent reads its
+//! service URL, infra-env id and token from the ignition embedded in the ISO.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController};
+use assisted_core::api::agent::Agent;
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::hive::ClusterDeployment;
+use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::{
+    TestIsoContents, extract_embedded_ignition, parse_discovery_ignition, write_test_iso,
+};
+use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use testbed::Testbed;
+use tokio::sync::watch;
+
+const MACHINE_CIDR: &str = "192.168.111.0/24";
+const STEP: Duration = Duration::from_millis(200);
+
+async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(STEP).await;
+    }
+}
+
+/// A running core bound to loopback with the lab backend.
+struct Core {
+    api_url: String,
+    images_url: String,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+async fn start_core(client: Client, data_dir: &std::path::Path, iso: &std::path::Path, api_port: u16, images_port: u16) -> Core {
+    let args = CoreArgs {
+        agent_api_bind_address: format!("127.0.0.1:{api_port}").parse().unwrap(),
+        images_bind_address: format!("127.0.0.1:{images_port}").parse().unwrap(),
+        agent_api_url: String::new(),
+        images_url: String::new(),
+        data_dir: data_dir.to_path_buf(),
+        os_images: json!([{
+            "openshift_version": "4.17",
+            "cpu_architecture": "x86_64",
+            "url": format!("file://{}", iso.display()),
+            "version": "417.94.202410090854-0",
+        }])
+        .to_string(),
+        install_backend: Backend::Lab,
+        openshift_install_binary: "openshift-install".into(),
+        lab_api_url: None,
+        agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
+        keys_namespace: "default".into(),
+        keys_secret: "assisted-core-agent-token-keys".into(),
+        monitor_interval_seconds: 1,
+        host_disconnection_timeout_seconds: 180,
+    };
+    let listeners = Listeners::bind(&args).await.expect("bind core listeners");
+    let api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
+    let images_url = format!("http://{}", listeners.images.local_addr().unwrap());
+    let mut args = args;
+    args.agent_api_url = api_url.clone();
+    args.images_url = images_url.clone();
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(server::run(client, args, listeners, rx));
+    Core {
+        api_url,
+        images_url,
+        stop,
+        task,
+    }
+}
+
+impl Core {
+    async fn kill(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+async fn apply(tb: &Testbed, yaml: &str) {
+    tb.apply_yaml(yaml).await.expect("apply");
+}
+
+fn cluster_yaml(ns: &str, name: &str, masters: u32, workers: u32) -> String {
+    let vips = if masters > 1 {
+        "  apiVIPs: [192.168.111.5]\n  ingressVIPs: [192.168.111.4]\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {ns}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterImageSet
+metadata: {{name: {name}-img}}
+spec:
+  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterName: {name}
+  baseDomain: lab.example.com
+  platform:
+    agentBareMetal:
+      agentSelector: {{}}
+  pullSecretRef: {{name: pull-secret}}
+  clusterInstallRef:
+    group: extensions.hive.openshift.io
+    version: v1beta1
+    kind: AgentClusterInstall
+    name: {name}
+---
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterDeploymentRef: {{name: {name}}}
+  imageSetRef: {{name: {name}-img}}
+  networking:
+    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
+    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
+    serviceNetwork: [172.30.0.0/16]
+  provisionRequirements:
+    controlPlaneAgents: {masters}
+    workerAgents: {workers}
+{vips}  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+---
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterRef: {{name: {name}, namespace: {ns}}}
+  pullSecretRef: {{name: pull-secret}}
+  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+"#
+    )
+}
+
+/// GETs a URL, returning the status and body.
+async fn get(url: &str) -> (u16, Vec<u8>) {
+    let (status, body) = agent_sim::call(http::Method::GET, url, "", None)
+        .await
+        .expect("GET");
+    (status.as_u16(), body.to_vec())
+}
+
+/// Boots "the ISO": downloads it from the InfraEnv's URL and reads the embedded ignition.
+async fn boot_iso(iso_url: &str) -> (String, String, String) {
+    let (status, iso) = get(iso_url).await;
+    assert_eq!(status, 200, "ISO download: {}", String::from_utf8_lossy(&iso));
+    let ign = extract_embedded_ignition(std::io::Cursor::new(iso))
+        .expect("read ISO")
+        .expect("ISO carries an embedded ignition");
+    let cfg = parse_discovery_ignition(&ign).expect("discovery ignition");
+    (cfg.service_url, cfg.infra_env_id, cfg.token)
+}
+
+fn condition(conds: &[assisted_core::api::hive::ClusterInstallCondition], t: &str) -> (String, String, String) {
+    conds
+        .iter()
+        .find(|c| c.type_ == t)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+async fn approve_all(client: &Client, ns: &str, n: usize) {
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    let list = wait_for("Agents", Duration::from_secs(60), || {
+        let agents = agents.clone();
+        async move {
+            let l = agents.list(&Default::default()).await.ok()?;
+            (l.items.len() >= n).then_some(l.items)
+        }
+    })
+    .await;
+    for a in list.iter().filter(|a| !a.spec.approved) {
+        agents
+            .patch(&a.name_any(), &PatchParams::default(), &Patch::Merge(json!({"spec": {"approved": true}})))
+            .await
+            .expect("approve");
+    }
+}
+
+async fn aci(client: &Client, ns: &str, name: &str) -> AgentClusterInstall {
+    Api::<AgentClusterInstall>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .expect("get ACI")
+}
+
+fn state(a: &AgentClusterInstall) -> String {
+    a.status
+        .as_ref()
+        .and_then(|s| s.debug_info.state.clone())
+        .unwrap_or_default()
+}
+
+async fn wait_state(client: &Client, ns: &str, name: &str, want: &[&str], timeout: Duration) -> AgentClusterInstall {
+    wait_for(&format!("ACI {name} state in {want:?}"), timeout, || async {
+        let a = aci(client, ns, name).await;
+        want.contains(&state(&a).as_str()).then_some(a)
+    })
+    .await
+}
+
+struct Cluster {
+    hosts: Vec<Host>,
+    peers: Arc<RwLock<Vec<HostProfile>>>,
+    service_url: String,
+    infra_env_id: String,
+    token: String,
+}
+
+async fn boot_hosts(client: &Client, ns: &str, name: &str, profiles: Vec<HostProfile>) -> Cluster {
+    let ies: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
+    let iso_url = wait_for("InfraEnv isoDownloadURL", Duration::from_secs(60), || async {
+        ies.get(name).await.ok()?.status?.iso_download_url
+    })
+    .await;
+    let (service_url, infra_env_id, token) = boot_iso(&iso_url).await;
+    let peers = Arc::new(RwLock::new(profiles.clone()));
+    let hosts = profiles
+        .into_iter()
+        .map(|p| {
+            Host::spawn(
+                AgentConfig::new(&service_url, &infra_env_id, &token, p)
+                    .with_peers(peers.clone())
+                    .with_speed(0.0),
+            )
+        })
+        .collect();
+    Cluster {
+        hosts,
+        peers,
+        service_url,
+        infra_env_id,
+        token,
+    }
+}
+
+async fn finish_install(client: &Client, ns: &str, name: &str, c: &Cluster) {
+    for h in &c.hosts {
+        h.wait_for_status(Duration::from_secs(120), |s| matches!(s, AgentStatus::Rebooted))
+            .await
+            .expect("host rebooted into the installed OS");
+    }
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .expect("get CD");
+    let report = InstallerController::new(&c.service_url, cd.uid().unwrap(), &c.token)
+        .with_speed(0.0)
+        .with_timeout(Duration::from_secs(120))
+        .run()
+        .await
+        .expect("installer controller finished");
+    assert!(report.ingress_cert_uploaded);
+}
+
+fn master(i: u32) -> HostProfile {
+    HostProfile::master_like(i, MACHINE_CIDR).unwrap()
+}
+fn worker(i: u32) -> HostProfile {
+    HostProfile::worker_like(i, MACHINE_CIDR).unwrap()
+}
+
+#[tokio::test]
+async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder().controller_manager().our_crds().start().await.expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = dir.path().join("base.iso");
+    write_test_iso(&iso, &TestIsoContents { kernel: b"k", initrd: b"i", rootfs: b"r" }, 256 * 1024).unwrap();
+    let core = start_core(client.clone(), &dir.path().join("data"), &iso, free_port(), free_port()).await;
+    let (ns, name) = ("multinode", "mn");
+    apply(&tb, &cluster_yaml(ns, name, 3, 2)).await;
+
+    let profiles = vec![master(0), master(1), master(2), worker(0), worker(1)];
+    let cluster = boot_hosts(&client, ns, name, profiles).await;
+    assert!(cluster.service_url.starts_with(&core.api_url));
+    approve_all(&client, ns, 5).await;
+
+    let a = wait_state(&client, ns, name, &["installing", "finalizing", "installed", "adding-hosts"], Duration::from_secs(90)).await;
+    let (_, reason, _) = condition(&a.status.as_ref().unwrap().conditions, "RequirementsMet");
+    assert_eq!(reason, "ClusterAlreadyInstalling");
+    finish_install(&client, ns, name, &cluster).await;
+
+    let a = wait_state(&client, ns, name, &["adding-hosts"], Duration::from_secs(60)).await;
+    let conds = &a.status.as_ref().unwrap().conditions;
+    let (st, reason, msg) = condition(conds, "Completed");
+    assert_eq!((st.as_str(), reason.as_str()), ("True", "InstallationCompleted"), "{msg}");
+    assert!(msg.starts_with("The installation has completed:"), "{msg}");
+    assert_eq!(condition(conds, "Failed").1, "InstallationNotFailed");
+    assert_eq!(condition(conds, "Stopped").1, "InstallationCompleted");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let kc = secrets.get(&format!("{name}-admin-kubeconfig")).await.expect("admin kubeconfig Secret");
+    assert!(kc.data.unwrap().contains_key("kubeconfig"));
+    let pw = secrets.get(&format!("{name}-admin-password")).await.expect("admin password Secret");
+    assert!(pw.data.unwrap().contains_key("password"));
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), ns).get(name).await.unwrap();
+    assert!(cd.spec.installed, "ClusterDeployment marked installed");
+    assert_eq!(
+        a.spec.cluster_metadata.as_ref().map(|m| m.admin_kubeconfig_secret_ref.name.clone()),
+        Some(format!("{name}-admin-kubeconfig"))
+    );
+
+    // Day-2: one more worker boots the same ISO and installs into the running cluster.
+    let day2 = worker(7);
+    cluster.peers.write().unwrap().push(day2.clone());
+    let h = Host::spawn(
+        AgentConfig::new(&cluster.service_url, &cluster.infra_env_id, &cluster.token, day2)
+            .with_peers(cluster.peers.clone())
+            .with_speed(0.0),
+    );
+    approve_all(&client, ns, 6).await;
+    h.wait_for_status(Duration::from_secs(90), |s| matches!(s, AgentStatus::Rebooted))
+        .await
+        .expect("day-2 worker installed and rebooted");
+    core.kill().await;
+}
+
+#[tokio::test]
+async fn single_node_openshift_installs_across_a_core_restart() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder().controller_manager().our_crds().start().await.expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = dir.path().join("base.iso");
+    write_test_iso(&iso, &TestIsoContents { kernel: b"k", initrd: b"i", rootfs: b"r" }, 256 * 1024).unwrap();
+    let data = dir.path().join("data");
+    let (api_port, images_port) = (free_port(), free_port());
+    let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
+    let (ns, name) = ("sno", "sno");
+    apply(&tb, &cluster_yaml(ns, name, 1, 0)).await;
+    let cluster = boot_hosts(&client, ns, name, vec![HostProfile::sno_like(0, MACHINE_CIDR).unwrap()]).await;
+    approve_all(&client, ns, 1).await;
+    wait_state(&client, ns, name, &["installing"], Duration::from_secs(90)).await;
+
+    // Kill the core mid-install and start it again on the same data and ports.
+    core.kill().await;
+    let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
+    finish_install(&client, ns, name, &cluster).await;
+    let a = wait_state(&client, ns, name, &["adding-hosts"], Duration::from_secs(60)).await;
+    assert_eq!(condition(&a.status.unwrap().conditions, "Completed").1, "InstallationCompleted");
+    core.kill().await;
+}
