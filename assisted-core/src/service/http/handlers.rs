@@ -24,7 +24,7 @@ type ApiResult<T> = Result<T, ApiError>;
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "assisted-core agent API", description = "The assisted-service v2 endpoints used by the discovery agent, assisted-installer and its controller."),
+    info(title = "assisted-core agent API", version = "v2", description = "The assisted-service v2 endpoints used by the discovery agent, assisted-installer and its controller."),
     servers((url = "/api/assisted-install/v2")),
     paths(
         register_host, next_steps, step_reply, host_progress, host_logs_progress,

@@ -1,0 +1,29 @@
+//! The committed `openapi.yaml` must match what the code generates.
+
+use std::path::Path;
+
+const REGENERATE: &str = "UPDATE_OPENAPI=1 cargo test -p assisted-core --test openapi_drift";
+
+#[test]
+fn committed_openapi_matches_the_code() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi.yaml");
+    let generated = assisted_core::service::http::openapi_yaml();
+    assert!(generated.contains("/infra-envs/{infra_env_id}/hosts"));
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).expect("write openapi.yaml");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed != generated {
+        let first = committed
+            .lines()
+            .zip(generated.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()));
+        panic!(
+            "assisted-core/openapi.yaml is out of date (first difference at line {}); \
+             regenerate it with `{REGENERATE}` and commit it",
+            first + 1
+        );
+    }
+}
