@@ -1031,7 +1031,8 @@ mod tests {
 
     #[test]
     fn rejects_unsafe_inputs() {
-        let cases: Vec<(fn(&mut DiscoveryIgnitionParams), &str)> = vec![
+        type Mutation = fn(&mut DiscoveryIgnitionParams);
+        let cases: Vec<(Mutation, &str)> = vec![
             (|p| p.pull_secret = "nope".into(), "pull secret"),
             (|p| p.agent_image = "img; rm -rf /".into(), "agent image"),
             (|p| p.infra_env_id = String::new(), "infra-env id"),
