@@ -24,7 +24,10 @@ pub struct ImageServerState {
 
 pub fn router(state: ImageServerState) -> Router {
     Router::new()
-        .route("/byapikey/{token}/{version}/{arch}/{file}", get(iso).head(iso))
+        .route(
+            "/byapikey/{token}/{version}/{arch}/{file}",
+            get(iso).head(iso),
+        )
         .route("/boot-artifacts/{artifact}", get(not_served))
         .route("/images/{id}/pxe-initrd", get(not_served))
         .with_state(state)
@@ -68,5 +71,7 @@ async fn iso(
         .await
         .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    Ok(customized.response(method == Method::HEAD, range).into_response())
+    Ok(customized
+        .response(method == Method::HEAD, range)
+        .into_response())
 }

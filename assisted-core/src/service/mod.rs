@@ -4,9 +4,9 @@
 pub mod auth;
 pub mod error;
 pub mod http;
+pub mod image_server;
 pub mod images;
 pub mod install;
-pub mod store;
-pub mod image_server;
 pub mod kube;
 pub mod server;
+pub mod store;

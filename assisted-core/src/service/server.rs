@@ -58,7 +58,11 @@ pub struct CoreArgs {
     #[arg(long)]
     pub lab_api_url: Option<String>,
     /// Discovery agent image the discovery ignition runs.
-    #[arg(long, env = "AGENT_IMAGE", default_value = "quay.io/edge-infrastructure/assisted-installer-agent:latest")]
+    #[arg(
+        long,
+        env = "AGENT_IMAGE",
+        default_value = "quay.io/edge-infrastructure/assisted-installer-agent:latest"
+    )]
     pub agent_image: String,
     /// Namespace of the Secret holding the agent token keys.
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
@@ -100,10 +104,14 @@ impl Listeners {
         Ok(Listeners {
             agent_api: tokio::net::TcpListener::bind(args.agent_api_bind_address)
                 .await
-                .with_context(|| format!("binding the agent API on {}", args.agent_api_bind_address))?,
+                .with_context(|| {
+                    format!("binding the agent API on {}", args.agent_api_bind_address)
+                })?,
             images: tokio::net::TcpListener::bind(args.images_bind_address)
                 .await
-                .with_context(|| format!("binding the image server on {}", args.images_bind_address))?,
+                .with_context(|| {
+                    format!("binding the image server on {}", args.images_bind_address)
+                })?,
         })
     }
 }
@@ -115,8 +123,9 @@ pub async fn run(
     listeners: Listeners,
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let os_images: Vec<OsImage> = serde_json::from_str(&args.os_images)
-        .context("--os-images must be a JSON list of {openshift_version, cpu_architecture, url, version}")?;
+    let os_images: Vec<OsImage> = serde_json::from_str(&args.os_images).context(
+        "--os-images must be a JSON list of {openshift_version, cpu_architecture, url, version}",
+    )?;
     let keys = Arc::new(
         load_or_create_keys(client.clone(), &args.keys_namespace, &args.keys_secret)
             .await
@@ -127,12 +136,17 @@ pub async fn run(
         .await
         .with_context(|| format!("creating {}", files_root.display()))?;
     let mut cfg = Config::default();
-    cfg.host_disconnection_timeout = std::time::Duration::from_secs(args.host_disconnection_timeout_seconds);
+    cfg.host_disconnection_timeout =
+        std::time::Duration::from_secs(args.host_disconnection_timeout_seconds);
     cfg.agent_image = args.agent_image.clone();
     let (store, dirty) = Store::new(cfg);
     let backend: Arc<dyn InstallBackend> = match args.install_backend {
-        Backend::Lab => Arc::new(LabBackend { server_ca_pem: None }),
-        Backend::OpenshiftInstall => Arc::new(OpenshiftInstallBackend::new(args.openshift_install_binary.clone())),
+        Backend::Lab => Arc::new(LabBackend {
+            server_ca_pem: None,
+        }),
+        Backend::OpenshiftInstall => Arc::new(OpenshiftInstallBackend::new(
+            args.openshift_install_binary.clone(),
+        )),
     };
     let preparer = Arc::new(BackendPreparer {
         backend,
@@ -171,8 +185,10 @@ pub async fn run(
     let stop = |mut s: watch::Receiver<bool>| async move {
         let _ = s.wait_for(|v| *v).await;
     };
-    let api_server = axum::serve(listeners.agent_api, api).with_graceful_shutdown(stop(shutdown.clone()));
-    let image_server = axum::serve(listeners.images, images).with_graceful_shutdown(stop(shutdown.clone()));
+    let api_server =
+        axum::serve(listeners.agent_api, api).with_graceful_shutdown(stop(shutdown.clone()));
+    let image_server =
+        axum::serve(listeners.images, images).with_graceful_shutdown(stop(shutdown.clone()));
     let (a, i, ()) = tokio::join!(
         async { api_server.await },
         async { image_server.await },

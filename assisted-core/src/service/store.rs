@@ -673,11 +673,20 @@ impl Store {
         let rec = st.clusters.entry(id.to_string()).or_insert_with(|| {
             ClusterRecord::new(ClusterSnapshot::new(id, name, now), settings.clone())
         });
-        let before = (rec.snapshot.clone(), rec.settings.clone(), rec.spec_error.clone());
+        let before = (
+            rec.snapshot.clone(),
+            rec.settings.clone(),
+            rec.spec_error.clone(),
+        );
         configure(&mut rec.snapshot);
         rec.settings = settings;
         rec.spec_error = spec_error;
-        let changed = before != (rec.snapshot.clone(), rec.settings.clone(), rec.spec_error.clone());
+        let changed = before
+            != (
+                rec.snapshot.clone(),
+                rec.settings.clone(),
+                rec.spec_error.clone(),
+            );
         drop(st);
         if changed {
             self.mark(Dirty::Cluster(id.to_string()));
@@ -715,7 +724,12 @@ impl Store {
     }
 
     /// Applies the Agent spec to the host; `false` when the host is unknown.
-    pub fn sync_host_spec(&self, host_id: &str, spec: &HostSpec, spec_error: Option<String>) -> bool {
+    pub fn sync_host_spec(
+        &self,
+        host_id: &str,
+        spec: &HostSpec,
+        spec_error: Option<String>,
+    ) -> bool {
         let mut st = self.write();
         let st = &mut *st;
         let host = match st.host_cluster.get(host_id) {
@@ -782,7 +796,8 @@ impl Store {
             if h.checked_in_at.is_some() {
                 h.checked_in_at = Some(now);
             }
-            st.host_cluster.insert(h.id.clone(), rec.snapshot.id.clone());
+            st.host_cluster
+                .insert(h.id.clone(), rec.snapshot.id.clone());
         }
         st.clusters.insert(rec.snapshot.id.clone(), rec);
     }
@@ -820,7 +835,9 @@ impl Store {
                     let extra = st.host_extra.entry(h.id.clone()).or_default();
                     let suggested_changed =
                         o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
-                    if o.changed || suggested_changed || (v.is_some() && extra.validations_info != v)
+                    if o.changed
+                        || suggested_changed
+                        || (v.is_some() && extra.validations_info != v)
                     {
                         dirty.push(Dirty::Host(h.id.clone()));
                     }
@@ -840,7 +857,11 @@ impl Store {
                     rec.validations_info = cv;
                 }
                 apply_refresh(&mut rec.snapshot, &refresh, now);
-                if refresh.cluster.effects.contains(&ClusterEffect::PreparationStarted) {
+                if refresh
+                    .cluster
+                    .effects
+                    .contains(&ClusterEffect::PreparationStarted)
+                {
                     actions.push(Action::Prepare(cid.clone()));
                 }
 

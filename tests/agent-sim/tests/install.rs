@@ -6,7 +6,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController};
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController, ReplyCtx};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
@@ -50,7 +50,13 @@ struct Core {
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-async fn start_core(client: Client, data_dir: &std::path::Path, iso: &std::path::Path, api_port: u16, images_port: u16) -> Core {
+async fn start_core(
+    client: Client,
+    data_dir: &std::path::Path,
+    iso: &std::path::Path,
+    api_port: u16,
+    images_port: u16,
+) -> Core {
     let args = CoreArgs {
         agent_api_bind_address: format!("127.0.0.1:{api_port}").parse().unwrap(),
         images_bind_address: format!("127.0.0.1:{images_port}").parse().unwrap(),
@@ -94,6 +100,17 @@ impl Core {
         let _ = self.stop.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
     }
+}
+
+/// Logs of the core and the simulator, shown for failing tests (`RUST_LOG` filters them).
+fn init_logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
 }
 
 fn free_port() -> u16 {
@@ -184,7 +201,12 @@ async fn get(url: &str) -> (u16, Vec<u8>) {
 /// Boots "the ISO": downloads it from the InfraEnv's URL and reads the embedded ignition.
 async fn boot_iso(iso_url: &str) -> (String, String, String) {
     let (status, iso) = get(iso_url).await;
-    assert_eq!(status, 200, "ISO download: {}", String::from_utf8_lossy(&iso));
+    assert_eq!(
+        status,
+        200,
+        "ISO download: {}",
+        String::from_utf8_lossy(&iso)
+    );
     let ign = extract_embedded_ignition(std::io::Cursor::new(iso))
         .expect("read ISO")
         .expect("ISO carries an embedded ignition");
@@ -192,7 +214,10 @@ async fn boot_iso(iso_url: &str) -> (String, String, String) {
     (cfg.service_url, cfg.infra_env_id, cfg.token)
 }
 
-fn condition(conds: &[assisted_core::api::hive::ClusterInstallCondition], t: &str) -> (String, String, String) {
+fn condition(
+    conds: &[assisted_core::api::hive::ClusterInstallCondition],
+    t: &str,
+) -> (String, String, String) {
     conds
         .iter()
         .find(|c| c.type_ == t)
@@ -218,9 +243,42 @@ async fn approve_all(client: &Client, ns: &str, n: usize) {
     .await;
     for a in list.iter().filter(|a| !a.spec.approved) {
         agents
-            .patch(&a.name_any(), &PatchParams::default(), &Patch::Merge(json!({"spec": {"approved": true}})))
+            .patch(
+                &a.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"approved": true}})),
+            )
             .await
             .expect("approve");
+    }
+}
+
+/// Prints every Agent's state and failing validations (for failed tests).
+async fn dump_agents(client: &Client, ns: &str) {
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    for a in agents
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let st = a.status.clone().unwrap_or_default();
+        let failing: Vec<String> = st
+            .validations_info
+            .values()
+            .flatten()
+            .filter(|v| v.status != "success")
+            .map(|v| format!("{}={}: {}", v.id, v.status, v.message))
+            .collect();
+        eprintln!(
+            "agent {} approved={} state={:?} info={:?} role={:?} stage={:?} not passing={failing:?}",
+            a.name_any(),
+            a.spec.approved,
+            st.debug_info.state,
+            st.debug_info.state_info,
+            st.role,
+            st.progress.current_stage
+        );
     }
 }
 
@@ -238,15 +296,26 @@ fn state(a: &AgentClusterInstall) -> String {
         .unwrap_or_default()
 }
 
-async fn wait_state(client: &Client, ns: &str, name: &str, want: &[&str], timeout: Duration) -> AgentClusterInstall {
-    wait_for(&format!("ACI {name} state in {want:?}"), timeout, || async {
-        let a = aci(client, ns, name).await;
-        want.contains(&state(&a).as_str()).then_some(a)
-    })
+async fn wait_state(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    want: &[&str],
+    timeout: Duration,
+) -> AgentClusterInstall {
+    wait_for(
+        &format!("ACI {name} state in {want:?}"),
+        timeout,
+        || async {
+            let a = aci(client, ns, name).await;
+            want.contains(&state(&a).as_str()).then_some(a)
+        },
+    )
     .await
 }
 
 struct Cluster {
+    reply_ctx: Arc<RwLock<ReplyCtx>>,
     hosts: Vec<Host>,
     peers: Arc<RwLock<Vec<HostProfile>>>,
     service_url: String,
@@ -254,25 +323,40 @@ struct Cluster {
     token: String,
 }
 
-async fn boot_hosts(client: &Client, ns: &str, name: &str, profiles: Vec<HostProfile>) -> Cluster {
+async fn boot_hosts(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    profiles: Vec<HostProfile>,
+    vips: (&[&str], &[&str]),
+) -> Cluster {
     let ies: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
-    let iso_url = wait_for("InfraEnv isoDownloadURL", Duration::from_secs(60), || async {
-        ies.get(name).await.ok()?.status?.iso_download_url
-    })
+    let iso_url = wait_for(
+        "InfraEnv isoDownloadURL",
+        Duration::from_secs(60),
+        || async { ies.get(name).await.ok()?.status?.iso_download_url },
+    )
     .await;
     let (service_url, infra_env_id, token) = boot_iso(&iso_url).await;
     let peers = Arc::new(RwLock::new(profiles.clone()));
+    // The lab's DNS: api and *.apps resolve to the VIPs of a multi-node cluster.
+    let reply_ctx = Arc::new(RwLock::new(ReplyCtx {
+        api_vips: vips.0.iter().map(|v| v.to_string()).collect(),
+        ingress_vips: vips.1.iter().map(|v| v.to_string()).collect(),
+        ..ReplyCtx::default()
+    }));
     let hosts = profiles
         .into_iter()
         .map(|p| {
-            Host::spawn(
-                AgentConfig::new(&service_url, &infra_env_id, &token, p)
-                    .with_peers(peers.clone())
-                    .with_speed(0.0),
-            )
+            let mut cfg = AgentConfig::new(&service_url, &infra_env_id, &token, p)
+                .with_peers(peers.clone())
+                .with_speed(0.0);
+            cfg.reply_ctx = reply_ctx.clone();
+            Host::spawn(cfg)
         })
         .collect();
     Cluster {
+        reply_ctx,
         hosts,
         peers,
         service_url,
@@ -283,9 +367,11 @@ async fn boot_hosts(client: &Client, ns: &str, name: &str, profiles: Vec<HostPro
 
 async fn finish_install(client: &Client, ns: &str, name: &str, c: &Cluster) {
     for h in &c.hosts {
-        h.wait_for_status(Duration::from_secs(120), |s| matches!(s, AgentStatus::Rebooted))
-            .await
-            .expect("host rebooted into the installed OS");
+        h.wait_for_status(Duration::from_secs(120), |s| {
+            matches!(s, AgentStatus::Rebooted)
+        })
+        .await
+        .expect("host rebooted into the installed OS");
     }
     let cd = Api::<ClusterDeployment>::namespaced(client.clone(), ns)
         .get(name)
@@ -312,56 +398,126 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
     if testbed::skip() {
         return;
     }
-    let tb = Testbed::builder().controller_manager().our_crds().start().await.expect("testbed");
+    init_logs();
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .start()
+        .await
+        .expect("testbed");
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
     let iso = dir.path().join("base.iso");
-    write_test_iso(&iso, &TestIsoContents { kernel: b"k", initrd: b"i", rootfs: b"r" }, 256 * 1024).unwrap();
-    let core = start_core(client.clone(), &dir.path().join("data"), &iso, free_port(), free_port()).await;
+    write_test_iso(
+        &iso,
+        &TestIsoContents {
+            kernel: b"k",
+            initrd: b"i",
+            rootfs: b"r",
+        },
+        256 * 1024,
+    )
+    .unwrap();
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+    )
+    .await;
     let (ns, name) = ("multinode", "mn");
     apply(&tb, &cluster_yaml(ns, name, 3, 2)).await;
 
     let profiles = vec![master(0), master(1), master(2), worker(0), worker(1)];
-    let cluster = boot_hosts(&client, ns, name, profiles).await;
+    let cluster = boot_hosts(
+        &client,
+        ns,
+        name,
+        profiles,
+        (&["192.168.111.5"], &["192.168.111.4"]),
+    )
+    .await;
     assert!(cluster.service_url.starts_with(&core.api_url));
     approve_all(&client, ns, 5).await;
 
-    let a = wait_state(&client, ns, name, &["installing", "finalizing", "installed", "adding-hosts"], Duration::from_secs(90)).await;
+    let a = wait_state(
+        &client,
+        ns,
+        name,
+        &["installing", "finalizing", "installed", "adding-hosts"],
+        Duration::from_secs(90),
+    )
+    .await;
     let (_, reason, _) = condition(&a.status.as_ref().unwrap().conditions, "RequirementsMet");
     assert_eq!(reason, "ClusterAlreadyInstalling");
     finish_install(&client, ns, name, &cluster).await;
 
-    let a = wait_state(&client, ns, name, &["adding-hosts"], Duration::from_secs(60)).await;
+    let a = wait_state(
+        &client,
+        ns,
+        name,
+        &["adding-hosts"],
+        Duration::from_secs(60),
+    )
+    .await;
     let conds = &a.status.as_ref().unwrap().conditions;
     let (st, reason, msg) = condition(conds, "Completed");
-    assert_eq!((st.as_str(), reason.as_str()), ("True", "InstallationCompleted"), "{msg}");
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "InstallationCompleted"),
+        "{msg}"
+    );
     assert!(msg.starts_with("The installation has completed:"), "{msg}");
     assert_eq!(condition(conds, "Failed").1, "InstallationNotFailed");
     assert_eq!(condition(conds, "Stopped").1, "InstallationCompleted");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let kc = secrets.get(&format!("{name}-admin-kubeconfig")).await.expect("admin kubeconfig Secret");
+    let kc = secrets
+        .get(&format!("{name}-admin-kubeconfig"))
+        .await
+        .expect("admin kubeconfig Secret");
     assert!(kc.data.unwrap().contains_key("kubeconfig"));
-    let pw = secrets.get(&format!("{name}-admin-password")).await.expect("admin password Secret");
+    let pw = secrets
+        .get(&format!("{name}-admin-password"))
+        .await
+        .expect("admin password Secret");
     assert!(pw.data.unwrap().contains_key("password"));
-    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), ns).get(name).await.unwrap();
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap();
     assert!(cd.spec.installed, "ClusterDeployment marked installed");
     assert_eq!(
-        a.spec.cluster_metadata.as_ref().map(|m| m.admin_kubeconfig_secret_ref.name.clone()),
+        a.spec
+            .cluster_metadata
+            .as_ref()
+            .map(|m| m.admin_kubeconfig_secret_ref.name.clone()),
         Some(format!("{name}-admin-kubeconfig"))
     );
 
     // Day-2: one more worker boots the same ISO and installs into the running cluster.
     let day2 = worker(7);
     cluster.peers.write().unwrap().push(day2.clone());
-    let h = Host::spawn(
-        AgentConfig::new(&cluster.service_url, &cluster.infra_env_id, &cluster.token, day2)
-            .with_peers(cluster.peers.clone())
-            .with_speed(0.0),
-    );
+    let mut cfg = AgentConfig::new(
+        &cluster.service_url,
+        &cluster.infra_env_id,
+        &cluster.token,
+        day2,
+    )
+    .with_peers(cluster.peers.clone())
+    .with_speed(0.0);
+    cfg.reply_ctx = cluster.reply_ctx.clone();
+    let h = Host::spawn(cfg);
     approve_all(&client, ns, 6).await;
-    h.wait_for_status(Duration::from_secs(90), |s| matches!(s, AgentStatus::Rebooted))
+    if let Err(e) = h
+        .wait_for_status(Duration::from_secs(90), |s| {
+            matches!(s, AgentStatus::Rebooted)
+        })
         .await
-        .expect("day-2 worker installed and rebooted");
+    {
+        dump_agents(&client, ns).await;
+        panic!("day-2 worker did not install and reboot: {e:?}");
+    }
     core.kill().await;
 }
 
@@ -370,17 +526,39 @@ async fn single_node_openshift_installs_across_a_core_restart() {
     if testbed::skip() {
         return;
     }
-    let tb = Testbed::builder().controller_manager().our_crds().start().await.expect("testbed");
+    init_logs();
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .start()
+        .await
+        .expect("testbed");
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
     let iso = dir.path().join("base.iso");
-    write_test_iso(&iso, &TestIsoContents { kernel: b"k", initrd: b"i", rootfs: b"r" }, 256 * 1024).unwrap();
+    write_test_iso(
+        &iso,
+        &TestIsoContents {
+            kernel: b"k",
+            initrd: b"i",
+            rootfs: b"r",
+        },
+        256 * 1024,
+    )
+    .unwrap();
     let data = dir.path().join("data");
     let (api_port, images_port) = (free_port(), free_port());
     let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
     let (ns, name) = ("sno", "sno");
     apply(&tb, &cluster_yaml(ns, name, 1, 0)).await;
-    let cluster = boot_hosts(&client, ns, name, vec![HostProfile::sno_like(0, MACHINE_CIDR).unwrap()]).await;
+    let cluster = boot_hosts(
+        &client,
+        ns,
+        name,
+        vec![HostProfile::sno_like(0, MACHINE_CIDR).unwrap()],
+        (&[], &[]),
+    )
+    .await;
     approve_all(&client, ns, 1).await;
     wait_state(&client, ns, name, &["installing"], Duration::from_secs(90)).await;
 
@@ -388,7 +566,17 @@ async fn single_node_openshift_installs_across_a_core_restart() {
     core.kill().await;
     let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
     finish_install(&client, ns, name, &cluster).await;
-    let a = wait_state(&client, ns, name, &["adding-hosts"], Duration::from_secs(60)).await;
-    assert_eq!(condition(&a.status.unwrap().conditions, "Completed").1, "InstallationCompleted");
+    let a = wait_state(
+        &client,
+        ns,
+        name,
+        &["adding-hosts"],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        condition(&a.status.unwrap().conditions, "Completed").1,
+        "InstallationCompleted"
+    );
     core.kill().await;
 }

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event, finalizer};
-use kube::ResourceExt;
 
 use super::{Context, Error};
 use crate::api::agent::{Agent, AgentSpec, HostRole as SpecRole};

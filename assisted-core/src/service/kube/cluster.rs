@@ -59,7 +59,10 @@ impl ReleaseInfoSource for TagReleaseInfo {
 /// `quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64` → ("4.17.3", "x86_64").
 pub fn release_from_tag(image: &str) -> (Option<String>, String) {
     let name = image.split('@').next().unwrap_or(image);
-    let Some((_, tag)) = name.rsplit_once(':').filter(|(repo, _)| !repo.ends_with('/') && !repo.is_empty()) else {
+    let Some((_, tag)) = name
+        .rsplit_once(':')
+        .filter(|(repo, _)| !repo.ends_with('/') && !repo.is_empty())
+    else {
         return (None, "x86_64".into());
     };
     if tag.contains('/') || !tag.starts_with(|c: char| c.is_ascii_digit()) {
@@ -158,13 +161,16 @@ pub fn cluster_config(
         Some(AciPlatform::Nutanix) => PlatformType::Nutanix,
         Some(AciPlatform::BareMetal) => PlatformType::BareMetal,
         // Upstream: SNO or user-managed networking without a platform means "none".
-        None if cp == 1 || s.networking.user_managed_networking == Some(true) => {
-            PlatformType::None
-        }
+        None if cp == 1 || s.networking.user_managed_networking == Some(true) => PlatformType::None,
         None => PlatformType::BareMetal,
     };
-    if platform == PlatformType::BareMetal && cp > 1 && (api_vips.is_empty() || ingress_vips.is_empty()) {
-        return Err("apiVIPs and ingressVIPs are required for a multi-node baremetal cluster".into());
+    if platform == PlatformType::BareMetal
+        && cp > 1
+        && (api_vips.is_empty() || ingress_vips.is_empty())
+    {
+        return Err(
+            "apiVIPs and ingressVIPs are required for a multi-node baremetal cluster".into(),
+        );
     }
     Ok(ClusterConfig {
         name: cd.spec.cluster_name.clone(),
@@ -176,14 +182,22 @@ pub fn cluster_config(
         arbiter_count: arbiters,
         platform,
         user_managed_networking: s.networking.user_managed_networking.unwrap_or(cp == 1),
-        machine_networks: s.networking.machine_network.iter().map(|m| m.cidr.clone()).collect(),
+        machine_networks: s
+            .networking
+            .machine_network
+            .iter()
+            .map(|m| m.cidr.clone())
+            .collect(),
         cluster_networks: s
             .networking
             .cluster_network
             .iter()
             .map(|c| ClusterNetwork {
                 cidr: c.cidr.clone(),
-                host_prefix: c.host_prefix.and_then(|p| u8::try_from(p).ok()).unwrap_or(23),
+                host_prefix: c
+                    .host_prefix
+                    .and_then(|p| u8::try_from(p).ok())
+                    .unwrap_or(23),
             })
             .collect(),
         service_networks: s.networking.service_network.clone(),
@@ -265,7 +279,10 @@ async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
         Some(r) => {
             let sets: Api<ClusterImageSet> = Api::all(ctx.client.clone());
             match sets.get_opt(&r.name).await? {
-                Some(cis) => ctx.release_info.version(&cis).map(|v| (v, cis.spec.release_image.clone())),
+                Some(cis) => ctx
+                    .release_info
+                    .version(&cis)
+                    .map(|v| (v, cis.spec.release_image.clone())),
                 None => Err(format!("ClusterImageSet {} not found", r.name)),
             }
         }
@@ -285,8 +302,15 @@ async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
         agent_cluster_install: aci_name.clone(),
         pull_secret: pull.unwrap_or_default(),
         ssh_public_key: aci.spec.ssh_public_key.clone().unwrap_or_default(),
-        install_config_overrides: aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION).cloned(),
-        hold: aci.spec.hold_installation || cd.annotations().get(PAUSE_ANNOTATION).is_some_and(|v| v == "true"),
+        install_config_overrides: aci
+            .annotations()
+            .get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
+            .cloned(),
+        hold: aci.spec.hold_installation
+            || cd
+                .annotations()
+                .get(PAUSE_ANNOTATION)
+                .is_some_and(|v| v == "true"),
         unsynced_agents: 0,
         release_image,
         proxy: aci.spec.proxy.as_ref().map(|p| crate::domain::Proxy {
@@ -296,11 +320,18 @@ async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
         }),
     };
     let now = Timestamp::now();
-    ctx.store.upsert_cluster(&id, &cd.spec.cluster_name, settings, spec_error, now, |snap| {
-        if let Some(c) = &config {
-            c.apply(snap);
-        }
-    });
+    ctx.store.upsert_cluster(
+        &id,
+        &cd.spec.cluster_name,
+        settings,
+        spec_error,
+        now,
+        |snap| {
+            if let Some(c) = &config {
+                c.apply(snap);
+            }
+        },
+    );
     publish_credentials(cd, &aci, ctx).await?;
     let rec = ctx.store.cluster(&id).ok();
     let requeue = match rec.map(|r| r.snapshot.status) {
@@ -323,7 +354,10 @@ fn secret(
             name: Some(name.into()),
             namespace: Some(ns.into()),
             labels: Some(BTreeMap::from([
-                ("hive.openshift.io/cluster-deployment-name".into(), cd.name_any()),
+                (
+                    "hive.openshift.io/cluster-deployment-name".into(),
+                    cd.name_any(),
+                ),
                 ("hive.openshift.io/secret-type".into(), secret_type.into()),
             ])),
             owner_references: cd.controller_owner_ref(&()).map(|o| vec![o]),
@@ -383,17 +417,25 @@ async fn publish_credentials(
         "kubeconfig",
         BTreeMap::from([("kubeconfig".into(), ByteString(kubeconfig))]),
     );
-    secrets.patch(&kubeconfig_name, &pp, &Patch::Apply(&with_kind(&kc))).await?;
+    secrets
+        .patch(&kubeconfig_name, &pp, &Patch::Apply(&with_kind(&kc)))
+        .await?;
     let metadata = ctx.file(&id, "metadata.json").await.unwrap_or_default();
     let meta: serde_json::Value = serde_json::from_slice(&metadata).unwrap_or_default();
-    let openshift_cluster_id = meta.get("clusterID").and_then(|v| v.as_str()).unwrap_or_default();
+    let openshift_cluster_id = meta
+        .get("clusterID")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
     let mut cluster_metadata = serde_json::json!({
         "clusterID": openshift_cluster_id,
         "infraID": id,
         "adminKubeconfigSecretRef": {"name": kubeconfig_name},
     });
     if installed {
-        let password = ctx.file(&id, "kubeadmin-password").await.unwrap_or_default();
+        let password = ctx
+            .file(&id, "kubeadmin-password")
+            .await
+            .unwrap_or_default();
         let pw = secret(
             &password_name,
             &ns,
@@ -404,11 +446,17 @@ async fn publish_credentials(
                 ("password".into(), ByteString(password)),
             ]),
         );
-        secrets.patch(&password_name, &pp, &Patch::Apply(&with_kind(&pw))).await?;
+        secrets
+            .patch(&password_name, &pp, &Patch::Apply(&with_kind(&pw)))
+            .await?;
         cluster_metadata["adminPasswordSecretRef"] = serde_json::json!({"name": password_name});
     }
     let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    if aci.spec.cluster_metadata.as_ref().map(|m| serde_json::to_value(m).unwrap_or_default())
+    if aci
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .map(|m| serde_json::to_value(m).unwrap_or_default())
         != Some(cluster_metadata.clone())
     {
         acis.patch(

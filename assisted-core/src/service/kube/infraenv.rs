@@ -23,8 +23,8 @@ use crate::api::infraenv::{
 };
 use crate::api::nmstateconfig::NMStateConfig;
 use crate::service::images::{
-    DiscoveryIgnitionParams, MacInterface, ProxySettings, StaticNetworkConfig,
-    discovery_ignition, ipxe_boot_order_control_script, ipxe_script, minimal_initrd,
+    DiscoveryIgnitionParams, MacInterface, ProxySettings, StaticNetworkConfig, discovery_ignition,
+    ipxe_boot_order_control_script, ipxe_script, minimal_initrd,
 };
 use crate::service::store::InfraEnvRecord;
 
@@ -81,8 +81,14 @@ pub fn image_urls(
                 "{}/images/{id}/pxe-initrd?api_key={token}&arch={arch}&version={version}&rev={rev}",
                 urls.images
             ),
-            rootfs: format!("{}/boot-artifacts/rootfs?arch={arch}&version={version}", urls.images),
-            kernel: format!("{}/boot-artifacts/kernel?arch={arch}&version={version}", urls.images),
+            rootfs: format!(
+                "{}/boot-artifacts/rootfs?arch={arch}&version={version}",
+                urls.images
+            ),
+            kernel: format!(
+                "{}/boot-artifacts/kernel?arch={arch}&version={version}",
+                urls.images
+            ),
             ipxe_script: ipxe,
             discovery_ignition_url: files("discovery.ign"),
         },
@@ -182,7 +188,10 @@ async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
     let previous = ie.status.clone().unwrap_or_default();
     let mut status = InfraEnvStatus {
         agent_label_selector: Some(LabelSelector {
-            match_labels: Some(BTreeMap::from([(INFRAENV_NAME_LABEL.into(), ie.name_any())])),
+            match_labels: Some(BTreeMap::from([(
+                INFRAENV_NAME_LABEL.into(),
+                ie.name_any(),
+            )])),
             match_expressions: None,
         }),
         ..Default::default()
@@ -190,7 +199,8 @@ async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
     let cond = match &outcome {
         Ok((rec, urls)) => {
             status.iso_download_url = Some(urls.iso.clone());
-            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str()) {
+            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str())
+            {
                 previous.created_time.clone()
             } else {
                 Some(Time(now))
@@ -229,8 +239,12 @@ async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
             "kind": InfraEnv::kind(&()),
             "status": status,
         });
-        api.patch_status(&ie.name_any(), &PatchParams::apply(STATUS_MANAGER).force(), &Patch::Apply(body))
-            .await?;
+        api.patch_status(
+            &ie.name_any(),
+            &PatchParams::apply(STATUS_MANAGER).force(),
+            &Patch::Apply(body),
+        )
+        .await?;
     }
     Ok(match outcome {
         Ok(_) => Action::requeue(Duration::from_secs(300)),
@@ -297,12 +311,21 @@ async fn build(
         .unwrap_or_else(|| DEFAULT_OS_VERSION.into());
     let arch = spec
         .cpu_architecture
-        .map(|a| serde_json::to_value(a).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+        .map(|a| {
+            serde_json::to_value(a)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        })
         .unwrap_or_else(|| "x86_64".into());
 
     // Static network from the selected NMStateConfigs (an empty selector selects none).
     let mut static_network = Vec::new();
-    if let Some(sel) = spec.nm_state_config_label_selector.as_ref().and_then(selector_string) {
+    if let Some(sel) = spec
+        .nm_state_config_label_selector
+        .as_ref()
+        .and_then(selector_string)
+    {
         let nms: Api<NMStateConfig> = Api::namespaced(ctx.client.clone(), ns);
         let mut list = nms
             .list(&ListParams::default().labels(&sel))
@@ -344,12 +367,16 @@ async fn build(
         proxy: proxy.clone(),
         additional_trust_bundle: spec.additional_trust_bundle.clone(),
         static_network: static_network.clone(),
-        ignition_config_override: spec.ignition_config_override.clone().filter(|o| !o.is_empty()),
+        ignition_config_override: spec
+            .ignition_config_override
+            .clone()
+            .filter(|o| !o.is_empty()),
         kernel_arguments: kernel_arguments.clone(),
         openshift_version: Some(version.clone()),
     };
     let ignition = discovery_ignition(&params).map_err(|e| Problem::Error(e.to_string()))?;
-    let initrd = minimal_initrd(&static_network, &proxy).map_err(|e| Problem::Error(e.to_string()))?;
+    let initrd =
+        minimal_initrd(&static_network, &proxy).map_err(|e| Problem::Error(e.to_string()))?;
     let image_type = match spec.image_type {
         Some(ImageType::FullIso) => "full",
         // Upstream's kube-API default is the minimal ISO; we serve both from one base ISO.
@@ -364,11 +391,18 @@ async fn build(
         kernel_arguments.join(" ").as_bytes(),
     ]);
     let boot_order = spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl);
-    let urls = image_urls(&ctx.urls, id, &token, &version, &arch, image_type, &rev, boot_order);
+    let urls = image_urls(
+        &ctx.urls, id, &token, &version, &arch, image_type, &rev, boot_order,
+    );
     let script = if boot_order {
         ipxe_boot_order_control_script(&urls.boot.ipxe_script)
     } else {
-        ipxe_script(&urls.boot.initrd, &urls.boot.kernel, &urls.boot.rootfs, &kernel_arguments)
+        ipxe_script(
+            &urls.boot.initrd,
+            &urls.boot.kernel,
+            &urls.boot.rootfs,
+            &kernel_arguments,
+        )
     };
     let rec = InfraEnvRecord {
         id: id.to_string(),
@@ -399,12 +433,27 @@ mod tests {
             images: "http://10.0.0.1:8091".into(),
         };
         let a = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abc", false);
-        assert_eq!(a.iso, "http://10.0.0.1:8091/byapikey/tok/4.17/x86_64/minimal.iso?rev=abc");
-        assert!(a.boot.ipxe_script.contains("file_name=ipxe-script&api_key=tok"));
-        assert!(a.boot.discovery_ignition_url.contains("infra-envs/ie1/downloads/files?file_name=discovery.ign"));
+        assert_eq!(
+            a.iso,
+            "http://10.0.0.1:8091/byapikey/tok/4.17/x86_64/minimal.iso?rev=abc"
+        );
+        assert!(
+            a.boot
+                .ipxe_script
+                .contains("file_name=ipxe-script&api_key=tok")
+        );
+        assert!(
+            a.boot
+                .discovery_ignition_url
+                .contains("infra-envs/ie1/downloads/files?file_name=discovery.ign")
+        );
         let b = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abd", true);
         assert_ne!(a.iso, b.iso);
-        assert!(b.boot.ipxe_script.ends_with("&ipxe_script_type=boot-order-control"));
+        assert!(
+            b.boot
+                .ipxe_script
+                .ends_with("&ipxe_script_type=boot-order-control")
+        );
     }
 
     #[test]

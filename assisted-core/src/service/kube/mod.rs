@@ -28,8 +28,8 @@ use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::InfraEnv;
 use crate::api::nmstateconfig::NMStateConfig;
-use k8s_openapi::api::core::v1::Secret;
 use crate::service::store::{Action as StoreAction, ClusterRecord, DirtyReceiver, Store};
+use k8s_openapi::api::core::v1::Secret;
 
 /// Reconcile errors; every one is retried with backoff by the error policy.
 #[derive(Debug, thiserror::Error)]
@@ -141,7 +141,10 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
     let rec = ctx.store.cluster(cluster_id).map_err(|e| e.reason)?;
     let c = &rec.snapshot;
     let host = c.host(host_id).ok_or("host left the cluster")?;
-    let pool = host.machine_config_pool.clone().unwrap_or_else(|| "worker".into());
+    let pool = host
+        .machine_config_pool
+        .clone()
+        .unwrap_or_else(|| "worker".into());
     let ign = crate::service::install::day2_pointer_ignition(
         &c.name,
         &c.base_domain,
@@ -151,7 +154,8 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         c.ignition_endpoint.token.as_deref(),
         host.hostname(),
     );
-    let name = crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
+    let name =
+        crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
     crate::service::install::FileStore::new(ctx.files_root.clone())
         .put(cluster_id, &name, &ign)
         .await
@@ -192,7 +196,10 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
             let _ = s.wait_for(|v| *v).await;
         }
     };
-    let agents = Controller::new(Api::<Agent>::all(client.clone()), watcher::Config::default());
+    let agents = Controller::new(
+        Api::<Agent>::all(client.clone()),
+        watcher::Config::default(),
+    );
     let agent_store = agents.store();
     let agent_ctl = agents
         .graceful_shutdown_on(stop())
@@ -207,21 +214,33 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
     let cd_ctl = cds
         // The ACI is named by the CD's clusterInstallRef; upstream names them alike, and CAPOA
         // too, but map through the ref's owner CD name from the ACI's clusterDeploymentRef.
-        .watches(aci_api, watcher::Config::default(), |aci: AgentClusterInstall| {
-            let ns = kube::ResourceExt::namespace(&aci).unwrap_or_default();
-            Some(ObjectRef::<ClusterDeployment>::new(&aci.spec.cluster_deployment_ref.name).within(&ns))
-        })
+        .watches(
+            aci_api,
+            watcher::Config::default(),
+            |aci: AgentClusterInstall| {
+                let ns = kube::ResourceExt::namespace(&aci).unwrap_or_default();
+                Some(
+                    ObjectRef::<ClusterDeployment>::new(&aci.spec.cluster_deployment_ref.name)
+                        .within(&ns),
+                )
+            },
+        )
         .graceful_shutdown_on(stop())
         .run(cluster::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
-    let infraenvs = Controller::new(Api::<InfraEnv>::all(client.clone()), watcher::Config::default());
+    let infraenvs = Controller::new(
+        Api::<InfraEnv>::all(client.clone()),
+        watcher::Config::default(),
+    );
     let ie_store = infraenvs.store();
     let by_ns = |store: kube::runtime::reflector::Store<InfraEnv>, ns: String| {
         store
             .state()
             .into_iter()
-            .filter(move |ie| kube::ResourceExt::namespace(ie.as_ref()).as_deref() == Some(ns.as_str()))
+            .filter(move |ie| {
+                kube::ResourceExt::namespace(ie.as_ref()).as_deref() == Some(ns.as_str())
+            })
             .map(|ie| ObjectRef::from_obj(ie.as_ref()))
             .collect::<Vec<_>>()
     };
@@ -229,17 +248,36 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
     let ie_ctl = infraenvs
         // NMStateConfigs, pull secrets and ClusterDeployments change what an InfraEnv's image
         // holds; re-run every InfraEnv of the namespace (they are few).
-        .watches(Api::<NMStateConfig>::all(client.clone()), watcher::Config::default(), move |o: NMStateConfig| {
-            by_ns(s1.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default())
-        })
+        .watches(
+            Api::<NMStateConfig>::all(client.clone()),
+            watcher::Config::default(),
+            move |o: NMStateConfig| {
+                by_ns(
+                    s1.clone(),
+                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
+                )
+            },
+        )
         .watches(
             Api::<Secret>::all(client.clone()),
             watcher::Config::default().labels("!hive.openshift.io/secret-type"),
-            move |o: Secret| by_ns(s2.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default()),
+            move |o: Secret| {
+                by_ns(
+                    s2.clone(),
+                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
+                )
+            },
         )
-        .watches(Api::<ClusterDeployment>::all(client.clone()), watcher::Config::default(), move |o: ClusterDeployment| {
-            by_ns(s3.clone(), kube::ResourceExt::namespace(&o).unwrap_or_default())
-        })
+        .watches(
+            Api::<ClusterDeployment>::all(client.clone()),
+            watcher::Config::default(),
+            move |o: ClusterDeployment| {
+                by_ns(
+                    s3.clone(),
+                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
+                )
+            },
+        )
         .graceful_shutdown_on(stop())
         .run(infraenv::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});

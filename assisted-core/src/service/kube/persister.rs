@@ -8,17 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use kube::Resource;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store as Reflector};
-use kube::Resource;
 use tokio::sync::watch;
 
 use super::Context;
-use super::status::{agent_status, aci_status};
+use super::status::{aci_status, agent_status};
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
-use crate::domain::{ClusterSnapshot, HostSnapshot, PreparationStatus, ClusterStatus};
+use crate::domain::{ClusterSnapshot, ClusterStatus, HostSnapshot, PreparationStatus};
 use crate::service::store::{ClusterRecord, ClusterSettings, Dirty, DirtyReceiver};
 
 const STATUS_MANAGER: &str = "assisted-core-status";
@@ -67,7 +67,9 @@ pub async fn restore(ctx: &Context) -> Vec<String> {
                 ctx.store
                     .restore_cluster(ClusterRecord::new(snap, ClusterSettings::default()), now);
             }
-            Err(e) => tracing::warn!(cluster = %name, error = %e, "unreadable cluster state; skipped"),
+            Err(e) => {
+                tracing::warn!(cluster = %name, error = %e, "unreadable cluster state; skipped")
+            }
         }
     }
     if let Ok(mut dir) = tokio::fs::read_dir(ctx.files_root.join("unbound")).await {
@@ -166,10 +168,7 @@ async fn save_unbound(ctx: &Context, host_id: &str) {
 
 /// The Agent CR of a newly registered host: named by the host UUID, in the InfraEnv's
 /// namespace, owned by and labelled with the InfraEnv, bound to its ClusterDeployment.
-pub fn new_agent(
-    host: &HostSnapshot,
-    ie: &crate::service::store::InfraEnvRecord,
-) -> Agent {
+pub fn new_agent(host: &HostSnapshot, ie: &crate::service::store::InfraEnvRecord) -> Agent {
     let mut labels: BTreeMap<String, String> = ie.agent_labels.clone();
     labels.insert(INFRAENV_NAME_LABEL.into(), ie.name.clone());
     let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
@@ -214,7 +213,10 @@ async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
         (h, ie)
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ie.namespace);
-    match api.create(&PostParams::default(), &new_agent(&host, &ie)).await {
+    match api
+        .create(&PostParams::default(), &new_agent(&host, &ie))
+        .await
+    {
         Ok(_) => {
             tracing::info!(agent = %host_id, infraenv = %ie.name, "host registered: Agent created");
             Ok(())
@@ -260,7 +262,11 @@ async fn write_agent_status(
         "status": status,
     });
     match api
-        .patch_status(host_id, &PatchParams::apply(STATUS_MANAGER).force(), &Patch::Apply(body))
+        .patch_status(
+            host_id,
+            &PatchParams::apply(STATUS_MANAGER).force(),
+            &Patch::Apply(body),
+        )
         .await
     {
         Ok(_) => Ok(()),
@@ -277,7 +283,8 @@ async fn write_aci_status(ctx: &Context, cluster_id: &str) -> Result<(), kube::E
         // Restored but not yet reconciled: the CD controller fills the names.
         return Ok(());
     }
-    let api: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &rec.settings.namespace);
+    let api: Api<AgentClusterInstall> =
+        Api::namespaced(ctx.client.clone(), &rec.settings.namespace);
     let previous = api
         .get_opt(&rec.settings.agent_cluster_install)
         .await?

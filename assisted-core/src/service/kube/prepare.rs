@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use super::Preparer;
 use crate::domain::{ClusterSnapshot, HostRole};
 use crate::service::install::{
-    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput,
-    host_ignition, host_ignition_file_name, render_install_config_yaml,
+    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, host_ignition,
+    host_ignition_file_name, render_install_config_yaml,
 };
 use crate::service::store::ClusterRecord;
 
@@ -25,7 +25,11 @@ pub struct BackendPreparer {
 }
 
 /// The request for the backend: day-1 hosts with their fixed roles.
-pub fn generate_request(rec: &ClusterRecord, install_config_yaml: String, api_url: &str) -> GenerateRequest {
+pub fn generate_request(
+    rec: &ClusterRecord,
+    install_config_yaml: String,
+    api_url: &str,
+) -> GenerateRequest {
     let c = &rec.snapshot;
     GenerateRequest {
         cluster_id: c.id.clone(),
@@ -58,15 +62,18 @@ impl BackendPreparer {
             Some(rec.settings.ssh_public_key.as_str()).filter(|k| !k.is_empty()),
             rec.settings.install_config_overrides.as_deref(),
         );
-        let yaml = render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
+        let yaml =
+            render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
         let api_url = self
             .api_url
             .clone()
             .unwrap_or_else(|| format!("https://api.{}:6443", c.domain()));
         let req = generate_request(&rec, yaml, &api_url);
-        let work = self
-            .work_root
-            .join(format!("{}-{}", c.id, jiff::Timestamp::now().as_millisecond()));
+        let work = self.work_root.join(format!(
+            "{}-{}",
+            c.id,
+            jiff::Timestamp::now().as_millisecond()
+        ));
         tokio::fs::create_dir_all(&work)
             .await
             .map_err(|e| format!("creating {}: {e}", work.display()))?;

@@ -167,7 +167,9 @@ pub fn agent_conditions(
             "AgentInstallationStopped",
             "The agent installation stopped",
         ),
-        s if INSTALLING_HOST.contains(&s) || matches!(s, S::Installed | S::AddedToExistingCluster) => {
+        s if INSTALLING_HOST.contains(&s)
+            || matches!(s, S::Installed | S::AddedToExistingCluster) =>
+        {
             cond(
                 "RequirementsMet",
                 true,
@@ -195,8 +197,18 @@ pub fn agent_conditions(
         ),
     };
     let validated = match (s, validations_of(validations)) {
-        (S::Binding, _) => cond("Validated", false, "Binding", "The agent is currently binding to a cluster deployment"),
-        (S::Unbinding | S::UnbindingPendingUserAction, _) => cond("Validated", false, "Unbinding", "The agent is currently unbinding from a cluster deployment"),
+        (S::Binding, _) => cond(
+            "Validated",
+            false,
+            "Binding",
+            "The agent is currently binding to a cluster deployment",
+        ),
+        (S::Unbinding | S::UnbindingPendingUserAction, _) => cond(
+            "Validated",
+            false,
+            "Unbinding",
+            "The agent is currently unbinding from a cluster deployment",
+        ),
         (_, None) => Cond {
             type_: "Validated",
             status: "Unknown",
@@ -251,8 +263,18 @@ pub fn agent_conditions(
         ),
     };
     let bound = match s {
-        S::Binding => cond("Bound", false, "Binding", "The agent is currently binding to a cluster deployment"),
-        S::Unbinding => cond("Bound", false, "Unbinding", "The agent is currently unbinding from a cluster deployment"),
+        S::Binding => cond(
+            "Bound",
+            false,
+            "Binding",
+            "The agent is currently binding to a cluster deployment",
+        ),
+        S::Unbinding => cond(
+            "Bound",
+            false,
+            "Unbinding",
+            "The agent is currently unbinding from a cluster deployment",
+        ),
         S::UnbindingPendingUserAction => cond(
             "Bound",
             false,
@@ -307,7 +329,9 @@ fn camelize(v: serde_json::Value) -> serde_json::Value {
                 .map(|(k, v)| (camel_key(&k), camelize(v)))
                 .collect(),
         ),
-        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(camelize).collect()),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(camelize).collect())
+        }
         other => other,
     }
 }
@@ -358,7 +382,10 @@ pub fn agent_status(
                 .map(|s| s.as_str().to_string())
                 .unwrap_or_default(),
             progress_stages: if progress.current_stage.is_some() {
-                stages_for(role, sno).iter().map(|s| s.as_str().into()).collect()
+                stages_for(role, sno)
+                    .iter()
+                    .map(|s| s.as_str().into())
+                    .collect()
             } else {
                 Vec::new()
             },
@@ -410,7 +437,12 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
     let c = &rec.snapshot;
     let info = &c.status_info;
     let spec = match spec_error {
-        None => cond("SpecSynced", true, "SyncOK", "The Spec has been successfully applied"),
+        None => cond(
+            "SpecSynced",
+            true,
+            "SyncOK",
+            "The Spec has been successfully applied",
+        ),
         Some(e) => cond(
             "SpecSynced",
             false,
@@ -430,7 +462,10 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
                 "Validated",
                 false,
                 "ValidationsFailing",
-                format!("The cluster's validations are failing: {}", failing.join(",")),
+                format!(
+                    "The cluster's validations are failing: {}",
+                    failing.join(",")
+                ),
             ),
             (_, true) => cond(
                 "Validated",
@@ -511,7 +546,12 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
             "InstallationFailed",
             format!("The installation failed: {info}"),
         ),
-        _ => cond("Failed", false, "InstallationNotFailed", "The installation has not failed"),
+        _ => cond(
+            "Failed",
+            false,
+            "InstallationNotFailed",
+            "The installation has not failed",
+        ),
     };
     let stopped = match c.status {
         C::Error => cond(
@@ -560,7 +600,12 @@ pub fn aci_status(
 ) -> AgentClusterInstallStatus {
     let c = &rec.snapshot;
     let views = HostView::from_cluster(c, &Config::default());
-    let day1 = || c.hosts.iter().zip(views.iter()).filter(|(h, _)| !h.is_day2());
+    let day1 = || {
+        c.hosts
+            .iter()
+            .zip(views.iter())
+            .filter(|(h, _)| !h.is_day2())
+    };
     let ready = |h: &HostSnapshot| {
         (h.status == HostStatus::Known && h.approved)
             || INSTALLING_HOST.contains(&h.status)
