@@ -77,7 +77,13 @@ pub struct ClusterRecord {
     pub preparation_error: Option<String>,
     /// Why the CD/ACI spec could not be applied (SpecSynced=False).
     pub spec_error: Option<String>,
+    /// When the last install preparation failed; auto-start waits a while before retrying.
+    pub preparation_failed_at: Option<Timestamp>,
 }
+
+/// How long auto-start waits after a failed preparation (so a broken input is not retried in
+/// a tight loop; the condition tells the user what failed).
+pub const PREPARATION_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl ClusterRecord {
     pub fn new(snapshot: ClusterSnapshot, settings: ClusterSettings) -> ClusterRecord {
@@ -88,6 +94,7 @@ impl ClusterRecord {
             requirements: None,
             preparation_error: None,
             spec_error: None,
+            preparation_failed_at: None,
         }
     }
 }
@@ -874,7 +881,11 @@ impl Store {
                     },
                     &self.cfg,
                 );
+                let backing_off = rec
+                    .preparation_failed_at
+                    .is_some_and(|t| elapsed(now, t) < PREPARATION_RETRY_DELAY);
                 if decision.start
+                    && !backing_off
                     && let Ok(plan) = start_install(&rec.snapshot, now, &self.cfg)
                 {
                     apply_install_plan(&mut rec.snapshot, &plan, now);
@@ -941,6 +952,7 @@ impl Store {
                 Err(e) => {
                     rec.snapshot.preparation = PreparationStatus::Failed;
                     rec.preparation_error = Some(e);
+                    rec.preparation_failed_at = Some(Timestamp::now());
                 }
             }
         }

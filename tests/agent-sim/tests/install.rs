@@ -45,7 +45,6 @@ where
 /// A running core bound to loopback with the lab backend.
 struct Core {
     api_url: String,
-    images_url: String,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -82,14 +81,14 @@ async fn start_core(
     let listeners = Listeners::bind(&args).await.expect("bind core listeners");
     let api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
     let images_url = format!("http://{}", listeners.images.local_addr().unwrap());
+    // The ISO URLs in InfraEnv status point at this image server.
     let mut args = args;
     args.agent_api_url = api_url.clone();
-    args.images_url = images_url.clone();
+    args.images_url = images_url;
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(server::run(client, args, listeners, rx));
     Core {
         api_url,
-        images_url,
         stop,
         task,
     }

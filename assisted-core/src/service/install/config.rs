@@ -173,13 +173,19 @@ fn install_host(h: &HostSnapshot) -> InstallHost {
         boot_mode: inv
             .map(|i| BootMode::from_inventory(&i.boot.current_boot_mode))
             .unwrap_or_default(),
-        installation_disk: inv.and_then(|i| {
-            let id = h.installation_disk_id.as_deref()?;
-            i.disks
-                .iter()
-                .find(|d| d.key() == id || d.install_path() == id)
-                .map(|d| d.install_path().to_string())
-        }),
+        // The chosen disk, else the one the domain would pick (what upstream stores at
+        // registration as installation_disk_id).
+        installation_disk: inv
+            .and_then(|i| {
+                let id = h.installation_disk_id.as_deref()?;
+                i.disks
+                    .iter()
+                    .find(|d| d.key() == id || d.install_path() == id)
+                    .map(|d| d.install_path().to_string())
+            })
+            .or_else(|| {
+                crate::domain::installation_disk(h, 0).map(|d| d.install_path().to_string())
+            }),
     }
 }
 
