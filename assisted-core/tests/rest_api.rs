@@ -77,13 +77,7 @@ impl Resp {
 fn record(id: &str, name: &str) -> ClusterRecord {
     let mut c = ClusterSnapshot::new(id, name, Timestamp::UNIX_EPOCH);
     c.base_domain = "example.com".into();
-    ClusterRecord {
-        snapshot: c,
-        settings: ClusterSettings::default(),
-        validations_info: None,
-        requirements: None,
-        preparation_error: None,
-    }
+    ClusterRecord::new(c, ClusterSettings::default())
 }
 
 fn infra_env(id: &str, cluster: &str) -> InfraEnvRecord {

@@ -1,11 +1,28 @@
-//! The control-plane manager (with assisted-core embedded). Its controllers and the core's REST
-//! API arrive in later issues; until then it serves probes and metrics, takes part in leader
-//! election, and reconciles nothing (and logs that it does not).
+//! The control-plane manager. It runs the embedded assisted-core (controllers for the assisted
+//! CRDs, the agent REST API and the image server) unless `--assisted-core=external`; the
+//! OpenshiftAssistedControlPlane controller itself arrives in a later issue.
 
 use std::process::ExitCode;
 
 use assisted_core::cli::{self, ManagerSpec};
+use assisted_core::service::server::{self, CoreArgs, Listeners};
 use controlplane_provider::manifests;
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum CoreMode {
+    /// Run assisted-core in this process.
+    Embedded,
+    /// A real assisted-service (or a standalone assisted-core) serves the assisted CRDs.
+    External,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct ControlPlaneArgs {
+    #[arg(long = "assisted-core", value_enum, default_value_t = CoreMode::Embedded)]
+    assisted_core: CoreMode,
+    #[command(flatten)]
+    core: CoreArgs,
+}
 
 fn main() -> ExitCode {
     let spec = ManagerSpec {
@@ -14,7 +31,15 @@ fn main() -> ExitCode {
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
     };
-    cli::main(spec, |leader| {
-        assisted_core::runtime::idle_until_shutdown(manifests::NAME, leader)
+    cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
+        match args.assisted_core {
+            CoreMode::Embedded => {
+                let listeners = Listeners::bind(&args.core).await?;
+                server::run(leader.client, args.core, listeners, leader.shutdown).await
+            }
+            CoreMode::External => {
+                assisted_core::runtime::idle_until_shutdown(manifests::NAME, leader).await
+            }
+        }
     })
 }

@@ -176,6 +176,48 @@ pub fn provider_manifest() -> ProviderManifest {
                 }
                 .reference()
             ),
+            format!(
+                "--assisted-core={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_CORE",
+                    default: "embedded"
+                }
+                .reference()
+            ),
+            // What hosts and BMCs reach: set these to an address routable from the bare-metal
+            // network (a LoadBalancer or NodePort in front of the assisted-core Service).
+            format!(
+                "--agent-api-url={}",
+                Variable {
+                    name: "ASSISTED_CORE_AGENT_API_URL",
+                    default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090"
+                }
+                .reference()
+            ),
+            format!(
+                "--images-url={}",
+                Variable {
+                    name: "ASSISTED_CORE_IMAGES_URL",
+                    default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091"
+                }
+                .reference()
+            ),
+            format!(
+                "--install-backend={}",
+                Variable {
+                    name: "ASSISTED_CORE_INSTALL_BACKEND",
+                    default: "openshift-install"
+                }
+                .reference()
+            ),
+            format!(
+                "--os-images={}",
+                Variable {
+                    name: "ASSISTED_CORE_OS_IMAGES",
+                    default: "[]"
+                }
+                .reference()
+            ),
         ],
         crds: crds(),
         rules: RBAC_RULES,

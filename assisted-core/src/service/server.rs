@@ -135,10 +135,13 @@ pub async fn run(
     tokio::fs::create_dir_all(&files_root)
         .await
         .with_context(|| format!("creating {}", files_root.display()))?;
-    let mut cfg = Config::default();
-    cfg.host_disconnection_timeout =
-        std::time::Duration::from_secs(args.host_disconnection_timeout_seconds);
-    cfg.agent_image = args.agent_image.clone();
+    let cfg = Config {
+        host_disconnection_timeout: std::time::Duration::from_secs(
+            args.host_disconnection_timeout_seconds,
+        ),
+        agent_image: args.agent_image.clone(),
+        ..Config::default()
+    };
     let (store, dirty) = Store::new(cfg);
     let backend: Arc<dyn InstallBackend> = match args.install_backend {
         Backend::Lab => Arc::new(LabBackend {

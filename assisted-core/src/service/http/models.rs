@@ -463,13 +463,7 @@ mod tests {
         c.machine_networks = vec!["10.0.0.0/24".into()];
         let h = HostSnapshot::new_registered(H1, IE, Some(&c), t);
         c.hosts.push(h);
-        ClusterRecord {
-            snapshot: c,
-            settings: ClusterSettings::default(),
-            validations_info: None,
-            requirements: None,
-            preparation_error: None,
-        }
+        ClusterRecord::new(c, ClusterSettings::default())
     }
 
     #[test]
@@ -501,7 +495,7 @@ mod tests {
         h.progress.current_stage = Some(HostStage::Rebooting);
         let extra = HostExtra {
             validations_info: Some(serde_json::json!({"hardware": []})),
-            last_step_error: None,
+            ..HostExtra::default()
         };
         let m = host_model(h, Some(&extra), false, 20);
         let inv: serde_json::Value = serde_json::from_str(m.inventory.as_deref().unwrap()).unwrap();

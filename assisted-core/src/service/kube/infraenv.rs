@@ -50,17 +50,25 @@ pub struct ImageUrls {
     pub static_network: String,
 }
 
+/// What one image revision is: OS version, architecture, `full`/`minimal`, content hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRevision<'a> {
+    pub version: &'a str,
+    pub arch: &'a str,
+    pub image_type: &'a str,
+    pub rev: &'a str,
+    pub ipxe_boot_order: bool,
+}
+
 /// Image and file URLs; `rev` (a content hash) makes every content change a new URL.
-pub fn image_urls(
-    urls: &ServiceUrls,
-    id: &str,
-    token: &str,
-    version: &str,
-    arch: &str,
-    image_type: &str,
-    rev: &str,
-    ipxe_boot_order: bool,
-) -> ImageUrls {
+pub fn image_urls(urls: &ServiceUrls, id: &str, token: &str, r: &ImageRevision) -> ImageUrls {
+    let ImageRevision {
+        version,
+        arch,
+        image_type,
+        rev,
+        ipxe_boot_order,
+    } = *r;
     let files = |name: &str| {
         format!(
             "{}/api/assisted-install/v2/infra-envs/{id}/downloads/files?file_name={name}&api_key={token}",
@@ -392,7 +400,16 @@ async fn build(
     ]);
     let boot_order = spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl);
     let urls = image_urls(
-        &ctx.urls, id, &token, &version, &arch, image_type, &rev, boot_order,
+        &ctx.urls,
+        id,
+        &token,
+        &ImageRevision {
+            version: &version,
+            arch: &arch,
+            image_type,
+            rev: &rev,
+            ipxe_boot_order: boot_order,
+        },
     );
     let script = if boot_order {
         ipxe_boot_order_control_script(&urls.boot.ipxe_script)
@@ -432,7 +449,14 @@ mod tests {
             agent_api: "http://10.0.0.1:8090".into(),
             images: "http://10.0.0.1:8091".into(),
         };
-        let a = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abc", false);
+        let rev = |rev, ipxe_boot_order| ImageRevision {
+            version: "4.17",
+            arch: "x86_64",
+            image_type: "minimal",
+            rev,
+            ipxe_boot_order,
+        };
+        let a = image_urls(&u, "ie1", "tok", &rev("abc", false));
         assert_eq!(
             a.iso,
             "http://10.0.0.1:8091/byapikey/tok/4.17/x86_64/minimal.iso?rev=abc"
@@ -447,7 +471,7 @@ mod tests {
                 .discovery_ignition_url
                 .contains("infra-envs/ie1/downloads/files?file_name=discovery.ign")
         );
-        let b = image_urls(&u, "ie1", "tok", "4.17", "x86_64", "minimal", "abd", true);
+        let b = image_urls(&u, "ie1", "tok", &rev("abd", true));
         assert_ne!(a.iso, b.iso);
         assert!(
             b.boot
