@@ -170,10 +170,7 @@ fn start(sc: &Scenario, crt: &tokio::runtime::Runtime) -> Server {
         });
         store.write().clusters.insert(
             cid.clone(),
-            ClusterRecord::new(
-                cluster(&cid, &format!("c{c}")),
-                ClusterSettings::default(),
-            ),
+            ClusterRecord::new(cluster(&cid, &format!("c{c}")), ClusterSettings::default()),
         );
         envs.push(Env {
             token: keys.sign(&Claims::infra_env(&ie)),
@@ -242,7 +239,10 @@ fn drive(
             .flat_map(|e| {
                 e.hosts.iter().map(|h| {
                     (
-                        format!("{}/infra-envs/{}/hosts/{h}/instructions", s.base, e.infra_env),
+                        format!(
+                            "{}/infra-envs/{}/hosts/{h}/instructions",
+                            s.base, e.infra_env
+                        ),
                         e.token.clone(),
                     )
                 })

@@ -169,6 +169,7 @@ pub async fn run(
         args.agent_image.clone(),
     ));
     let resume = controllers::persister::restore(&ctx).await;
+    controllers::initial_sync(&ctx).await;
     for id in resume {
         controllers::resume_preparation(&ctx, id).await;
     }

@@ -754,6 +754,8 @@ impl Store {
         if h.status.is_pre_install() || h.status.is_unbound_state() {
             h.role = match spec.role {
                 HostRole::Bootstrap => HostRole::Master,
+                // Hosts added to an installed cluster are workers unless told otherwise.
+                HostRole::AutoAssign if h.is_day2() => HostRole::Worker,
                 r => r,
             };
             h.requested_hostname = spec.hostname.clone();
@@ -773,6 +775,31 @@ impl Store {
             self.mark(Dirty::Host(host_id.to_string()));
             self.wake.notify_one();
         }
+        true
+    }
+
+    /// Day-2 install of a known, approved host whose ignition is in place.
+    pub fn start_day2_install(&self, cluster_id: &str, host_id: &str, now: Timestamp) -> bool {
+        let mut st = self.write();
+        let Some(rec) = st.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        let Some(idx) = rec.snapshot.hosts.iter().position(|h| h.id == host_id) else {
+            return false;
+        };
+        let Ok(o) = apply_host_event(
+            &rec.snapshot.hosts[idx],
+            Some(&rec.snapshot),
+            &HostEvent::Install,
+            now,
+            &self.cfg,
+        ) else {
+            return false;
+        };
+        apply_host_outcome(&mut rec.snapshot.hosts[idx], &o, now);
+        drop(st);
+        self.mark(Dirty::Host(host_id.to_string()));
+        self.wake.notify_one();
         true
     }
 
@@ -822,8 +849,8 @@ impl Store {
 pub enum Action {
     /// Generate install-config and ignitions for a cluster that entered preparation.
     Prepare(String),
-    /// Write the pointer ignition of a day-2 host (cluster id, host id) that starts installing.
-    Day2Ignition(String, String),
+    /// Write the pointer ignition of a day-2 host (cluster id, host id), then start its install.
+    InstallDay2(String, String),
 }
 
 impl Store {
@@ -902,26 +929,10 @@ impl Store {
                     dirty.push(Dirty::Cluster(cid.clone()));
                 }
 
-                // Day-2: approved known hosts of an adding-hosts cluster install now.
-                let day2: Vec<String> = day2_hosts_to_install(&rec.snapshot)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect();
-                for hid in day2 {
-                    let Some(idx) = rec.snapshot.hosts.iter().position(|h| h.id == hid) else {
-                        continue;
-                    };
-                    if let Ok(o) = apply_host_event(
-                        &rec.snapshot.hosts[idx],
-                        Some(&rec.snapshot),
-                        &HostEvent::Install,
-                        now,
-                        &self.cfg,
-                    ) {
-                        apply_host_outcome(&mut rec.snapshot.hosts[idx], &o, now);
-                        actions.push(Action::Day2Ignition(cid.clone(), hid.clone()));
-                        dirty.push(Dirty::Host(hid));
-                    }
+                // Day-2: approved known hosts of an adding-hosts cluster install once their
+                // ignition is written (see `start_day2_install`).
+                for hid in day2_hosts_to_install(&rec.snapshot) {
+                    actions.push(Action::InstallDay2(cid.clone(), hid.to_string()));
                 }
             }
             for (hid, h) in st.unbound.iter_mut() {

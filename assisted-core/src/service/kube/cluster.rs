@@ -262,7 +262,7 @@ async fn pull_secret(ctx: &Context, ns: &str, cd: &ClusterDeployment) -> Result<
     String::from_utf8(bytes.0.clone()).map_err(|_| format!("pull secret {name} is not UTF-8"))
 }
 
-async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
+pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
     let ns = cd.namespace().unwrap_or_default();
     let id = cd.uid().unwrap_or_default();
     let Some(aci_name) = is_ours(cd) else {

@@ -188,7 +188,7 @@ enum Problem {
     MissingCluster(String),
 }
 
-async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
+pub(crate) async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
     let ns = ie.namespace().unwrap_or_default();
     let id = ie.uid().unwrap_or_default();
     let now = Timestamp::now();

@@ -126,9 +126,19 @@ pub async fn run_monitor(ctx: Arc<Context>, tick: Duration, mut shutdown: watch:
         for action in ctx.store.monitor_pass(Timestamp::now()) {
             match action {
                 StoreAction::Prepare(id) => start_preparation(&ctx, id).await,
-                StoreAction::Day2Ignition(cluster, host) => {
-                    if let Err(e) = write_day2_ignition(&ctx, &cluster, &host).await {
-                        tracing::warn!(%cluster, %host, error = %e, "cannot write day-2 ignition");
+                StoreAction::InstallDay2(cluster, host) => {
+                    match write_day2_ignition(&ctx, &cluster, &host).await {
+                        Ok(()) => {
+                            if ctx
+                                .store
+                                .start_day2_install(&cluster, &host, Timestamp::now())
+                            {
+                                tracing::info!(%cluster, %host, "day-2 host installing");
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(%cluster, %host, error = %e, "cannot write day-2 ignition")
+                        }
                     }
                 }
             }
@@ -185,6 +195,42 @@ async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
         ctx.store.preparation_done(&cluster_id, result);
         ctx.preparing.lock().await.remove(&cluster_id);
     });
+}
+
+/// Before the REST API serves after a (re)start: registers every cluster and infra-env once,
+/// so agents and installers of a running install are recognised at once rather than refused
+/// until the controllers' first reconcile. Best effort: the controllers retry what fails here.
+pub async fn initial_sync(ctx: &Context) {
+    let cds = Api::<ClusterDeployment>::all(ctx.client.clone());
+    match cds.list(&Default::default()).await {
+        Ok(list) => {
+            for cd in list
+                .items
+                .iter()
+                .filter(|cd| cd.metadata.deletion_timestamp.is_none())
+            {
+                if let Err(e) = cluster::apply(cd, ctx).await {
+                    tracing::debug!(error = %e, "initial cluster sync");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "initial sync: cannot list ClusterDeployments"),
+    }
+    let ies = Api::<InfraEnv>::all(ctx.client.clone());
+    match ies.list(&Default::default()).await {
+        Ok(list) => {
+            for ie in list
+                .items
+                .iter()
+                .filter(|ie| ie.metadata.deletion_timestamp.is_none())
+            {
+                if let Err(e) = infraenv::apply(ie, ctx).await {
+                    tracing::debug!(error = %e, "initial infra-env sync");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "initial sync: cannot list InfraEnvs"),
+    }
 }
 
 /// Runs the controllers, the persister and the monitor until `shutdown`.
