@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kube::Resource;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store as Reflector};
+use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use super::Context;
-use super::status::{aci_status, agent_status};
+use super::status::{aci_status, agent_status, inventory_labels};
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
@@ -22,6 +22,8 @@ use crate::domain::{ClusterSnapshot, ClusterStatus, HostSnapshot, PreparationSta
 use crate::service::store::{ClusterRecord, ClusterSettings, Dirty, DirtyReceiver};
 
 const STATUS_MANAGER: &str = "assisted-core-status";
+const LABELS_MANAGER: &str = "assisted-core-labels";
+const CD_NAMESPACE_LABEL: &str = "agent-install.openshift.io/clusterdeployment-namespace";
 
 pub fn state_path(files_root: &Path, cluster_id: &str) -> PathBuf {
     files_root.join(cluster_id).join("state.json")
@@ -231,7 +233,7 @@ async fn write_agent_status(
     host_id: &str,
     agents: &Reflector<Agent>,
 ) -> Result<(), kube::Error> {
-    let (status, ns) = {
+    let (status, ns, labels) = {
         let st = ctx.store.read();
         let Some((host, cluster)) = st.host_with_cluster(host_id) else {
             return Ok(());
@@ -253,9 +255,37 @@ async fn write_agent_status(
             None,
             Timestamp::now(),
         );
-        (status, ie.namespace.clone())
+        let cached = agents.get(&ObjectRef::new(host_id).within(&ie.namespace));
+        // Inventory labels change rarely: only write them when they differ.
+        let labels = host
+            .inventory
+            .as_ref()
+            .map(inventory_labels)
+            .filter(|want| {
+                let have = cached
+                    .as_ref()
+                    .map(|a| a.labels().clone())
+                    .unwrap_or_default();
+                want.iter().any(|(k, v)| have.get(k) != Some(v))
+                    || have.get(CD_NAMESPACE_LABEL) != Some(&ie.namespace)
+            });
+        (status, ie.namespace.clone(), labels)
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
+    if let Some(mut labels) = labels {
+        labels.insert(CD_NAMESPACE_LABEL.into(), ns.clone());
+        let body = serde_json::json!({
+            "apiVersion": Agent::api_version(&()),
+            "kind": Agent::kind(&()),
+            "metadata": {"labels": labels},
+        });
+        api.patch(
+            host_id,
+            &PatchParams::apply(LABELS_MANAGER).force(),
+            &Patch::Apply(body),
+        )
+        .await?;
+    }
     let body = serde_json::json!({
         "apiVersion": Agent::api_version(&()),
         "kind": Agent::kind(&()),

@@ -1,6 +1,8 @@
 //! Pure builders of Agent and AgentClusterInstall status from the store's records: the
 //! condition types, reasons and messages of assisted-service (reference §4.3).
 
+use std::collections::BTreeMap;
+
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -354,6 +356,57 @@ fn agent_role(r: HostRole) -> agent::HostRole {
     }
 }
 
+/// A label value Kubernetes accepts: at most 63 of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+pub fn label_value(raw: &str) -> String {
+    let cleaned: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(63)
+        .collect();
+    cleaned
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+/// Labels derived from the inventory (upstream's `inventory.agent-install.openshift.io/*`).
+pub fn inventory_labels(inv: &Inventory) -> BTreeMap<String, String> {
+    const P: &str = "inventory.agent-install.openshift.io/";
+    let non_rotational = inv
+        .disks
+        .iter()
+        .any(|d| d.drive_type.eq_ignore_ascii_case("SSD"));
+    let virt = inv.cpu.flags.iter().any(|f| f == "vmx" || f == "svm");
+    BTreeMap::from([
+        (
+            format!("{P}storage-hasnonrotationaldisk"),
+            non_rotational.to_string(),
+        ),
+        (
+            format!("{P}cpu-architecture"),
+            label_value(&inv.cpu.architecture),
+        ),
+        (format!("{P}cpu-virtenabled"), virt.to_string()),
+        (
+            format!("{P}host-manufacturer"),
+            label_value(&inv.system_vendor.manufacturer),
+        ),
+        (
+            format!("{P}host-productname"),
+            label_value(&inv.system_vendor.product_name),
+        ),
+        (
+            format!("{P}host-isvirtual"),
+            inv.system_vendor.is_virtual.to_string(),
+        ),
+    ])
+}
+
 /// The Agent status for a host. `previous` keeps condition transition times.
 pub fn agent_status(
     host: &HostSnapshot,
@@ -658,5 +711,124 @@ pub fn aci_status(
             PlatformType::Nutanix => agentclusterinstall::PlatformType::Nutanix,
         }),
         validations_info: validations_of(rec.validations_info.as_ref()).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_sanitised() {
+        assert_eq!(label_value("Dell Inc."), "Dell_Inc");
+        assert_eq!(label_value("x86_64"), "x86_64");
+        assert_eq!(label_value(&"a".repeat(80)).len(), 63);
+        assert_eq!(label_value("(none)"), "none");
+    }
+
+    #[test]
+    fn inventory_labels_follow_upstream_keys() {
+        let inv = Inventory::parse(
+            br#"{"cpu":{"architecture":"x86_64","flags":["vmx"]},
+                "disks":[{"drive_type":"SSD"}],
+                "system_vendor":{"manufacturer":"Red Hat","product_name":"KVM","virtual":true}}"#,
+        );
+        let l = inventory_labels(&inv);
+        let get = |k: &str| l[&format!("inventory.agent-install.openshift.io/{k}")].clone();
+        assert_eq!(get("storage-hasnonrotationaldisk"), "true");
+        assert_eq!(get("cpu-virtenabled"), "true");
+        assert_eq!(get("host-manufacturer"), "Red_Hat");
+        assert_eq!(get("host-isvirtual"), "true");
+    }
+
+    fn host(status: HostStatus, approved: bool) -> HostSnapshot {
+        let mut h = HostSnapshot::new_registered("h", "ie", None, Timestamp::UNIX_EPOCH);
+        h.status = status;
+        h.approved = approved;
+        h.cluster_id = Some("c".into());
+        h
+    }
+
+    fn find<'a>(c: &'a [Cond], t: &str) -> &'a Cond {
+        c.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    #[test]
+    fn agent_requirements_follow_state_and_approval() {
+        let c = agent_conditions(&host(HostStatus::Known, false), None, None);
+        assert_eq!(find(&c, "RequirementsMet").reason, "AgentIsNotApproved");
+        let c = agent_conditions(&host(HostStatus::Known, true), None, None);
+        let r = find(&c, "RequirementsMet");
+        assert_eq!((r.status, r.reason), ("True", "AgentIsReady"));
+        let c = agent_conditions(&host(HostStatus::Installing, true), None, None);
+        assert_eq!(find(&c, "RequirementsMet").reason, "AgentAlreadyInstalling");
+        assert_eq!(find(&c, "Installed").reason, "InstallationInProgress");
+        assert_eq!(find(&c, "Bound").reason, "Bound");
+        assert_eq!(find(&c, "Validated").status, "Unknown");
+    }
+
+    #[test]
+    fn agent_validation_and_spec_conditions() {
+        let v = serde_json::json!({"hardware": [{"id": "has-min-cpu-cores", "status": "failure", "message": "too few"}]});
+        let c = agent_conditions(
+            &host(HostStatus::Insufficient, true),
+            Some(&v),
+            Some("bad args"),
+        );
+        let val = find(&c, "Validated");
+        assert_eq!(
+            (val.reason, val.message.as_str()),
+            (
+                "ValidationsFailing",
+                "The agent's validations are failing: too few"
+            )
+        );
+        let spec = find(&c, "SpecSynced");
+        assert_eq!((spec.status, spec.reason), ("False", "InputError"));
+        let c = agent_conditions(&host(HostStatus::Disconnected, true), None, None);
+        assert_eq!(find(&c, "Connected").reason, "AgentIsDisconnected");
+    }
+
+    #[test]
+    fn transition_time_is_kept_while_status_holds() {
+        let t0 = Timestamp::from_second(100).unwrap();
+        let t1 = Timestamp::from_second(200).unwrap();
+        let c = vec![cond("Connected", true, "AgentIsConnected", "x")];
+        let first = openshift_conditions(&c, &[], t0);
+        let again = openshift_conditions(&c, &first, t1);
+        assert_eq!(again[0].last_transition_time, Some(Time(t0)));
+        let flipped = openshift_conditions(
+            &[cond("Connected", false, "AgentIsDisconnected", "y")],
+            &first,
+            t1,
+        );
+        assert_eq!(flipped[0].last_transition_time, Some(Time(t1)));
+    }
+
+    #[test]
+    fn aci_completed_and_stopped_follow_cluster_state() {
+        let mut rec = ClusterRecord::new(
+            ClusterSnapshot::new("c", "c", Timestamp::UNIX_EPOCH),
+            Default::default(),
+        );
+        rec.snapshot.status = ClusterStatus::Installed;
+        rec.snapshot.status_info = "Cluster is installed".into();
+        let c = aci_conditions(&rec, None);
+        let done = find(&c, "Completed");
+        assert_eq!(
+            (done.status, done.reason),
+            ("True", "InstallationCompleted")
+        );
+        assert_eq!(
+            done.message,
+            "The installation has completed: Cluster is installed"
+        );
+        assert_eq!(find(&c, "Stopped").reason, "InstallationCompleted");
+        assert_eq!(find(&c, "Failed").reason, "InstallationNotFailed");
+        rec.snapshot.status = ClusterStatus::Ready;
+        rec.settings.hold = true;
+        let c = aci_conditions(&rec, None);
+        assert_eq!(find(&c, "Completed").reason, "InstallationOnHold");
+        assert_eq!(find(&c, "Stopped").reason, "InstallationNotStopped");
     }
 }
