@@ -577,5 +577,38 @@ async fn single_node_openshift_installs_across_a_core_restart() {
         condition(&a.status.unwrap().conditions, "Completed").1,
         "InstallationCompleted"
     );
+    // The Agent shows the host as upstream does: state, conditions, inventory labels.
+    let agent = wait_for(
+        "installed Agent status",
+        Duration::from_secs(30),
+        || async {
+            let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+            let a = agents.list(&Default::default()).await.ok()?.items.pop()?;
+            let st = a.status.clone()?;
+            (st.debug_info.state.as_deref() == Some("installed")).then_some(a)
+        },
+    )
+    .await;
+    let st = agent.status.clone().unwrap();
+    let installed = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Installed")
+        .unwrap();
+    assert_eq!(
+        (installed.status.as_str(), installed.reason.as_deref()),
+        ("True", Some("InstallationCompleted"))
+    );
+    assert_eq!(st.progress.current_stage, "Done");
+    assert!(st.bootstrap, "the SNO host is its own bootstrap");
+    let label = |k: &str| agent.labels().get(k).cloned();
+    assert_eq!(
+        label("inventory.agent-install.openshift.io/cpu-architecture").as_deref(),
+        Some("x86_64")
+    );
+    assert_eq!(
+        label("infraenvs.agent-install.openshift.io").as_deref(),
+        Some(name)
+    );
     core.kill().await;
 }
