@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use kube::Client;
 use tokio::sync::watch;
 
-use super::auth::{Claims, load_or_create_keys};
+use super::auth::load_or_create_keys;
 use super::image_server::{self, ImageServerState};
 use super::images::{OsImage, OsImageCache};
 use super::install::{FileStore, InstallBackend, LabBackend, OpenshiftInstallBackend};
@@ -164,7 +164,7 @@ pub async fn run(
         store.clone(),
         files_root.clone(),
         preparer,
-        Box::new(move |id| signer.sign(&Claims::infra_env(id))),
+        signer,
         urls.clone(),
         args.agent_image.clone(),
     ));

@@ -22,6 +22,7 @@ use crate::api::infraenv::{
     IpxeScriptType, KernelArgumentOperation,
 };
 use crate::api::nmstateconfig::NMStateConfig;
+use crate::service::auth::{Claims, Keys};
 use crate::service::images::{
     DiscoveryIgnitionParams, MacInterface, ProxySettings, StaticNetworkConfig, discovery_ignition,
     ipxe_boot_order_control_script, ipxe_script, minimal_initrd,
@@ -102,6 +103,16 @@ pub fn image_urls(urls: &ServiceUrls, id: &str, token: &str, r: &ImageRevision) 
         },
         static_network: files("static-network-config"),
     }
+}
+
+/// The token in the InfraEnv's current ISO URL, if it is still a valid token for this
+/// infra-env. ES256 signatures are randomised, so reusing it keeps the URL stable across
+/// reconciles and restarts: a new URL makes Metal3 re-provision the hosts.
+pub fn current_token(ie: &InfraEnv, keys: &Keys, id: &str) -> Option<String> {
+    let url = ie.status.as_ref()?.iso_download_url.as_deref()?;
+    let token = url.split("/byapikey/").nth(1)?.split('/').next()?;
+    let claims = keys.verify(token).ok()?;
+    (claims.infra_env_id.as_deref() == Some(id)).then(|| token.to_string())
 }
 
 /// Short content hash (hex) of everything the image depends on.
@@ -361,7 +372,8 @@ async fn build(
         .filter(|k| matches!(k.operation, None | Some(KernelArgumentOperation::Append)))
         .map(|k| k.value.clone())
         .collect();
-    let token = (ctx.sign_token)(id);
+    let token =
+        current_token(ie, &ctx.keys, id).unwrap_or_else(|| ctx.keys.sign(&Claims::infra_env(id)));
     let params = DiscoveryIgnitionParams {
         service_base_url: ctx.urls.agent_api.clone(),
         infra_env_id: id.to_string(),
@@ -478,6 +490,23 @@ mod tests {
                 .ipxe_script
                 .ends_with("&ipxe_script_type=boot-order-control")
         );
+    }
+
+    #[test]
+    fn the_current_token_is_reused_only_for_the_same_infra_env() {
+        let keys = Keys::generate().unwrap();
+        let token = keys.sign(&Claims::infra_env("ie1"));
+        let mut ie = InfraEnv::new("a", Default::default());
+        ie.status = Some(InfraEnvStatus {
+            iso_download_url: Some(format!(
+                "http://x/byapikey/{token}/4.17/x86_64/full.iso?rev=1"
+            )),
+            ..Default::default()
+        });
+        assert_eq!(current_token(&ie, &keys, "ie1"), Some(token));
+        assert_eq!(current_token(&ie, &keys, "ie2"), None);
+        let other = Keys::generate().unwrap();
+        assert_eq!(current_token(&ie, &other, "ie1"), None);
     }
 
     #[test]

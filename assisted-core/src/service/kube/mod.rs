@@ -55,8 +55,8 @@ pub struct Context {
     pub files_root: PathBuf,
     pub release_info: Box<dyn cluster::ReleaseInfoSource>,
     pub preparer: Arc<dyn Preparer>,
-    /// Signs the agent token of an infra-env (ES256 JWT with its `infra_env_id`).
-    pub sign_token: Box<dyn Fn(&str) -> String + Send + Sync>,
+    /// Signs and checks agent tokens (ES256 JWTs with an `infra_env_id`).
+    pub keys: Arc<crate::service::auth::Keys>,
     pub urls: infraenv::ServiceUrls,
     /// The discovery agent image the ignition runs.
     pub agent_image: String,
@@ -70,7 +70,7 @@ impl Context {
         store: Arc<Store>,
         files_root: PathBuf,
         preparer: Arc<dyn Preparer>,
-        sign_token: Box<dyn Fn(&str) -> String + Send + Sync>,
+        keys: Arc<crate::service::auth::Keys>,
         urls: infraenv::ServiceUrls,
         agent_image: String,
     ) -> Context {
@@ -80,7 +80,7 @@ impl Context {
             files_root,
             release_info: Box::new(cluster::TagReleaseInfo),
             preparer,
-            sign_token,
+            keys,
             urls,
             agent_image,
             preparing: Mutex::new(HashSet::new()),

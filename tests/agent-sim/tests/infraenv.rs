@@ -1,0 +1,259 @@
+//! InfraEnv on the real testbed: ImageCreated conditions for bad and good input, a new ISO URL
+//! when a selected NMStateConfig appears, and the ISO served with HEAD and Range carrying the
+//! static network configuration in its embedded ignition.
+
+use std::time::{Duration, Instant};
+
+use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::{TestIsoContents, extract_embedded_ignition, write_test_iso};
+use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use testbed::Testbed;
+use tokio::sync::watch;
+
+const NS: &str = "images";
+
+async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn image_created(ie: &InfraEnv) -> Option<(String, String, String)> {
+    let c = ie
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ImageCreated")?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
+/// Raw HTTP request to the image server (method, URL, optional Range) → status, headers, body.
+async fn request(method: &str, url: &str, range: Option<&str>) -> (u16, http::HeaderMap, Vec<u8>) {
+    use http_body_util::{BodyExt, Empty};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<bytes::Bytes>>();
+    let mut req = http::Request::builder().method(method).uri(url);
+    if let Some(r) = range {
+        req = req.header("range", r);
+    }
+    let resp = client
+        .request(req.body(Empty::new()).unwrap())
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    (status, headers, body)
+}
+
+#[tokio::test]
+async fn infraenv_image_follows_its_inputs() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder()
+        .our_crds()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = dir.path().join("base.iso");
+    write_test_iso(
+        &iso,
+        &TestIsoContents {
+            kernel: b"k",
+            initrd: b"i",
+            rootfs: b"r",
+        },
+        256 * 1024,
+    )
+    .unwrap();
+    let args = CoreArgs {
+        agent_api_bind_address: "127.0.0.1:0".parse().unwrap(),
+        images_bind_address: "127.0.0.1:0".parse().unwrap(),
+        agent_api_url: String::new(),
+        images_url: String::new(),
+        data_dir: dir.path().join("data"),
+        os_images: json!([{"openshift_version": "4.17", "cpu_architecture": "x86_64",
+            "url": format!("file://{}", iso.display()), "version": "417"}])
+        .to_string(),
+        install_backend: Backend::Lab,
+        openshift_install_binary: "openshift-install".into(),
+        lab_api_url: None,
+        agent_image: "agent:latest".into(),
+        keys_namespace: "default".into(),
+        keys_secret: "keys".into(),
+        monitor_interval_seconds: 1,
+        host_disconnection_timeout_seconds: 180,
+    };
+    let listeners = Listeners::bind(&args).await.unwrap();
+    let mut args = args;
+    args.agent_api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
+    args.images_url = format!("http://{}", listeners.images.local_addr().unwrap());
+    let (stop, rx) = watch::channel(false);
+    let core = tokio::spawn(server::run(client.clone(), args, listeners, rx));
+
+    // No pull secret yet: ImageCreated=False with the reason, no URL.
+    tb.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n\
+         apiVersion: agent-install.openshift.io/v1beta1\nkind: InfraEnv\n\
+         metadata: {{name: pool, namespace: {NS}}}\n\
+         spec:\n  pullSecretRef: {{name: pull-secret}}\n  osImageVersion: \"4.17\"\n"
+    ))
+    .await
+    .unwrap();
+    let ies: Api<InfraEnv> = Api::namespaced(client.clone(), NS);
+    let (_, reason, msg) = wait_for("ImageCreated=False", Duration::from_secs(30), || async {
+        image_created(&ies.get("pool").await.ok()?).filter(|c| c.0 == "False")
+    })
+    .await;
+    assert_eq!(reason, "ImageCreationError");
+    assert!(
+        msg.starts_with("Failed to create image:") && msg.contains("pull-secret"),
+        "{msg}"
+    );
+    assert!(
+        ies.get("pool")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .iso_download_url
+            .is_none()
+    );
+
+    // The pull secret appears: the image is created.
+    tb.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\n\
+         stringData:\n  .dockerconfigjson: '{{\"auths\":{{}}}}'\n"
+    ))
+    .await
+    .unwrap();
+    let first = wait_for("ImageCreated=True", Duration::from_secs(30), || async {
+        let ie = ies.get("pool").await.ok()?;
+        let (st, reason, msg) = image_created(&ie)?;
+        (st == "True").then(|| {
+            assert_eq!(reason, "InfraEnvAvailable");
+            assert_eq!(msg, "InfraEnv is available: Image has been created");
+            ie.status.unwrap()
+        })
+    })
+    .await;
+    let url1 = first.iso_download_url.clone().unwrap();
+
+    // An unrelated change (a label) reconciles again but keeps the URL: a new URL would make
+    // Metal3 re-provision every host.
+    ies.patch(
+        "pool",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let st = ies.get("pool").await.unwrap().status.unwrap();
+    assert_eq!(st.iso_download_url.as_deref(), Some(url1.as_str()));
+    assert_eq!(st.created_time, first.created_time);
+
+    // HEAD and Range on the ISO.
+    let (status, headers, body) = request("HEAD", &url1, None).await;
+    assert_eq!(status, 200);
+    assert!(body.is_empty());
+    let len: u64 = headers["content-length"].to_str().unwrap().parse().unwrap();
+    assert_eq!(len, std::fs::metadata(&iso).unwrap().len());
+    let (status, headers, body) = request("GET", &url1, Some("bytes=32744-32767")).await;
+    assert_eq!(status, 206);
+    assert_eq!(&body[..8], b"coreiso+");
+    assert_eq!(
+        headers["content-range"],
+        format!("bytes 32744-32767/{len}").as_str()
+    );
+    let (status, _, _) = request("GET", &url1, Some(&format!("bytes={len}-"))).await;
+    assert_eq!(status, 416);
+    let (status, _, body) = request("GET", &url1.replace("/byapikey/", "/byapikey/x"), None).await;
+    assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
+
+    // A selected NMStateConfig changes the image: new URL, new createdTime, static network
+    // files in the embedded ignition. (createdTime has one-second resolution.)
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tb.apply_yaml(&format!(
+        "apiVersion: agent-install.openshift.io/v1beta1\nkind: NMStateConfig\n\
+         metadata: {{name: host0, namespace: {NS}, labels: {{pool: lab}}}}\n\
+         spec:\n  interfaces: [{{name: eth0, macAddress: '52:54:00:00:00:01'}}]\n\
+         \x20 config:\n    interfaces: [{{name: eth0, type: ethernet, state: up}}]\n"
+    ))
+    .await
+    .unwrap();
+    ies.patch(
+        "pool",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"nmStateConfigLabelSelector": {"matchLabels": {"pool": "lab"}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let second = wait_for("a new ISO URL", Duration::from_secs(30), || async {
+        let st = ies.get("pool").await.ok()?.status?;
+        (st.iso_download_url.as_deref() != Some(url1.as_str())).then_some(st)
+    })
+    .await;
+    assert_ne!(second.created_time, first.created_time);
+    let (status, _, body) = request("GET", second.iso_download_url.as_deref().unwrap(), None).await;
+    assert_eq!(status, 200);
+    let ign = extract_embedded_ignition(std::io::Cursor::new(body))
+        .unwrap()
+        .unwrap();
+    assert!(
+        ign.contains("/etc/assisted/network/host0/"),
+        "static network in the ignition: {}",
+        ign.split("\"path\"")
+            .skip(1)
+            .map(|p| &p[..p.len().min(60)])
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    assert!(ign.contains("mac_interface.ini"));
+
+    // A clusterRef to a missing ClusterDeployment: ImageCreated=Unknown.
+    ies.patch(
+        "pool",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "nope", "namespace": NS}}})),
+    )
+    .await
+    .unwrap();
+    let (_, reason, _) = wait_for(
+        "MissingClusterDeployment",
+        Duration::from_secs(30),
+        || async { image_created(&ies.get("pool").await.ok()?).filter(|c| c.0 == "Unknown") },
+    )
+    .await;
+    assert_eq!(reason, "MissingClusterDeployment");
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), core).await;
+}
