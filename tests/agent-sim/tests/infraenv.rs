@@ -238,6 +238,22 @@ async fn infraenv_image_follows_its_inputs() {
     );
     assert!(ign.contains("mac_interface.ini"));
 
+    // Events tell the story too (`kubectl describe infraenv pool`).
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NS);
+    let reasons = wait_for("InfraEnv events", Duration::from_secs(30), || async {
+        let l = events.list(&Default::default()).await.ok()?;
+        let r: Vec<String> = l
+            .items
+            .iter()
+            .filter(|e| e.regarding.as_ref().and_then(|o| o.name.as_deref()) == Some("pool"))
+            .filter_map(|e| e.reason.clone())
+            .collect();
+        (r.iter().any(|x| x == "ImageCreated") && r.iter().any(|x| x == "ImageCreationError"))
+            .then_some(r)
+    })
+    .await;
+    assert!(!reasons.is_empty());
+
     // A clusterRef to a missing ClusterDeployment: ImageCreated=Unknown.
     ies.patch(
         "pool",

@@ -479,6 +479,13 @@ async fn publish_credentials(
             )
             .await?;
             tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
+            ctx.events
+                .normal(
+                    &super::aci_reference(&rec),
+                    "InstallationCompleted",
+                    format!("The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"),
+                )
+                .await;
         }
         // Hive would now hand the cluster over to day-2.
         ctx.store.transform_to_day2(&id, Timestamp::now());

@@ -192,6 +192,13 @@ pub async fn reconcile(ie: Arc<InfraEnv>, ctx: Arc<Context>) -> Result<Action, E
     .map_err(|e| Error::Finalizer(Box::new(e)))
 }
 
+fn previous_reason(st: &InfraEnvStatus) -> Option<&str> {
+    st.conditions
+        .iter()
+        .find(|c| c.type_ == "ImageCreated")
+        .and_then(|c| c.reason.as_deref())
+}
+
 enum Problem {
     /// ImageCreated=False ImageCreationError.
     Error(String),
@@ -251,6 +258,33 @@ pub(crate) async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error>
         },
     };
     status.conditions = openshift_conditions(&[cond], &previous.conditions, now);
+    let on = super::events::reference(
+        "agent-install.openshift.io/v1beta1",
+        "InfraEnv",
+        &ns,
+        &ie.name_any(),
+    );
+    match &outcome {
+        Ok(_) if previous.iso_download_url != status.iso_download_url => {
+            ctx.events
+                .normal(
+                    &on,
+                    "ImageCreated",
+                    "The discovery image was (re)created; its URL changed",
+                )
+                .await
+        }
+        Err(Problem::Error(e)) if previous_reason(&previous) != Some("ImageCreationError") => {
+            ctx.events
+                .warning(
+                    &on,
+                    "ImageCreationError",
+                    format!("Failed to create image: {e}"),
+                )
+                .await
+        }
+        _ => {}
+    }
     if ie.status.as_ref() != Some(&status) {
         let api: Api<InfraEnv> = Api::namespaced(ctx.client.clone(), &ns);
         let body = serde_json::json!({

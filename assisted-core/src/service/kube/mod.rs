@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cluster;
+pub mod events;
 pub mod infraenv;
 pub mod persister;
 pub mod prepare;
@@ -57,6 +58,7 @@ pub struct Context {
     pub preparer: Arc<dyn Preparer>,
     /// Signs and checks agent tokens (ES256 JWTs with an `infra_env_id`).
     pub keys: Arc<crate::service::auth::Keys>,
+    pub events: events::Events,
     pub urls: infraenv::ServiceUrls,
     /// The discovery agent image the ignition runs.
     pub agent_image: String,
@@ -75,6 +77,7 @@ impl Context {
         agent_image: String,
     ) -> Context {
         Context {
+            events: events::Events::new(client.clone()),
             client,
             store,
             files_root,
@@ -172,6 +175,16 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         .map_err(|e| e.to_string())
 }
 
+/// The AgentClusterInstall of a cluster record, for events.
+pub fn aci_reference(rec: &ClusterRecord) -> k8s_openapi::api::core::v1::ObjectReference {
+    events::reference(
+        "extensions.hive.openshift.io/v1beta1",
+        "AgentClusterInstall",
+        &rec.settings.namespace,
+        &rec.settings.agent_cluster_install,
+    )
+}
+
 /// Starts again a preparation that was running when the core stopped.
 pub async fn resume_preparation(ctx: &Arc<Context>, cluster_id: String) {
     start_preparation(ctx, cluster_id).await;
@@ -188,9 +201,35 @@ async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
     let ctx = ctx.clone();
     tokio::spawn(async move {
         tracing::info!(cluster = %rec.snapshot.name, "generating install-config and ignitions");
+        let aci = aci_reference(&rec);
+        ctx.events
+            .normal(
+                &aci,
+                "InstallationPreparing",
+                "Day-1 install started: generating install-config and ignitions",
+            )
+            .await;
         let result = ctx.preparer.prepare(rec).await;
-        if let Err(e) = &result {
-            tracing::warn!(cluster = %cluster_id, error = %e, "install preparation failed");
+        match &result {
+            Ok(()) => {
+                ctx.events
+                    .normal(
+                        &aci,
+                        "InstallationPrepared",
+                        "Ignitions are ready; hosts are installing",
+                    )
+                    .await
+            }
+            Err(e) => {
+                tracing::warn!(cluster = %cluster_id, error = %e, "install preparation failed");
+                ctx.events
+                    .warning(
+                        &aci,
+                        "InstallationPreparationFailed",
+                        format!("The installation preparation failed: {e}"),
+                    )
+                    .await;
+            }
         }
         ctx.store.preparation_done(&cluster_id, result);
         ctx.preparing.lock().await.remove(&cluster_id);

@@ -221,6 +221,19 @@ async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
     {
         Ok(_) => {
             tracing::info!(agent = %host_id, infraenv = %ie.name, "host registered: Agent created");
+            let on = super::events::reference(
+                "agent-install.openshift.io/v1beta1",
+                "InfraEnv",
+                &ie.namespace,
+                &ie.name,
+            );
+            ctx.events
+                .normal(
+                    &on,
+                    "HostRegistered",
+                    format!("Host {host_id} registered; Agent {host_id} created"),
+                )
+                .await;
             Ok(())
         }
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
