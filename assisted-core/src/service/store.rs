@@ -62,6 +62,8 @@ pub struct ClusterSettings {
     pub unsynced_agents: usize,
     pub release_image: String,
     pub proxy: Option<Proxy>,
+    /// User manifests from the ACI's ConfigMaps (file name → content).
+    pub manifests: Vec<(String, Vec<u8>)>,
 }
 
 /// One cluster: the domain snapshot plus what the service layer keeps beside it.

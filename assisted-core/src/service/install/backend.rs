@@ -34,6 +34,21 @@ pub struct GenerateRequest {
     /// Hosts of the cluster, for backends that render per-host data (the current ones
     /// do not; upstream fills BareMetalHost manifests from them).
     pub hosts: Vec<GenerateHost>,
+    /// User manifests (ACI `manifestsConfigMapRefs`): file name → content, written to
+    /// `openshift/` between `create manifests` and the ignition step.
+    pub manifests: Vec<(String, Vec<u8>)>,
+}
+
+/// A manifest file name a user may give: a plain `.yaml`/`.yml`/`.json` name, no path.
+pub fn valid_manifest_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
 }
 
 /// The files an install produces, plus the ids parsed from them.
@@ -198,6 +213,23 @@ impl OpenshiftInstallBackend {
             .await
             .map_err(|e| InstallError::io("writing install-config.yaml", &cfg_path, e))?;
         self.run(req, dir, &["create", "manifests"]).await?;
+        if !req.manifests.is_empty() {
+            let openshift = dir.join("openshift");
+            tokio::fs::create_dir_all(&openshift)
+                .await
+                .map_err(|e| InstallError::io("creating openshift/", &openshift, e))?;
+            for (name, content) in &req.manifests {
+                if !valid_manifest_name(name) {
+                    return Err(InstallError::InvalidInput(format!(
+                        "manifest name {name:?} must be a plain .yaml, .yml or .json file name"
+                    )));
+                }
+                let path = openshift.join(name);
+                tokio::fs::write(&path, content)
+                    .await
+                    .map_err(|e| InstallError::io("writing a user manifest", &path, e))?;
+            }
+        }
         let bootstrap_name = if req.sno {
             self.run(req, dir, &["create", "single-node-ignition-config"])
                 .await?;
@@ -283,6 +315,16 @@ fn tail(s: &[u8], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifest_names_are_plain_files() {
+        assert!(valid_manifest_name("50-extra.yaml"));
+        assert!(valid_manifest_name("x.json"));
+        assert!(!valid_manifest_name("../etc/passwd.yaml"));
+        assert!(!valid_manifest_name("a/b.yaml"));
+        assert!(!valid_manifest_name(".hidden.yaml"));
+        assert!(!valid_manifest_name("script.sh"));
+    }
     use std::os::unix::fs::PermissionsExt;
     use std::sync::Arc;
 
@@ -297,6 +339,7 @@ case "$2" in
     test -f "$dir/install-config.yaml"
     mkdir -p "$dir/manifests"; rm "$dir/install-config.yaml" ;;
   ignition-configs)
+    ls "$dir/openshift" > "$(dirname "$0")/openshift.ls" 2>/dev/null || true
     echo '{"ignition":{"version":"3.2.0"}}' > "$dir/bootstrap.ign"
     echo '{"ignition":{"version":"3.2.0"},"m":1}' > "$dir/master.ign"
     echo '{"ignition":{"version":"3.2.0"},"w":1}' > "$dir/worker.ign" ;;
@@ -328,6 +371,7 @@ fi
             release_image: "quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64".into(),
             api_url: "https://api.c.example.com:6443".into(),
             hosts: vec![],
+            manifests: vec![("50-extra.yaml".into(), b"kind: ConfigMap\n".to_vec())],
         }
     }
 
@@ -357,6 +401,9 @@ fi
         );
         assert!(lines[0].contains("INVOKER=assisted-core"));
         assert!(lines[0].contains("EXTRA=yes"));
+        // The user manifest was in openshift/ when the ignitions were made.
+        let seen = std::fs::read_to_string(tmp.path().join("openshift.ls")).unwrap();
+        assert_eq!(seen.trim(), "50-extra.yaml");
         assert_eq!(
             a.master_ign,
             b"{\"ignition\":{\"version\":\"3.2.0\"},\"m\":1}\n"

@@ -380,6 +380,7 @@ mod tests {
 
     fn req() -> GenerateRequest {
         GenerateRequest {
+            manifests: vec![],
             cluster_id: "cid".into(),
             cluster_name: "lab".into(),
             base_domain: "example.com".into(),

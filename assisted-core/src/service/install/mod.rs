@@ -18,7 +18,7 @@ mod store;
 
 pub use backend::{
     GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend,
-    OpenshiftInstallBackend,
+    OpenshiftInstallBackend, valid_manifest_name,
 };
 pub use config::{
     BootMode, HostNic, InstallConfigInput, InstallHost, InstallPlatform, ProxyInput,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event, finalizer};
@@ -289,6 +289,7 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
         None if installed_already => Ok((("".into(), "x86_64".into()), String::new())),
         None => Err("spec.imageSetRef is required".into()),
     };
+    let manifests = user_manifests(ctx, &ns, &aci).await;
     let (config, release_image, spec_error) = match (&pull, &version) {
         (Ok(_), Ok((v, image))) => match cluster_config(cd, &aci, v.clone()) {
             Ok(c) => (Some(c), image.clone(), None),
@@ -296,6 +297,7 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
         },
         (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
     };
+    let spec_error = spec_error.or_else(|| manifests.as_ref().err().cloned());
     let settings = ClusterSettings {
         namespace: ns.clone(),
         cluster_deployment: cd.name_any(),
@@ -313,6 +315,7 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
                 .is_some_and(|v| v == "true"),
         unsynced_agents: 0,
         release_image,
+        manifests: manifests.unwrap_or_default(),
         proxy: aci.spec.proxy.as_ref().map(|p| crate::domain::Proxy {
             http_proxy: p.http_proxy.clone(),
             https_proxy: p.https_proxy.clone(),
@@ -340,6 +343,52 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
         None => Duration::from_secs(30),
     };
     Ok(Action::requeue(requeue))
+}
+
+/// The ACI's user manifests: every key of every referenced ConfigMap is one file.
+async fn user_manifests(
+    ctx: &Context,
+    ns: &str,
+    aci: &AgentClusterInstall,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut names: Vec<&str> = aci
+        .spec
+        .manifests_config_map_refs
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    names.extend(
+        aci.spec
+            .manifests_config_map_ref
+            .as_ref()
+            .map(|r| r.name.as_str()),
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    let mut out = Vec::new();
+    for name in names {
+        let cm = cms
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading manifests ConfigMap {name}: {e}"))?
+            .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
+        out.extend(manifests_of(&cm)?);
+    }
+    Ok(out)
+}
+
+/// ConfigMap → manifest files; a key that is not a plain YAML/JSON file name is an input error.
+pub fn manifests_of(cm: &ConfigMap) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    for (key, value) in cm.data.iter().flatten() {
+        if !crate::service::install::valid_manifest_name(key) {
+            return Err(format!(
+                "manifests ConfigMap {}: key {key:?} must be a .yaml, .yml or .json file name",
+                cm.name_any()
+            ));
+        }
+        out.push((key.clone(), value.clone().into_bytes()));
+    }
+    Ok(out)
 }
 
 fn secret(
@@ -561,6 +610,19 @@ mod tests {
         let sno = cluster_config(&cd(), &aci(1, 0), ("4.17.3".into(), "x86_64".into())).unwrap();
         assert_eq!(sno.platform, PlatformType::None);
         assert!(sno.user_managed_networking);
+    }
+
+    #[test]
+    fn manifests_come_from_config_map_keys() {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("m".into());
+        cm.data = Some(BTreeMap::from([("50-a.yaml".into(), "kind: X".into())]));
+        assert_eq!(
+            manifests_of(&cm).unwrap(),
+            vec![("50-a.yaml".to_string(), b"kind: X".to_vec())]
+        );
+        cm.data = Some(BTreeMap::from([("../a.yaml".into(), "x".into())]));
+        assert!(manifests_of(&cm).unwrap_err().contains("../a.yaml"));
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub fn generate_request(
                 role: h.effective_role(),
             })
             .collect(),
+        manifests: rec.settings.manifests.clone(),
     }
 }
 
