@@ -34,7 +34,20 @@ fn cond(type_: &'static str, ok: bool, reason: &'static str, message: impl Into<
     }
 }
 
-/// Keeps `lastTransitionTime` while the status stays the same.
+/// The transition time of a condition: kept while its status stays the same, `now` otherwise.
+/// `previous` is the (status, lastTransitionTime) of the same type last written, if any.
+fn transition_time(
+    previous: Option<(&str, &Option<Time>)>,
+    status: &str,
+    now: Timestamp,
+) -> Option<Time> {
+    match previous {
+        Some((s, t)) if s == status => t.clone(),
+        _ => Some(Time(now)),
+    }
+}
+
+/// The InfraEnv/Agent condition shape.
 pub fn openshift_conditions(
     conds: &[Cond],
     previous: &[OpenShiftCondition],
@@ -43,11 +56,11 @@ pub fn openshift_conditions(
     conds
         .iter()
         .map(|c| {
-            let prev = previous.iter().find(|p| p.type_ == c.type_);
-            let transition = match prev {
-                Some(p) if p.status == c.status => p.last_transition_time.clone(),
-                _ => Some(Time(now)),
-            };
+            let prev = previous
+                .iter()
+                .find(|p| p.type_ == c.type_)
+                .map(|p| (p.status.as_str(), &p.last_transition_time));
+            let transition = transition_time(prev, c.status, now);
             OpenShiftCondition {
                 type_: c.type_.into(),
                 status: c.status.into(),
@@ -60,7 +73,7 @@ pub fn openshift_conditions(
         .collect()
 }
 
-/// The Hive condition shape for AgentClusterInstall, with the same transition rule.
+/// The Hive condition shape of AgentClusterInstall.
 pub fn hive_conditions(
     conds: &[Cond],
     previous: &[ClusterInstallCondition],
@@ -69,11 +82,11 @@ pub fn hive_conditions(
     conds
         .iter()
         .map(|c| {
-            let prev = previous.iter().find(|p| p.type_ == c.type_);
-            let transition = match prev {
-                Some(p) if p.status == c.status => p.last_transition_time.clone(),
-                _ => Some(Time(now)),
-            };
+            let prev = previous
+                .iter()
+                .find(|p| p.type_ == c.type_)
+                .map(|p| (p.status.as_str(), &p.last_transition_time));
+            let transition = transition_time(prev, c.status, now);
             ClusterInstallCondition {
                 type_: c.type_.into(),
                 status: c.status.into(),
