@@ -23,6 +23,12 @@ pub enum ImageError {
     /// The embed area content is not a cpio archive we can read.
     #[error("malformed embed area: {0}")]
     MalformedEmbed(String),
+    /// The base ISO's ISO 9660 structures cannot be parsed.
+    #[error("malformed ISO 9660 image: {0}")]
+    MalformedIso(String),
+    /// The base ISO has no file at this path.
+    #[error("{0} not found in the ISO")]
+    NotInIso(String),
     /// A local file operation failed.
     #[error("{context}: {source}")]
     Io {

@@ -5,12 +5,15 @@
 //! - [`CustomizedIso`] streams a base live ISO with that config spliced into the
 //!   coreos-installer embed area (see [`iso`] for the on-disk format);
 //! - [`ipxe_script`] and [`minimal_initrd`] serve PXE and minimal-ISO boots;
-//! - [`OsImageCache`] keeps the base ISOs on local disk.
+//! - [`OsImageCache`] keeps the base ISOs on local disk;
+//! - [`find_file`] locates the PXE kernel, initrd and rootfs inside a base ISO, and
+//!   [`FileParts`] streams them (the initrd with the ignition cpio appended).
 
 pub mod cpio;
 mod error;
 pub mod ignition;
 pub mod iso;
+pub mod iso_read;
 pub mod os_image;
 pub mod pxe;
 pub mod stream;
@@ -24,6 +27,7 @@ pub use ignition::{
 pub use iso::{
     EmbedArea, TestIsoContents, extract_embedded_ignition, read_embed_area, write_test_iso,
 };
+pub use iso_read::{IsoExtent, find_file};
 pub use os_image::{OsImage, OsImageCache, select};
 pub use pxe::{IpxeScriptType, ipxe_boot_order_control_script, ipxe_script, minimal_initrd};
-pub use stream::{ByteRange, CustomizedIso, parse_range};
+pub use stream::{ByteRange, CustomizedIso, FileParts, Part, parse_range};

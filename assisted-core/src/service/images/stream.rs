@@ -1,5 +1,6 @@
 //! Serving a customised ISO: the base ISO from disk with the embed area replaced,
-//! streamed in fixed-size chunks so memory does not grow with the ISO size.
+//! streamed in fixed-size chunks so memory does not grow with the ISO size; and
+//! [`FileParts`], file extents and in-memory pieces concatenated (the PXE artifacts).
 
 use std::io::SeekFrom;
 use std::path::{Path, PathBuf};
@@ -173,44 +174,9 @@ impl CustomizedIso {
 
     /// The HTTP answer for a GET or HEAD with an optional `Range` header.
     pub fn response(&self, method_is_head: bool, range_header: Option<&str>) -> Response {
-        let len = self.base_len;
-        let (status, start, end_excl) = match parse_range(range_header, len) {
-            ByteRange::Full => (StatusCode::OK, 0, len),
-            ByteRange::Partial { start, end } => (StatusCode::PARTIAL_CONTENT, start, end + 1),
-            ByteRange::Unsatisfiable => {
-                let mut r = Response::new(Body::empty());
-                *r.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
-                set(&mut r, header::CONTENT_RANGE, format!("bytes */{len}"));
-                set(&mut r, header::ACCEPT_RANGES, "bytes".into());
-                return r;
-            }
-        };
-        let body = if method_is_head {
-            Body::empty()
-        } else {
-            Body::from_stream(self.chunks(start, end_excl))
-        };
-        let mut r = Response::new(body);
-        *r.status_mut() = status;
-        set(&mut r, header::ACCEPT_RANGES, "bytes".into());
-        set(
-            &mut r,
-            header::CONTENT_TYPE,
-            "application/octet-stream".into(),
-        );
-        set(
-            &mut r,
-            header::CONTENT_LENGTH,
-            (end_excl - start).to_string(),
-        );
-        if status == StatusCode::PARTIAL_CONTENT {
-            set(
-                &mut r,
-                header::CONTENT_RANGE,
-                format!("bytes {start}-{}/{len}", end_excl - 1),
-            );
-        }
-        r
+        ranged_response(self.base_len, method_is_head, range_header, |start, end| {
+            Body::from_stream(self.chunks(start, end))
+        })
     }
 
     /// The bytes `[start, end)` of the customised ISO as a stream of chunks.
@@ -252,6 +218,160 @@ impl CustomizedIso {
             splice(&mut buf, s.pos, s.area, &s.embed);
             s.pos += n as u64;
             Ok(Some((buf.freeze(), s)))
+        })
+    }
+}
+
+/// A 200/206/416 answer for a representation of `len` bytes; `body` streams `[start, end)`
+/// and is not called for HEAD.
+fn ranged_response(
+    len: u64,
+    method_is_head: bool,
+    range_header: Option<&str>,
+    body: impl FnOnce(u64, u64) -> Body,
+) -> Response {
+    let (status, start, end_excl) = match parse_range(range_header, len) {
+        ByteRange::Full => (StatusCode::OK, 0, len),
+        ByteRange::Partial { start, end } => (StatusCode::PARTIAL_CONTENT, start, end + 1),
+        ByteRange::Unsatisfiable => {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
+            set(&mut r, header::CONTENT_RANGE, format!("bytes */{len}"));
+            set(&mut r, header::ACCEPT_RANGES, "bytes".into());
+            return r;
+        }
+    };
+    let body = if method_is_head {
+        Body::empty()
+    } else {
+        body(start, end_excl)
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    set(&mut r, header::ACCEPT_RANGES, "bytes".into());
+    set(
+        &mut r,
+        header::CONTENT_TYPE,
+        "application/octet-stream".into(),
+    );
+    set(
+        &mut r,
+        header::CONTENT_LENGTH,
+        (end_excl - start).to_string(),
+    );
+    if status == StatusCode::PARTIAL_CONTENT {
+        set(
+            &mut r,
+            header::CONTENT_RANGE,
+            format!("bytes {start}-{}/{len}", end_excl - 1),
+        );
+    }
+    r
+}
+
+/// One piece of a [`FileParts`] body.
+#[derive(Debug, Clone)]
+pub enum Part {
+    /// `len` bytes of the file starting at byte `offset`.
+    File { offset: u64, len: u64 },
+    /// Bytes already in memory (small: an ignition cpio, an initrd overlay).
+    Bytes(Bytes),
+}
+
+impl Part {
+    fn len(&self) -> u64 {
+        match self {
+            Part::File { len, .. } => *len,
+            Part::Bytes(b) => b.len() as u64,
+        }
+    }
+}
+
+/// A body concatenated from extents of one file and in-memory pieces: a PXE artifact
+/// straight out of the base ISO, or its initrd with cpio archives appended. Streamed in
+/// chunks like [`CustomizedIso`], with Range and HEAD.
+#[derive(Debug, Clone)]
+pub struct FileParts {
+    pub path: PathBuf,
+    pub parts: Vec<Part>,
+}
+
+impl FileParts {
+    /// Total length of the body.
+    pub fn len(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The HTTP answer for a GET or HEAD with an optional `Range` header.
+    pub fn response(&self, method_is_head: bool, range_header: Option<&str>) -> Response {
+        ranged_response(self.len(), method_is_head, range_header, |start, end| {
+            Body::from_stream(self.chunks(start, end))
+        })
+    }
+
+    /// The bytes `[start, end)` of the concatenation as a stream of chunks.
+    fn chunks(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> impl futures::Stream<Item = Result<Bytes, ImageError>> + Send + 'static {
+        struct State {
+            file: Option<tokio::fs::File>,
+            /// The file offset `file` is positioned at.
+            file_pos: u64,
+            pos: u64,
+            end: u64,
+            path: PathBuf,
+            parts: Vec<Part>,
+        }
+        let state = State {
+            file: None,
+            file_pos: 0,
+            pos: start,
+            end,
+            path: self.path.clone(),
+            parts: self.parts.clone(),
+        };
+        futures::stream::try_unfold(state, |mut s| async move {
+            // Find the part holding `pos`; the list is a handful of entries.
+            let mut part_start = 0;
+            let mut found = None;
+            for p in &s.parts {
+                let part_end = part_start + p.len();
+                if s.pos < part_end {
+                    found = Some((p.clone(), part_start, part_end));
+                    break;
+                }
+                part_start = part_end;
+            }
+            let Some((part, part_start, part_end)) = found.filter(|_| s.pos < s.end) else {
+                return Ok(None);
+            };
+            let within = s.pos - part_start;
+            let n = (s.end.min(part_end) - s.pos).min(CHUNK as u64);
+            let chunk = match part {
+                Part::Bytes(b) => {
+                    // `within + n` is bounded by the part length, so the casts cannot truncate.
+                    b.slice(within as usize..(within + n) as usize)
+                }
+                Part::File { offset, .. } => {
+                    let at = offset + within;
+                    if s.file_pos != at {
+                        // A jump (first read or after an in-memory part): reopen at `at`.
+                        s.file = None;
+                    }
+                    let mut buf = BytesMut::zeroed(n as usize);
+                    read_at(&mut s.file, &s.path, at, &mut buf).await?;
+                    s.file_pos = at + n;
+                    buf.freeze()
+                }
+            };
+            s.pos += n;
+            Ok(Some((chunk, s)))
         })
     }
 }
@@ -473,5 +593,54 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("missing.iso"), "{err}");
+    }
+    #[tokio::test]
+    async fn file_parts_concatenate_extents_and_bytes_under_any_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file: Vec<u8> = (0..(CHUNK * 2 + 777)).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &file).unwrap();
+        let parts = FileParts {
+            path: path.clone(),
+            parts: vec![
+                Part::File {
+                    offset: 100,
+                    len: CHUNK as u64 + 50,
+                },
+                Part::Bytes(Bytes::from_static(b"-middle-")),
+                Part::File { offset: 5, len: 3 },
+                Part::Bytes(Bytes::new()),
+                Part::Bytes(Bytes::from_static(b"tail")),
+            ],
+        };
+        let mut expected = file[100..100 + CHUNK + 50].to_vec();
+        expected.extend_from_slice(b"-middle-");
+        expected.extend_from_slice(&file[5..8]);
+        expected.extend_from_slice(b"tail");
+        assert_eq!(parts.len(), expected.len() as u64);
+        let r = parts.response(false, None);
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(body(r).await == expected);
+        let n = expected.len() as u64;
+        let b = CHUNK as u64 + 50;
+        for (start, end) in [
+            (0, 0),
+            (b - 2, b + 9),
+            (b + 7, n - 1),
+            (10, CHUNK as u64 + 20),
+        ] {
+            let h = format!("bytes={start}-{end}");
+            let r = parts.response(false, Some(&h));
+            assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT, "{h}");
+            assert!(
+                body(r).await == expected[start as usize..=end as usize],
+                "{h}"
+            );
+        }
+        let r = parts.response(true, None);
+        assert_eq!(r.headers()[header::CONTENT_LENGTH], n.to_string().as_str());
+        assert!(body(r).await.is_empty());
+        let r = parts.response(false, Some(&format!("bytes={n}-")));
+        assert_eq!(r.status(), StatusCode::RANGE_NOT_SATISFIABLE);
     }
 }
