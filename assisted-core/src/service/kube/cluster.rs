@@ -24,6 +24,7 @@ use crate::domain::{ClusterNetwork, ClusterSnapshot, ClusterStatus, PlatformType
 use crate::service::store::ClusterSettings;
 
 pub const CD_FINALIZER: &str = "clusterdeployments.agent-install.openshift.io/ai-deprovision";
+pub const ACI_FINALIZER: &str = "agentclusterinstall.agent-install.openshift.io/ai-deprovision";
 const PAUSE_ANNOTATION: &str = "hive.openshift.io/reconcile-pause";
 /// Explicit OpenShift version of a ClusterImageSet whose image tag does not carry one.
 pub const RELEASE_VERSION_ANNOTATION: &str = "assisted-core.openshift.io/openshift-version";
@@ -232,12 +233,37 @@ pub async fn reconcile(cd: Arc<ClusterDeployment>, ctx: Arc<Context>) -> Result<
                 tracing::info!(cluster = %cd.name_any(), "ClusterDeployment deleted: deregistering the cluster");
                 ctx.store.remove_cluster(&id);
                 ctx.forget_cluster(&id).await;
+                release_aci(&cd, &ctx).await?;
                 Ok(Action::await_change())
             }
         }
     })
     .await
     .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// With the ClusterDeployment gone nothing would release the ACI's finalizer: do it now.
+async fn release_aci(cd: &ClusterDeployment, ctx: &Context) -> Result<(), Error> {
+    let (Some(name), Some(ns)) = (is_ours(cd), cd.namespace()) else {
+        return Ok(());
+    };
+    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
+    if let Some(aci) = acis.get_opt(&name).await?
+        && aci.finalizers().iter().any(|f| f == ACI_FINALIZER)
+    {
+        let rest: Vec<&String> = aci
+            .finalizers()
+            .iter()
+            .filter(|f| *f != ACI_FINALIZER)
+            .collect();
+        acis.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 async fn pull_secret(ctx: &Context, ns: &str, cd: &ClusterDeployment) -> Result<String, String> {
@@ -273,6 +299,37 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
         tracing::debug!(cluster = %cd.name_any(), "waiting for AgentClusterInstall {aci_name}");
         return Ok(Action::requeue(Duration::from_secs(5)));
     };
+    // The ACI carries its own deregistration finalizer: deleting it (alone, or with its
+    // namespace) deregisters the cluster before the object goes.
+    if aci.metadata.deletion_timestamp.is_some() {
+        if aci.finalizers().iter().any(|f| f == ACI_FINALIZER) {
+            tracing::info!(cluster = %cd.name_any(), "AgentClusterInstall deleted: deregistering the cluster");
+            ctx.store.remove_cluster(&id);
+            ctx.forget_cluster(&id).await;
+            let rest: Vec<&String> = aci
+                .finalizers()
+                .iter()
+                .filter(|f| *f != ACI_FINALIZER)
+                .collect();
+            acis.patch(
+                &aci_name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
+            )
+            .await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if !aci.finalizers().iter().any(|f| f == ACI_FINALIZER) {
+        let mut all = aci.finalizers().to_vec();
+        all.push(ACI_FINALIZER.into());
+        acis.patch(
+            &aci_name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": all}})),
+        )
+        .await?;
+    }
     let installed_already = cd.spec.installed;
     let pull = pull_secret(ctx, &ns, cd).await;
     let version = match &aci.spec.image_set_ref {
