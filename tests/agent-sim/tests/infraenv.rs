@@ -1,11 +1,14 @@
 //! InfraEnv on the real testbed: ImageCreated conditions for bad and good input, a new ISO URL
 //! when a selected NMStateConfig appears, and the ISO served with HEAD and Range carrying the
-//! static network configuration in its embedded ignition.
+//! static network configuration in its embedded ignition, and the PXE kernel, rootfs and
+//! initrd (with the discovery ignition appended as `config.ign`) served from the same ISO.
 
 use std::time::{Duration, Instant};
 
 use assisted_core::api::infraenv::InfraEnv;
-use assisted_core::service::images::{TestIsoContents, extract_embedded_ignition, write_test_iso};
+use assisted_core::service::images::{
+    TestIsoContents, cpio, extract_embedded_ignition, write_test_iso,
+};
 use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -103,6 +106,9 @@ async fn infraenv_image_follows_its_inputs() {
         install_backend: Backend::Lab,
         openshift_install_binary: "openshift-install".into(),
         lab_api_url: None,
+        lab_server_ca_file: None,
+        lab_client_ca_cert_file: None,
+        lab_client_ca_key_file: None,
         agent_image: "agent:latest".into(),
         keys_namespace: "default".into(),
         keys_secret: "keys".into(),
@@ -194,6 +200,46 @@ async fn infraenv_image_follows_its_inputs() {
     let (status, _, _) = request("GET", &url1, Some(&format!("bytes={len}-"))).await;
     assert_eq!(status, 416);
     let (status, _, body) = request("GET", &url1.replace("/byapikey/", "/byapikey/x"), None).await;
+    assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
+
+    // PXE: kernel and rootfs straight out of the base ISO; the initrd is the base initrd
+    // followed by a cpio holding the same discovery ignition as the ISO embeds.
+    let boot = &first.boot_artifacts;
+    for (url, want) in [(&boot.kernel, b"k"), (&boot.rootfs, b"r")] {
+        let (status, _, body) = request("GET", url, None).await;
+        assert_eq!((status, body.as_slice()), (200, &want[..]), "{url}");
+    }
+    let (status, _, iso_body) = request("GET", &url1, None).await;
+    assert_eq!(status, 200);
+    let embedded = extract_embedded_ignition(std::io::Cursor::new(iso_body))
+        .unwrap()
+        .unwrap();
+    let (status, _, initrd) = request("GET", &boot.initrd, None).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&initrd));
+    // b"i" plus zero padding to the 4-byte boundary the kernel needs between archives.
+    assert_eq!(&initrd[..4], b"i\0\0\0");
+    let config = cpio::read(&initrd[4..])
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e {
+            cpio::Entry::File { path, data, .. } if path == "config.ign" => Some(data),
+            _ => None,
+        })
+        .expect("config.ign in the initrd");
+    assert!(
+        config == embedded.as_bytes(),
+        "config.ign differs from the ISO's"
+    );
+    let token = boot
+        .initrd
+        .split("api_key=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap();
+    let wrong = boot.initrd.replace(token, "x.y.z");
+    let (status, _, body) = request("GET", &wrong, None).await;
     assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
 
     // A selected NMStateConfig changes the image: new URL, new createdTime, static network
