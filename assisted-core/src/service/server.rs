@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::auth::load_or_create_keys;
 use super::image_server::{self, ImageServerState};
 use super::images::{OsImage, OsImageCache};
-use super::install::{FileStore, InstallBackend, LabBackend, OpenshiftInstallBackend};
+use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, OpenshiftInstallBackend};
 use super::kube::infraenv::ServiceUrls;
 use super::kube::prepare::BackendPreparer;
 use super::kube::{self as controllers, Context};
@@ -57,6 +57,15 @@ pub struct CoreArgs {
     /// Lab backend: the workload API URL written into the admin kubeconfig.
     #[arg(long)]
     pub lab_api_url: Option<String>,
+    /// Lab backend: CA bundle (PEM file) of that API server, trusted by the admin kubeconfig.
+    #[arg(long)]
+    pub lab_server_ca_file: Option<PathBuf>,
+    /// Lab backend: client CA certificate and key (PEM files) of that API server; the admin
+    /// certificate is signed with them so the kubeconfig authenticates there.
+    #[arg(long, requires = "lab_client_ca_key_file")]
+    pub lab_client_ca_cert_file: Option<PathBuf>,
+    #[arg(long, requires = "lab_client_ca_cert_file")]
+    pub lab_client_ca_key_file: Option<PathBuf>,
     /// Discovery agent image the discovery ignition runs.
     #[arg(
         long,
@@ -116,6 +125,32 @@ impl Listeners {
     }
 }
 
+async fn lab_backend(args: &CoreArgs) -> anyhow::Result<LabBackend> {
+    let read = |p: PathBuf| async move {
+        tokio::fs::read_to_string(&p)
+            .await
+            .with_context(|| format!("reading {}", p.display()))
+    };
+    let server_ca_pem = match args.lab_server_ca_file.clone() {
+        Some(p) => Some(read(p).await?),
+        None => None,
+    };
+    let client_ca = match (
+        args.lab_client_ca_cert_file.clone(),
+        args.lab_client_ca_key_file.clone(),
+    ) {
+        (Some(c), Some(k)) => Some(LabClientCa {
+            cert_pem: read(c).await?,
+            key_pem: read(k).await?,
+        }),
+        _ => None,
+    };
+    Ok(LabBackend {
+        server_ca_pem,
+        client_ca,
+    })
+}
+
 /// Runs the core until `shutdown` turns true.
 pub async fn run(
     client: Client,
@@ -144,9 +179,7 @@ pub async fn run(
     };
     let (store, dirty) = Store::new(cfg);
     let backend: Arc<dyn InstallBackend> = match args.install_backend {
-        Backend::Lab => Arc::new(LabBackend {
-            server_ca_pem: None,
-        }),
+        Backend::Lab => Arc::new(lab_backend(&args).await?),
         Backend::OpenshiftInstall => Arc::new(OpenshiftInstallBackend::new(
             args.openshift_install_binary.clone(),
         )),

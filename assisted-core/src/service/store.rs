@@ -805,6 +805,40 @@ impl Store {
         true
     }
 
+    /// A day-2 host's stage as the workload cluster shows it (Joined, Done): the core reports
+    /// it because no installer runs after the reboot into the existing cluster.
+    pub fn day2_progress(
+        &self,
+        cluster_id: &str,
+        host_id: &str,
+        stage: HostStage,
+        now: Timestamp,
+    ) -> Result<(), ApiError> {
+        let mut st = self.write();
+        let missing = || ApiError::not_found(format!("host {host_id} not found"));
+        let rec = st.clusters.get_mut(cluster_id).ok_or_else(missing)?;
+        let idx = rec
+            .snapshot
+            .hosts
+            .iter()
+            .position(|h| h.id == host_id)
+            .ok_or_else(missing)?;
+        let out = update_host_progress(
+            &rec.snapshot.hosts[idx],
+            Some(&rec.snapshot),
+            stage,
+            "",
+            now,
+            &self.cfg,
+        )
+        .map_err(host_error)?;
+        apply_host_outcome(&mut rec.snapshot.hosts[idx], &out, now);
+        drop(st);
+        self.mark(Dirty::Host(host_id.to_string()));
+        self.wake.notify_one();
+        Ok(())
+    }
+
     /// installed → adding-hosts once the ClusterDeployment is marked installed.
     pub fn transform_to_day2(&self, cluster_id: &str, now: Timestamp) -> bool {
         let mut st = self.write();

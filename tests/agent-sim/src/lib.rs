@@ -7,11 +7,13 @@
 //! - [`HostProfile`] + [`inventory_json`]: deterministic simulated hardware;
 //! - [`step_reply`]: pure answers to each step type;
 //! - [`Host`] / [`agent::run`]: the agent loop (register, poll, reply, install, reboot);
-//! - [`InstallerController`]: post-reboot stages, ingress CA, operators, until installed.
+//! - [`InstallerController`]: post-reboot stages, ingress CA, operators, until installed;
+//! - [`Kubelet`]: a day-2 node's TLS bootstrap and registration in the workload cluster.
 
 pub mod agent;
 pub mod client;
 pub mod controller;
+pub mod kubelet;
 pub mod net;
 pub mod profile;
 pub mod reply;
@@ -21,6 +23,7 @@ pub mod wire;
 pub use agent::{AgentConfig, AgentEvent, AgentOutcome, AgentStatus, Host, run};
 pub use client::call;
 pub use controller::{ControllerReport, InstallerController};
+pub use kubelet::{Kubelet, KubeletReport};
 pub use profile::{HostProfile, inventory_json};
 pub use reply::{ReplyCtx, step_reply};
 pub use wire::{Step, StepKind, StepReply};

@@ -6,7 +6,9 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController, ReplyCtx};
+use agent_sim::{
+    AgentConfig, AgentStatus, Host, HostProfile, InstallerController, Kubelet, ReplyCtx,
+};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
@@ -14,8 +16,10 @@ use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::images::{
     TestIsoContents, extract_embedded_ignition, parse_discovery_ignition, write_test_iso,
 };
+use assisted_core::service::kube::day2::NODE_BOOTSTRAPPER;
 use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -42,6 +46,30 @@ where
     }
 }
 
+/// Lab backend flags: where the admin kubeconfig points and which CAs make it valid there.
+#[derive(Default)]
+struct LabFlags {
+    api_url: Option<String>,
+    server_ca_file: Option<std::path::PathBuf>,
+    client_ca_files: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl LabFlags {
+    /// The admin kubeconfig the core publishes authenticates against `workload`: its server CA
+    /// is trusted and the admin certificate is signed by its (client) CA.
+    fn for_testbed(workload: &Testbed, dir: &std::path::Path) -> LabFlags {
+        let ca = dir.join("workload-ca.crt");
+        let key = dir.join("workload-ca.key");
+        std::fs::write(&ca, workload.ca_pem()).unwrap();
+        std::fs::write(&key, workload.ca_key_pem()).unwrap();
+        LabFlags {
+            api_url: Some(workload.server.clone()),
+            server_ca_file: Some(ca.clone()),
+            client_ca_files: Some((ca, key)),
+        }
+    }
+}
+
 /// A running core bound to loopback with the lab backend.
 struct Core {
     api_url: String,
@@ -55,6 +83,7 @@ async fn start_core(
     iso: &std::path::Path,
     api_port: u16,
     images_port: u16,
+    lab: &LabFlags,
 ) -> Core {
     let args = CoreArgs {
         agent_api_bind_address: format!("127.0.0.1:{api_port}").parse().unwrap(),
@@ -71,7 +100,10 @@ async fn start_core(
         .to_string(),
         install_backend: Backend::Lab,
         openshift_install_binary: "openshift-install".into(),
-        lab_api_url: None,
+        lab_api_url: lab.api_url.clone(),
+        lab_server_ca_file: lab.server_ca_file.clone(),
+        lab_client_ca_cert_file: lab.client_ca_files.as_ref().map(|f| f.0.clone()),
+        lab_client_ca_key_file: lab.client_ca_files.as_ref().map(|f| f.1.clone()),
         agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
         keys_namespace: "default".into(),
         keys_secret: "assisted-core-agent-token-keys".into(),
@@ -398,12 +430,14 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
         return;
     }
     init_logs();
-    let tb = Testbed::builder()
-        .controller_manager()
-        .our_crds()
-        .start()
-        .await
-        .expect("testbed");
+    let started = Instant::now();
+    // The hub, and the workload cluster the day-2 worker's kubelet joins.
+    let (tb, workload) = tokio::join!(
+        Testbed::builder().controller_manager().our_crds().start(),
+        Testbed::builder().name("workload").start(),
+    );
+    let (tb, workload) = (tb.expect("testbed"), workload.expect("workload testbed"));
+    eprintln!("testbeds up after {:?}", started.elapsed());
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
     let iso = dir.path().join("base.iso");
@@ -423,6 +457,7 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
         &iso,
         free_port(),
         free_port(),
+        &LabFlags::for_testbed(&workload, dir.path()),
     )
     .await;
     let (ns, name) = ("multinode", "mn");
@@ -496,6 +531,7 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
 
     // Day-2: one more worker boots the same ISO and installs into the running cluster.
     let day2 = worker(7);
+    let day2_profile = day2.clone();
     cluster.peers.write().unwrap().push(day2.clone());
     let mut cfg = AgentConfig::new(
         &cluster.service_url,
@@ -517,7 +553,76 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
         dump_agents(&client, ns).await;
         panic!("day-2 worker did not install and reboot: {e:?}");
     }
+    // After the reboot its kubelet joins the workload cluster; the core approves its CSRs
+    // through the admin kubeconfig it published and reports Joined, then Done.
+    let report = join_workload(&workload, &day2_profile).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        "day-2 Agent Done and added-to-existing-cluster",
+        Duration::from_secs(30),
+        || async {
+            let st = agents.get(&day2_profile.uuid).await.ok()?.status?;
+            (st.progress.current_stage == "Done"
+                && st.debug_info.state.as_deref() == Some("added-to-existing-cluster"))
+            .then_some(())
+        },
+    )
+    .await;
+    let csrs: Api<CertificateSigningRequest> = Api::all(workload.client.clone());
+    for name in [&report.client_csr, &report.serving_csr] {
+        let csr = csrs.get(name).await.expect("CSR");
+        assert_eq!(agent_sim::kubelet::decision(&csr), Some(true), "{name}");
+    }
+    eprintln!("day-2 worker Done after {:?}", started.elapsed());
     core.kill().await;
+}
+
+/// The day-2 worker's kubelet: bootstrap identity and node identity from the workload CA,
+/// bound to the roles a cluster gives them.
+async fn join_workload(workload: &Testbed, host: &HostProfile) -> agent_sim::KubeletReport {
+    workload
+        .apply_yaml(&format!(
+            r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: node-bootstrapper}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{NODE_BOOTSTRAPPER}"}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: nodes}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}}]
+"#
+        ))
+        .await
+        .expect("workload RBAC");
+    let bootstrap = workload
+        .client_as(NODE_BOOTSTRAPPER, None)
+        .await
+        .expect("bootstrap client");
+    let node = workload
+        .client_as(
+            &agent_sim::kubelet::node_user(&host.hostname),
+            Some("system:nodes"),
+        )
+        .await
+        .expect("node client");
+    let ip = host
+        .primary_ipv4()
+        .map(|a| a.split('/').next().unwrap_or(a).to_string());
+    let kubelet = Kubelet::new(&host.hostname, &host.uuid, bootstrap, node)
+        .with_addresses(ip.into_iter().collect());
+    let report = kubelet.join().await.expect("kubelet joined");
+    let node = Api::<Node>::all(workload.client.clone())
+        .get(&agent_sim::kubelet::node_name(&host.hostname))
+        .await
+        .expect("Node");
+    assert_eq!(
+        node.labels().get("metal3.io/uuid").map(String::as_str),
+        Some(host.uuid.as_str())
+    );
+    report
 }
 
 #[tokio::test]
@@ -547,7 +652,15 @@ async fn single_node_openshift_installs_across_a_core_restart() {
     .unwrap();
     let data = dir.path().join("data");
     let (api_port, images_port) = (free_port(), free_port());
-    let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
+    let core = start_core(
+        client.clone(),
+        &data,
+        &iso,
+        api_port,
+        images_port,
+        &LabFlags::default(),
+    )
+    .await;
     let (ns, name) = ("sno", "sno");
     apply(&tb, &cluster_yaml(ns, name, 1, 0)).await;
     let cluster = boot_hosts(
@@ -563,7 +676,15 @@ async fn single_node_openshift_installs_across_a_core_restart() {
 
     // Kill the core mid-install and start it again on the same data and ports.
     core.kill().await;
-    let core = start_core(client.clone(), &data, &iso, api_port, images_port).await;
+    let core = start_core(
+        client.clone(),
+        &data,
+        &iso,
+        api_port,
+        images_port,
+        &LabFlags::default(),
+    )
+    .await;
     finish_install(&client, ns, name, &cluster).await;
     let a = wait_state(
         &client,

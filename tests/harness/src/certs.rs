@@ -17,6 +17,8 @@ pub struct CertPair {
 /// A certificate authority that signs serving and client certificates.
 pub struct Ca {
     pub cert_pem: String,
+    /// The CA's private key, for tests that sign certificates elsewhere (a lab installer).
+    pub key_pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
@@ -34,6 +36,7 @@ impl Ca {
         let cert = params.self_signed(&key).context("self-signing CA")?;
         Ok(Ca {
             cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
             issuer: Issuer::new(params, key),
         })
     }

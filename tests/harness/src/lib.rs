@@ -353,6 +353,35 @@ impl Testbed {
         &self.ca.cert_pem
     }
 
+    /// The CA's private key (PEM). The apiserver also trusts this CA for client certificates,
+    /// so whatever it signs authenticates here (a lab installer's admin kubeconfig, say).
+    pub fn ca_key_pem(&self) -> &str {
+        &self.ca.key_pem
+    }
+
+    /// A client authenticated by a certificate of the testbed CA as `user` in `group`
+    /// (subject to RBAC, unlike [`Testbed::client`]).
+    pub async fn client_as(&self, user: &str, group: Option<&str>) -> Result<Client> {
+        let pair = self.ca.client(user, group)?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
+             users:\n- name: u\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n\
+             contexts:\n- name: u\n  context:\n    cluster: testbed\n    user: u\ncurrent-context: u\n",
+            self.server,
+            b64(&self.ca.cert_pem),
+            b64(&pair.cert_pem),
+            b64(&pair.key_pem),
+        );
+        let config = kube::Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&kubeconfig)?,
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .context("reading a client kubeconfig")?;
+        Client::try_from(config).context("creating a client")
+    }
+
     /// A serving certificate for 127.0.0.1 signed by [`Testbed::ca_pem`].
     pub fn serving_cert(&self, name: &str) -> Result<certs::CertPair> {
         self.ca.serving(name)

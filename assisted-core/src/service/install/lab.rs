@@ -8,7 +8,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SerialNumber,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
+    SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
@@ -86,28 +87,55 @@ pub fn generate_lab_pki(cluster_name: &str, now: jiff::Timestamp) -> Result<LabP
     let ca_key_pem = ca_key.serialize_pem();
     let ca = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(pki_err("CA certificate"))?;
 
-    let mut admin_params = CertificateParams::default();
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::OrganizationName, "system:masters");
-    dn.push(DnType::CommonName, "system:admin");
-    admin_params.distinguished_name = dn;
-    admin_params.is_ca = IsCa::ExplicitNoCa;
-    admin_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    admin_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    admin_params.use_authority_key_identifier_extension = true;
-    set_validity(&mut admin_params, now)?;
-    admin_params.serial_number = Some(SerialNumber::from_slice(&random_bytes::<16>(&rng)?));
-    let admin_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(pki_err("admin key"))?;
-    let admin = admin_params
-        .signed_by(&admin_key, &ca)
-        .map_err(pki_err("admin certificate"))?;
-
+    let (admin_cert_pem, admin_key_pem) = admin_cert(&ca, now, &rng)?;
     Ok(LabPki {
         ca_cert_pem: ca.pem(),
         ca_key_pem,
-        admin_cert_pem: admin.pem(),
-        admin_key_pem: admin_key.serialize_pem(),
+        admin_cert_pem,
+        admin_key_pem,
     })
+}
+
+/// An admin client certificate (`system:admin` in `system:masters`) signed by `issuer`:
+/// (certificate PEM, key PEM).
+fn admin_cert(
+    issuer: &Issuer<'_, KeyPair>,
+    now: jiff::Timestamp,
+    rng: &dyn SecureRandom,
+) -> Result<(String, String), InstallError> {
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "system:masters");
+    dn.push(DnType::CommonName, "system:admin");
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, now)?;
+    params.serial_number = Some(SerialNumber::from_slice(&random_bytes::<16>(rng)?));
+    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(pki_err("admin key"))?;
+    let cert = params
+        .signed_by(&key, issuer)
+        .map_err(pki_err("admin certificate"))?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// A CA of an existing API server's client certificates (PEM): the lab signs the admin
+/// certificate with it so the published kubeconfig really authenticates there.
+#[derive(Clone)]
+pub struct LabClientCa {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for LabClientCa {
+    // Keys stay out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabClientCa")
+            .field("cert_pem", &self.cert_pem)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Letters and digits without look-alikes (0/O/o, 1/l/I).
@@ -245,13 +273,22 @@ pub struct LabBackend {
     /// CA of the API server the admin kubeconfig points at (e.g. the test bed's
     /// kube-apiserver); `None` trusts the generated lab CA.
     pub server_ca_pem: Option<String>,
+    /// Signs the admin client certificate instead of the generated lab CA.
+    pub client_ca: Option<LabClientCa>,
 }
 
 impl LabBackend {
     /// Builds the artifacts without touching the disk.
     pub fn build(&self, req: &GenerateRequest) -> Result<(InstallArtifacts, LabPki), InstallError> {
         let rng = SystemRandom::new();
-        let pki = generate_lab_pki(&req.cluster_name, jiff::Timestamp::now())?;
+        let now = jiff::Timestamp::now();
+        let mut pki = generate_lab_pki(&req.cluster_name, now)?;
+        if let Some(ca) = &self.client_ca {
+            let key = KeyPair::from_pem(&ca.key_pem).map_err(pki_err("client CA key"))?;
+            let issuer =
+                Issuer::from_ca_cert_pem(&ca.cert_pem, key).map_err(pki_err("client CA"))?;
+            (pki.admin_cert_pem, pki.admin_key_pem) = admin_cert(&issuer, now, &rng)?;
+        }
         let server_ca = self
             .server_ca_pem
             .as_deref()
@@ -495,6 +532,7 @@ mod tests {
         let server_ca = "-----BEGIN CERTIFICATE-----\nSERVER\n-----END CERTIFICATE-----\n";
         let backend = LabBackend {
             server_ca_pem: Some(server_ca.into()),
+            client_ca: None,
         };
         let (a, pki) = backend.build(&req()).unwrap();
         let kc: serde_yaml::Value = serde_yaml::from_slice(&a.kubeconfig_noingress).unwrap();
@@ -508,6 +546,31 @@ mod tests {
             .as_str()
             .unwrap();
         assert_eq!(decode_data_url(src).unwrap(), pki.ca_cert_pem.as_bytes());
+    }
+
+    #[test]
+    fn a_given_client_ca_signs_the_admin_certificate() {
+        let other = generate_lab_pki("workload", jiff::Timestamp::now()).unwrap();
+        let backend = LabBackend {
+            server_ca_pem: Some(other.ca_cert_pem.clone()),
+            client_ca: Some(LabClientCa {
+                cert_pem: other.ca_cert_pem.clone(),
+                key_pem: other.ca_key_pem.clone(),
+            }),
+        };
+        let (_, pki) = backend.build(&req()).unwrap();
+        let ca = pem_to_der(&other.ca_cert_pem);
+        let (_, _, _, ca_subject, ca_point) = split_cert(&ca);
+        let admin = pem_to_der(&pki.admin_cert_pem);
+        let (tbs, sig, issuer, _, _) = split_cert(&admin);
+        assert_eq!(issuer, ca_subject);
+        ring::signature::UnparsedPublicKey::new(
+            &ring::signature::ECDSA_P256_SHA256_ASN1,
+            &ca_point,
+        )
+        .verify(&tbs, &sig)
+        .expect("admin cert signed by the given CA");
+        assert!(format!("{:?}", backend.client_ca).contains(".."));
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub use ignition::{
     IGNITION_VERSION, data_url, day2_pointer_ignition, host_ignition, host_ignition_file_name,
     merge_ignition, pointer_ignition,
 };
-pub use lab::{LabBackend, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4};
+pub use lab::{
+    LabBackend, LabClientCa, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4,
+};
 pub use store::FileStore;
 
 /// The annotation on AgentClusterInstall carrying the install-config overrides JSON.

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cluster;
+pub mod day2;
 pub mod events;
 pub mod infraenv;
 pub mod persister;
@@ -369,5 +370,6 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
 
     let persister = persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
     let monitor = run_monitor(ctx.clone(), Duration::from_secs(2), shutdown.clone());
-    tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor);
+    let day2 = day2::run(ctx.clone(), shutdown.clone());
+    tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor, day2);
 }
