@@ -3,34 +3,18 @@
 //! static network configuration in its embedded ignition, and the PXE kernel, rootfs and
 //! initrd (with the discovery ignition appended as `config.ign`) served from the same ISO.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assisted_core::api::infraenv::InfraEnv;
-use assisted_core::service::images::{
-    TestIsoContents, cpio, extract_embedded_ignition, write_test_iso,
-};
-use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
+use assisted_core::service::images::{cpio, extract_embedded_ignition};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use testbed::Testbed;
-use tokio::sync::watch;
+
+mod common;
+use common::{LabFlags, start_core, test_iso, wait_for};
 
 const NS: &str = "images";
-
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 fn image_created(ie: &InfraEnv) -> Option<(String, String, String)> {
     let c = ie
@@ -83,44 +67,16 @@ async fn infraenv_image_follows_its_inputs() {
         .expect("testbed");
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
-    let iso = dir.path().join("base.iso");
-    write_test_iso(
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
         &iso,
-        &TestIsoContents {
-            kernel: b"k",
-            initrd: b"i",
-            rootfs: b"r",
-        },
-        256 * 1024,
+        0,
+        0,
+        &LabFlags::default(),
     )
-    .unwrap();
-    let args = CoreArgs {
-        agent_api_bind_address: "127.0.0.1:0".parse().unwrap(),
-        images_bind_address: "127.0.0.1:0".parse().unwrap(),
-        agent_api_url: String::new(),
-        images_url: String::new(),
-        data_dir: dir.path().join("data"),
-        os_images: json!([{"openshift_version": "4.17", "cpu_architecture": "x86_64",
-            "url": format!("file://{}", iso.display()), "version": "417"}])
-        .to_string(),
-        install_backend: Backend::Lab,
-        openshift_install_binary: "openshift-install".into(),
-        lab_api_url: None,
-        lab_server_ca_file: None,
-        lab_client_ca_cert_file: None,
-        lab_client_ca_key_file: None,
-        agent_image: "agent:latest".into(),
-        keys_namespace: "default".into(),
-        keys_secret: "keys".into(),
-        monitor_interval_seconds: 1,
-        host_disconnection_timeout_seconds: 180,
-    };
-    let listeners = Listeners::bind(&args).await.unwrap();
-    let mut args = args;
-    args.agent_api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
-    args.images_url = format!("http://{}", listeners.images.local_addr().unwrap());
-    let (stop, rx) = watch::channel(false);
-    let core = tokio::spawn(server::run(client.clone(), args, listeners, rx));
+    .await;
 
     // No pull secret yet: ImageCreated=False with the reason, no URL.
     tb.apply_yaml(&format!(
@@ -316,6 +272,5 @@ async fn infraenv_image_follows_its_inputs() {
     .await;
     assert_eq!(reason, "MissingClusterDeployment");
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), core).await;
+    core.kill().await;
 }

@@ -13,144 +13,19 @@ use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
 use assisted_core::api::infraenv::InfraEnv;
-use assisted_core::service::images::{
-    TestIsoContents, extract_embedded_ignition, parse_discovery_ignition, write_test_iso,
-};
+use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
 use assisted_core::service::kube::day2::NODE_BOOTSTRAPPER;
-use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
-use tokio::sync::watch;
+
+mod common;
+use common::{LabFlags, free_port, init_logs, start_core, test_iso, wait_for};
 
 const MACHINE_CIDR: &str = "192.168.111.0/24";
-const STEP: Duration = Duration::from_millis(200);
-
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        if start.elapsed() > timeout {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(STEP).await;
-    }
-}
-
-/// Lab backend flags: where the admin kubeconfig points and which CAs make it valid there.
-#[derive(Default)]
-struct LabFlags {
-    api_url: Option<String>,
-    server_ca_file: Option<std::path::PathBuf>,
-    client_ca_files: Option<(std::path::PathBuf, std::path::PathBuf)>,
-}
-
-impl LabFlags {
-    /// The admin kubeconfig the core publishes authenticates against `workload`: its server CA
-    /// is trusted and the admin certificate is signed by its (client) CA.
-    fn for_testbed(workload: &Testbed, dir: &std::path::Path) -> LabFlags {
-        let ca = dir.join("workload-ca.crt");
-        let key = dir.join("workload-ca.key");
-        std::fs::write(&ca, workload.ca_pem()).unwrap();
-        std::fs::write(&key, workload.ca_key_pem()).unwrap();
-        LabFlags {
-            api_url: Some(workload.server.clone()),
-            server_ca_file: Some(ca.clone()),
-            client_ca_files: Some((ca, key)),
-        }
-    }
-}
-
-/// A running core bound to loopback with the lab backend.
-struct Core {
-    api_url: String,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-async fn start_core(
-    client: Client,
-    data_dir: &std::path::Path,
-    iso: &std::path::Path,
-    api_port: u16,
-    images_port: u16,
-    lab: &LabFlags,
-) -> Core {
-    let args = CoreArgs {
-        agent_api_bind_address: format!("127.0.0.1:{api_port}").parse().unwrap(),
-        images_bind_address: format!("127.0.0.1:{images_port}").parse().unwrap(),
-        agent_api_url: String::new(),
-        images_url: String::new(),
-        data_dir: data_dir.to_path_buf(),
-        os_images: json!([{
-            "openshift_version": "4.17",
-            "cpu_architecture": "x86_64",
-            "url": format!("file://{}", iso.display()),
-            "version": "417.94.202410090854-0",
-        }])
-        .to_string(),
-        install_backend: Backend::Lab,
-        openshift_install_binary: "openshift-install".into(),
-        lab_api_url: lab.api_url.clone(),
-        lab_server_ca_file: lab.server_ca_file.clone(),
-        lab_client_ca_cert_file: lab.client_ca_files.as_ref().map(|f| f.0.clone()),
-        lab_client_ca_key_file: lab.client_ca_files.as_ref().map(|f| f.1.clone()),
-        agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
-        keys_namespace: "default".into(),
-        keys_secret: "assisted-core-agent-token-keys".into(),
-        monitor_interval_seconds: 1,
-        host_disconnection_timeout_seconds: 180,
-    };
-    let listeners = Listeners::bind(&args).await.expect("bind core listeners");
-    let api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
-    let images_url = format!("http://{}", listeners.images.local_addr().unwrap());
-    // The ISO URLs in InfraEnv status point at this image server.
-    let mut args = args;
-    args.agent_api_url = api_url.clone();
-    args.images_url = images_url;
-    let (stop, rx) = watch::channel(false);
-    let task = tokio::spawn(server::run(client, args, listeners, rx));
-    Core {
-        api_url,
-        stop,
-        task,
-    }
-}
-
-impl Core {
-    async fn kill(self) {
-        let _ = self.stop.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
-    }
-}
-
-/// Logs of the core and the simulator, shown for failing tests (`RUST_LOG` filters them).
-fn init_logs() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into()),
-        )
-        .with_test_writer()
-        .try_init();
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 async fn apply(tb: &Testbed, yaml: &str) {
     tb.apply_yaml(yaml).await.expect("apply");
 }
@@ -440,17 +315,7 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
     eprintln!("testbeds up after {:?}", started.elapsed());
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
-    let iso = dir.path().join("base.iso");
-    write_test_iso(
-        &iso,
-        &TestIsoContents {
-            kernel: b"k",
-            initrd: b"i",
-            rootfs: b"r",
-        },
-        256 * 1024,
-    )
-    .unwrap();
+    let iso = test_iso(dir.path());
     let core = start_core(
         client.clone(),
         &dir.path().join("data"),
@@ -639,17 +504,7 @@ async fn single_node_openshift_installs_across_a_core_restart() {
         .expect("testbed");
     let client = tb.client.clone();
     let dir = tempfile::tempdir().unwrap();
-    let iso = dir.path().join("base.iso");
-    write_test_iso(
-        &iso,
-        &TestIsoContents {
-            kernel: b"k",
-            initrd: b"i",
-            rootfs: b"r",
-        },
-        256 * 1024,
-    )
-    .unwrap();
+    let iso = test_iso(dir.path());
     let data = dir.path().join("data");
     let (api_port, images_port) = (free_port(), free_port());
     let core = start_core(
