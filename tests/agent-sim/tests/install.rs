@@ -586,5 +586,29 @@ async fn single_node_openshift_installs_across_a_core_restart() {
         label("infraenvs.agent-install.openshift.io").as_deref(),
         Some(name)
     );
+
+    // Deleting the namespace deregisters everything: every deprovision finalizer (InfraEnv,
+    // Agent, ClusterDeployment, AgentClusterInstall) is released and the namespace goes.
+    let cd_id = Api::<ClusterDeployment>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .delete(ns, &Default::default())
+        .await
+        .expect("delete namespace");
+    wait_for(
+        "the namespace to be gone",
+        Duration::from_secs(60),
+        || async { namespaces.get_opt(ns).await.ok()?.is_none().then_some(()) },
+    )
+    .await;
+    assert!(
+        !dir.path().join("data/files").join(&cd_id).exists(),
+        "the cluster's files are removed with it"
+    );
     core.kill().await;
 }
