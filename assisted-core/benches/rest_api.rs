@@ -43,6 +43,7 @@ struct Env {
 struct Server {
     base: String,
     store: Arc<Store>,
+    keys: Arc<Keys>,
     envs: Vec<Env>,
     // Dropping the runtime stops the server between scenarios.
     _rt: tokio::runtime::Runtime,
@@ -182,7 +183,7 @@ fn start(sc: &Scenario, crt: &tokio::runtime::Runtime) -> Server {
     }
     let app = router(AppState {
         store: store.clone(),
-        keys,
+        keys: keys.clone(),
         files_root: std::env::temp_dir(),
     });
     let listener = rt
@@ -212,6 +213,7 @@ fn start(sc: &Scenario, crt: &tokio::runtime::Runtime) -> Server {
     Server {
         base,
         store,
+        keys,
         envs,
         _rt: rt,
     }
@@ -224,16 +226,9 @@ struct Stats {
     body_bytes: usize,
 }
 
-/// `conns` closed-loop clients for `warmup + run`; latencies of the warm-up are dropped.
-fn drive(
-    s: &Server,
-    crt: &tokio::runtime::Runtime,
-    conns: usize,
-    warmup: Duration,
-    run: Duration,
-) -> Stats {
-    // Every (infra-env, host) pair, each with its URL prebuilt so the loop only measures HTTP.
-    let targets: Arc<Vec<(String, String)>> = Arc::new(
+/// Every (infra-env, host) pair, each with its URL prebuilt so the loop only measures HTTP.
+fn targets(s: &Server) -> Arc<Vec<(String, String)>> {
+    Arc::new(
         s.envs
             .iter()
             .flat_map(|e| {
@@ -248,7 +243,18 @@ fn drive(
                 })
             })
             .collect(),
-    );
+    )
+}
+
+/// `conns` closed-loop clients for `warmup + run`; latencies of the warm-up are dropped.
+fn drive(
+    s: &Server,
+    crt: &tokio::runtime::Runtime,
+    conns: usize,
+    warmup: Duration,
+    run: Duration,
+) -> Stats {
+    let targets = targets(s);
     let client = client(conns);
     crt.block_on(async {
         let t0 = Instant::now();
@@ -298,6 +304,85 @@ fn drive(
     })
 }
 
+/// Open loop: requests start at a fixed `rate` whatever the server's pace, like agents on
+/// their own timers. Latency counts from the task's start, not the scheduled tick: tokio's
+/// timer fires up to 1 ms late, which would swamp sub-ms figures (at these rates the client
+/// never falls behind, so no queueing is hidden).
+fn drive_open(s: &Server, crt: &tokio::runtime::Runtime, rate: u32, run: Duration) -> Stats {
+    let targets = targets(s);
+    let client = client(64);
+    crt.block_on(async {
+        let lat = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let period = Duration::from_secs(1) / rate;
+        let t0 = tokio::time::Instant::now();
+        let warmup = t0 + Duration::from_millis(500);
+        let n = (run + Duration::from_millis(500)).as_nanos() / period.as_nanos();
+        let mut tasks = Vec::new();
+        for k in 0..n as usize {
+            let at = t0 + period * k as u32;
+            tokio::time::sleep_until(at).await;
+            let (client, targets, lat) = (client.clone(), targets.clone(), lat.clone());
+            tasks.push(tokio::spawn(async move {
+                let (url, token) = &targets[k % targets.len()];
+                let start = Instant::now();
+                let (st, b) = call(&client, Method::GET, url, token, None).await;
+                let el = start.elapsed();
+                assert_eq!(st, StatusCode::OK, "next-steps: {b:?}");
+                if at >= warmup {
+                    lat.lock().unwrap().push((el, b.len()));
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("request task");
+        }
+        let secs = (tokio::time::Instant::now() - warmup).as_secs_f64();
+        let v = std::mem::take(&mut *lat.lock().unwrap());
+        let body_bytes = v.iter().map(|x| x.1).sum();
+        let mut lat: Vec<Duration> = v.into_iter().map(|x| x.0).collect();
+        lat.sort_unstable();
+        Stats {
+            n: lat.len(),
+            secs,
+            lat,
+            body_bytes,
+        }
+    })
+}
+
+/// Median in-process cost of the request's main parts, to tell where the HTTP time goes.
+fn breakdown(s: &Server) -> (Duration, Duration, Duration) {
+    let median = |mut f: Box<dyn FnMut() + '_>| {
+        let mut v: Vec<Duration> = (0..300)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let env = &s.envs[0];
+    let host = &env.hosts[0];
+    let verify = median(Box::new(|| {
+        std::hint::black_box(s.keys.verify(&env.token).expect("token"));
+    }));
+    let steps = || {
+        s.store
+            .next_steps(&env.infra_env, host, None, None, 1, None, Timestamp::now())
+            .expect("steps")
+    };
+    let domain = median(Box::new(|| {
+        std::hint::black_box(steps());
+    }));
+    let st = steps();
+    let json = median(Box::new(|| {
+        std::hint::black_box(serde_json::to_vec(&st).expect("JSON"));
+    }));
+    (verify, domain, json)
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -328,7 +413,7 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "| hosts | clusters x hosts | clients | requests | req/s | p50 ms | p90 ms | p99 ms | max ms | body B |"
+        "| hosts | clusters x hosts | load (clients) | requests | req/s | p50 ms | p90 ms | p99 ms | max ms | body B |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for sc in [
@@ -363,10 +448,22 @@ fn main() {
             sc.hosts_per_cluster,
             t.elapsed().as_secs_f64()
         );
-        for conns in [1, 8, 32] {
-            let r = drive(&s, &crt, conns, warmup, run);
+        let (verify, domain, json) = breakdown(&s);
+        eprintln!(
+            "in-process medians: token verify {} ms, Store::next_steps {} ms, JSON of the steps {} ms",
+            ms(verify),
+            ms(domain),
+            ms(json)
+        );
+        // Agents in known/insufficient poll every 60 s: 1,000 hosts offer ~17 req/s. The open
+        // loop runs at 6x and 30x that; the closed loops find the saturation point.
+        let runs = [100, 500]
+            .map(|rate| (format!("open {rate}/s"), drive_open(&s, &crt, rate, run)))
+            .into_iter()
+            .chain([1, 8, 32].map(|c| (format!("{c}"), drive(&s, &crt, c, warmup, run))));
+        for (load, r) in runs {
             println!(
-                "| {} | {} x {} | {conns} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                "| {} | {} x {} | {load} | {} | {:.0} | {} | {} | {} | {} | {} |",
                 sc.clusters * sc.hosts_per_cluster,
                 sc.clusters,
                 sc.hosts_per_cluster,

@@ -1,0 +1,348 @@
+//! Reaction time of the embedded core from the last Agent approval to the day-1 install start,
+//! on the real testbed (kube-apiserver + kube-controller-manager, the core with the lab backend,
+//! simulated hosts booted from the ISO the core serves).
+//!
+//! Run: `cargo bench -p agent-sim --bench reaction` (`REACTION_RUNS` sets the repetitions,
+//! default 5). With `CAPOA_TESTBED_SKIP=1` it prints a line and exits 0.
+//!
+//! Each run is a fresh namespace with a 3+2 cluster. The five Agents are left unapproved until
+//! every one is `known` and the ACI says `UnapprovedAgents`, so nothing but the approvals is
+//! pending; then all five are approved and the ACI `status.debugInfo.state` is polled every
+//! 10 ms until it leaves the pre-install states. The clock starts when the apiserver
+//! acknowledges the last approval PATCH.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
+use assisted_core::api::agent::Agent;
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::{
+    TestIsoContents, extract_embedded_ignition, parse_discovery_ignition, write_test_iso,
+};
+use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use testbed::Testbed;
+use tokio::sync::watch;
+
+const MACHINE_CIDR: &str = "192.168.111.0/24";
+const STEP: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(10);
+/// ACI states before the install starts; anything else means the core reacted.
+const PRE_INSTALL: &[&str] = &["", "insufficient", "ready", "pending-for-input"];
+
+async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(STEP).await;
+    }
+}
+
+async fn start_core(
+    client: Client,
+    data_dir: &std::path::Path,
+    iso: &std::path::Path,
+) -> (
+    watch::Sender<bool>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let args = CoreArgs {
+        agent_api_bind_address: "127.0.0.1:0".parse().unwrap(),
+        images_bind_address: "127.0.0.1:0".parse().unwrap(),
+        agent_api_url: String::new(),
+        images_url: String::new(),
+        data_dir: data_dir.to_path_buf(),
+        os_images: json!([{
+            "openshift_version": "4.17",
+            "cpu_architecture": "x86_64",
+            "url": format!("file://{}", iso.display()),
+            "version": "417.94.202410090854-0",
+        }])
+        .to_string(),
+        install_backend: Backend::Lab,
+        openshift_install_binary: "openshift-install".into(),
+        lab_api_url: None,
+        lab_server_ca_file: None,
+        lab_client_ca_cert_file: None,
+        lab_client_ca_key_file: None,
+        agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
+        keys_namespace: "default".into(),
+        keys_secret: "assisted-core-agent-token-keys".into(),
+        // As in the e2e test; approvals wake the monitor early, so this is only the fallback.
+        monitor_interval_seconds: 1,
+        host_disconnection_timeout_seconds: 180,
+    };
+    let listeners = Listeners::bind(&args).await.expect("bind core listeners");
+    let mut args = args;
+    args.agent_api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
+    args.images_url = format!("http://{}", listeners.images.local_addr().unwrap());
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(server::run(client, args, listeners, rx));
+    (stop, task)
+}
+
+fn cluster_yaml(ns: &str, name: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {ns}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterImageSet
+metadata: {{name: {name}-img}}
+spec:
+  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterName: {name}
+  baseDomain: lab.example.com
+  platform:
+    agentBareMetal:
+      agentSelector: {{}}
+  pullSecretRef: {{name: pull-secret}}
+  clusterInstallRef:
+    group: extensions.hive.openshift.io
+    version: v1beta1
+    kind: AgentClusterInstall
+    name: {name}
+---
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterDeploymentRef: {{name: {name}}}
+  imageSetRef: {{name: {name}-img}}
+  networking:
+    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
+    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
+    serviceNetwork: [172.30.0.0/16]
+  provisionRequirements:
+    controlPlaneAgents: 3
+    workerAgents: 2
+  apiVIPs: [192.168.111.5]
+  ingressVIPs: [192.168.111.4]
+  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+---
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterRef: {{name: {name}, namespace: {ns}}}
+  pullSecretRef: {{name: pull-secret}}
+  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+"#
+    )
+}
+
+/// Boots the hosts from the InfraEnv's ISO: the agents read URL, infra-env and token from it.
+async fn boot_hosts(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    profiles: Vec<HostProfile>,
+) -> Vec<Host> {
+    let ies: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
+    let iso_url = wait_for(
+        "InfraEnv isoDownloadURL",
+        Duration::from_secs(60),
+        || async { ies.get(name).await.ok()?.status?.iso_download_url },
+    )
+    .await;
+    let (status, iso) = agent_sim::call(http::Method::GET, &iso_url, "", None)
+        .await
+        .expect("ISO download");
+    assert_eq!(status.as_u16(), 200, "ISO download");
+    let ign = extract_embedded_ignition(std::io::Cursor::new(iso.to_vec()))
+        .expect("read ISO")
+        .expect("ISO carries an embedded ignition");
+    let cfg = parse_discovery_ignition(&ign).expect("discovery ignition");
+    let peers = Arc::new(RwLock::new(profiles.clone()));
+    // The lab's DNS: api and *.apps resolve to the VIPs.
+    let reply_ctx = Arc::new(RwLock::new(ReplyCtx {
+        api_vips: vec!["192.168.111.5".into()],
+        ingress_vips: vec!["192.168.111.4".into()],
+        ..ReplyCtx::default()
+    }));
+    profiles
+        .into_iter()
+        .map(|p| {
+            let mut c = AgentConfig::new(&cfg.service_url, &cfg.infra_env_id, &cfg.token, p)
+                .with_peers(peers.clone())
+                .with_speed(0.0);
+            c.reply_ctx = reply_ctx.clone();
+            Host::spawn(c)
+        })
+        .collect()
+}
+
+fn aci_state(a: &AgentClusterInstall) -> String {
+    a.status
+        .as_ref()
+        .and_then(|s| s.debug_info.state.clone())
+        .unwrap_or_default()
+}
+
+fn requirements_reason(a: &AgentClusterInstall) -> String {
+    a.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "RequirementsMet"))
+        .and_then(|c| c.reason.clone())
+        .unwrap_or_default()
+}
+
+/// One measurement: a fresh 3+2 cluster in namespace `ns`; returns (reaction, PATCH round trip).
+async fn run_once(tb: &Testbed, k: u32) -> (Duration, Duration, String) {
+    let client = tb.client.clone();
+    let (ns, name) = (format!("reaction-{k}"), format!("rc{k}"));
+    tb.apply_yaml(&cluster_yaml(&ns, &name))
+        .await
+        .expect("apply");
+    // Distinct indexes per run: host UUIDs and IPs must not collide with earlier runs.
+    let profiles = (0..3)
+        .map(|i| HostProfile::master_like(3 * k + i, MACHINE_CIDR).unwrap())
+        .chain((0..2).map(|i| HostProfile::worker_like(2 * k + i, MACHINE_CIDR).unwrap()))
+        .collect();
+    let mut hosts = boot_hosts(&client, &ns, &name, profiles).await;
+
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), &ns);
+    let list = wait_for(
+        "5 known Agents and RequirementsMet=UnapprovedAgents",
+        Duration::from_secs(120),
+        || async {
+            let l = agents.list(&Default::default()).await.ok()?.items;
+            let known = l.len() == 5
+                && l.iter().all(|a| {
+                    a.status
+                        .as_ref()
+                        .and_then(|s| s.debug_info.state.as_deref())
+                        == Some("known")
+                });
+            let a = acis.get(&name).await.ok()?;
+            (known && requirements_reason(&a) == "UnapprovedAgents").then_some(l)
+        },
+    )
+    .await;
+    let before = aci_state(&acis.get(&name).await.expect("ACI"));
+
+    let mut acked = Instant::now();
+    let mut patch_rtt = Duration::ZERO;
+    for a in &list {
+        let sent = Instant::now();
+        agents
+            .patch(
+                &a.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"approved": true}})),
+            )
+            .await
+            .expect("approve");
+        acked = Instant::now();
+        patch_rtt = acked - sent;
+    }
+    let after = loop {
+        let s = aci_state(&acis.get(&name).await.expect("ACI"));
+        if !PRE_INSTALL.contains(&s.as_str()) {
+            break s;
+        }
+        if acked.elapsed() > Duration::from_secs(60) {
+            panic!("ACI {ns}/{name} still {s:?} 60 s after the approvals");
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let reaction = acked.elapsed();
+    // The agents would go on installing; this run's figure is taken.
+    for h in &mut hosts {
+        h.kill();
+    }
+    (reaction, patch_rtt, format!("{before} -> {after}"))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0}", d.as_secs_f64() * 1e3)
+}
+
+#[tokio::main]
+async fn main() {
+    if testbed::skip() {
+        println!("reaction: skipped (no testbed)");
+        return;
+    }
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let runs: u32 = std::env::var("REACTION_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let tb = Testbed::builder()
+        .name("bench-reaction")
+        .controller_manager()
+        .our_crds()
+        .start()
+        .await
+        .expect("testbed");
+    let dir = tempfile::tempdir().unwrap();
+    let iso = dir.path().join("base.iso");
+    write_test_iso(
+        &iso,
+        &TestIsoContents {
+            kernel: b"k",
+            initrd: b"i",
+            rootfs: b"r",
+        },
+        256 * 1024,
+    )
+    .unwrap();
+    let (stop, task) = start_core(tb.client.clone(), &dir.path().join("data"), &iso).await;
+
+    println!(
+        "last Agent approval acknowledged -> ACI leaves ready (3+2 cluster, ACI polled every 10 ms)"
+    );
+    let mut times = Vec::new();
+    for k in 0..runs {
+        let (t, rtt, change) = run_once(&tb, k).await;
+        println!(
+            "run {}: {} ms ({change}; last approval PATCH round trip {} ms)",
+            k + 1,
+            ms(t),
+            ms(rtt)
+        );
+        times.push(t);
+    }
+    times.sort_unstable();
+    println!(
+        "reaction over {runs} runs: min {} ms, median {} ms, max {} ms (budget 1000 ms)",
+        ms(times[0]),
+        ms(times[times.len() / 2]),
+        ms(times[times.len() - 1])
+    );
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+}
