@@ -173,6 +173,21 @@ pub struct ConnectivityCheckNic {
     pub ip_addresses: Vec<String>,
 }
 
+/// [`ConnectivityCheckHost`] borrowing from the snapshot (same JSON).
+#[derive(Serialize)]
+struct PeerRef<'a> {
+    host_id: &'a str,
+    nics: Vec<NicRef<'a>>,
+}
+
+/// [`ConnectivityCheckNic`] borrowing from the snapshot (same JSON).
+#[derive(Serialize)]
+struct NicRef<'a> {
+    name: &'a str,
+    mac: &'a str,
+    ip_addresses: Vec<&'a str>,
+}
+
 /// Boot artifact URLs for the reclaim flow (from the host's InfraEnv).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BootArtifactUrls {
@@ -481,23 +496,25 @@ fn discovery_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>
         return;
     };
     let day2 = h.is_day2() || c.is_day2();
-    let peers: Vec<ConnectivityCheckHost> = c
+    // Borrowed views: with hundreds of peers this request dominates next-steps, and copying
+    // every name and address first doubled its cost.
+    let peers: Vec<PeerRef> = c
         .hosts
         .iter()
         .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
         .filter_map(|p| {
             let inv = p.inventory.as_ref()?;
-            Some(ConnectivityCheckHost {
-                host_id: p.id.clone(),
+            Some(PeerRef {
+                host_id: &p.id,
                 nics: inv
                     .interfaces
                     .iter()
-                    .map(|n| ConnectivityCheckNic {
-                        name: n.name.clone(),
-                        mac: n.mac_address.clone(),
+                    .map(|n| NicRef {
+                        name: &n.name,
+                        mac: &n.mac_address,
                         ip_addresses: n
                             .addresses()
-                            .map(|a| a.split('/').next().unwrap_or(a).to_string())
+                            .map(|a| a.split('/').next().unwrap_or(a))
                             .collect(),
                     })
                     .collect(),

@@ -344,22 +344,43 @@ impl Store {
         boot_artifacts: Option<&BootArtifactUrls>,
         now: Timestamp,
     ) -> Result<Steps, ApiError> {
-        self.with_host_mut(infra_env_id, host_id, |h, cluster, cfg| {
+        let missing = || ApiError::not_found(format!("host {host_id} not found"));
+        {
+            // The check-in is a few field writes in place: no copy of the host.
+            let mut st = self.write();
+            let st = &mut *st;
+            let h = match st.host_cluster.get(host_id) {
+                Some(cid) => st
+                    .clusters
+                    .get_mut(cid)
+                    .and_then(|c| c.snapshot.host_mut(host_id)),
+                None => st.unbound.get_mut(host_id),
+            }
+            .filter(|h| h.infra_env_id == infra_env_id)
+            .ok_or_else(missing)?;
             h.checked_in_at = Some(now);
             if host_timestamp.is_some() {
                 h.host_timestamp = host_timestamp;
             }
-            if let Some(v) = agent_version {
+            if let Some(v) = agent_version
+                && h.discovery_agent_version != v
+            {
                 h.discovery_agent_version = v.to_string();
             }
-            Ok(next_steps(&NextStepsInput {
-                host: h,
-                cluster,
-                cfg,
-                seed,
-                boot_artifacts,
-            }))
-        })
+        }
+        // Computing the steps only reads: under the read lock agents are served in parallel.
+        let st = self.read();
+        let (h, rec) = st
+            .host_with_cluster(host_id)
+            .filter(|(h, _)| h.infra_env_id == infra_env_id)
+            .ok_or_else(missing)?;
+        Ok(next_steps(&NextStepsInput {
+            host: h,
+            cluster: rec.map(|r| &r.snapshot),
+            cfg: &self.cfg,
+            seed,
+            boot_artifacts,
+        }))
     }
 
     /// `v2PostStepReply`.

@@ -172,7 +172,7 @@ pub async fn next_steps(
         None,
         t,
     )?;
-    Ok(Json(steps_model(&steps)))
+    Ok(Json(steps_model(steps)))
 }
 
 #[utoipa::path(post, path = "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",

@@ -95,17 +95,18 @@ pub struct StepsModel {
     pub instructions: Vec<StepModel>,
 }
 
-pub fn steps_model(s: &Steps) -> StepsModel {
+/// Takes the steps by value: the args can be large (a connectivity check lists every peer).
+pub fn steps_model(s: Steps) -> StepsModel {
     StepsModel {
         next_instruction_seconds: s.next_instruction_seconds,
         post_step_action: s.post_step_action.as_str().to_string(),
         instructions: s
             .instructions
-            .iter()
+            .into_iter()
             .map(|i| StepModel {
                 step_type: i.step_type.as_str().to_string(),
-                step_id: i.step_id.clone(),
-                args: i.args.clone(),
+                step_id: i.step_id,
+                args: i.args,
             })
             .collect(),
     }
@@ -553,7 +554,7 @@ mod tests {
                 args: vec![H1.into()],
             }],
         };
-        let m = steps_model(&s);
+        let m = steps_model(s.clone());
         assert_eq!(
             serde_json::to_value(&m).unwrap(),
             serde_json::to_value(&s).unwrap()
