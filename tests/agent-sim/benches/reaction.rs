@@ -18,81 +18,20 @@ use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::infraenv::InfraEnv;
-use assisted_core::service::images::{
-    TestIsoContents, extract_embedded_ignition, parse_discovery_ignition, write_test_iso,
-};
-use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
+use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
-use tokio::sync::watch;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{LabFlags, start_core, test_iso, wait_for};
 
 const MACHINE_CIDR: &str = "192.168.111.0/24";
-const STEP: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(10);
 /// ACI states before the install starts; anything else means the core reacted.
 const PRE_INSTALL: &[&str] = &["", "insufficient", "ready", "pending-for-input"];
-
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        if start.elapsed() > timeout {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(STEP).await;
-    }
-}
-
-async fn start_core(
-    client: Client,
-    data_dir: &std::path::Path,
-    iso: &std::path::Path,
-) -> (
-    watch::Sender<bool>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
-    let args = CoreArgs {
-        agent_api_bind_address: "127.0.0.1:0".parse().unwrap(),
-        images_bind_address: "127.0.0.1:0".parse().unwrap(),
-        agent_api_url: String::new(),
-        images_url: String::new(),
-        data_dir: data_dir.to_path_buf(),
-        os_images: json!([{
-            "openshift_version": "4.17",
-            "cpu_architecture": "x86_64",
-            "url": format!("file://{}", iso.display()),
-            "version": "417.94.202410090854-0",
-        }])
-        .to_string(),
-        install_backend: Backend::Lab,
-        openshift_install_binary: "openshift-install".into(),
-        lab_api_url: None,
-        lab_server_ca_file: None,
-        lab_client_ca_cert_file: None,
-        lab_client_ca_key_file: None,
-        agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
-        keys_namespace: "default".into(),
-        keys_secret: "assisted-core-agent-token-keys".into(),
-        // As in the e2e test; approvals wake the monitor early, so this is only the fallback.
-        monitor_interval_seconds: 1,
-        host_disconnection_timeout_seconds: 180,
-    };
-    let listeners = Listeners::bind(&args).await.expect("bind core listeners");
-    let mut args = args;
-    args.agent_api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
-    args.images_url = format!("http://{}", listeners.images.local_addr().unwrap());
-    let (stop, rx) = watch::channel(false);
-    let task = tokio::spawn(server::run(client, args, listeners, rx));
-    (stop, task)
-}
 
 fn cluster_yaml(ns: &str, name: &str) -> String {
     format!(
@@ -309,18 +248,16 @@ async fn main() {
         .await
         .expect("testbed");
     let dir = tempfile::tempdir().unwrap();
-    let iso = dir.path().join("base.iso");
-    write_test_iso(
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        tb.client.clone(),
+        &dir.path().join("data"),
         &iso,
-        &TestIsoContents {
-            kernel: b"k",
-            initrd: b"i",
-            rootfs: b"r",
-        },
-        256 * 1024,
+        0,
+        0,
+        &LabFlags::default(),
     )
-    .unwrap();
-    let (stop, task) = start_core(tb.client.clone(), &dir.path().join("data"), &iso).await;
+    .await;
 
     println!(
         "last Agent approval acknowledged -> ACI leaves ready (3+2 cluster, ACI polled every 10 ms)"
@@ -343,6 +280,5 @@ async fn main() {
         ms(times[times.len() / 2]),
         ms(times[times.len() - 1])
     );
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    core.kill().await;
 }
