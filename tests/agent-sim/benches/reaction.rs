@@ -11,131 +11,23 @@
 //! 10 ms until it leaves the pre-install states. The clock starts when the apiserver
 //! acknowledges the last approval PATCH.
 
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
+use agent_sim::HostProfile;
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
-use assisted_core::api::infraenv::InfraEnv;
-use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-use common::{LabFlags, start_core, test_iso, wait_for};
+use common::{LabFlags, MACHINE_CIDR, boot_hosts, cluster_yaml, start_core, test_iso, wait_for};
 
-const MACHINE_CIDR: &str = "192.168.111.0/24";
 const POLL: Duration = Duration::from_millis(10);
 /// ACI states before the install starts; anything else means the core reacted.
 const PRE_INSTALL: &[&str] = &["", "insufficient", "ready", "pending-for-input"];
-
-fn cluster_yaml(ns: &str, name: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: pull-secret, namespace: {ns}}}
-type: kubernetes.io/dockerconfigjson
-stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterImageSet
-metadata: {{name: {name}-img}}
-spec:
-  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterDeployment
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterName: {name}
-  baseDomain: lab.example.com
-  platform:
-    agentBareMetal:
-      agentSelector: {{}}
-  pullSecretRef: {{name: pull-secret}}
-  clusterInstallRef:
-    group: extensions.hive.openshift.io
-    version: v1beta1
-    kind: AgentClusterInstall
-    name: {name}
----
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterDeploymentRef: {{name: {name}}}
-  imageSetRef: {{name: {name}-img}}
-  networking:
-    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
-    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
-    serviceNetwork: [172.30.0.0/16]
-  provisionRequirements:
-    controlPlaneAgents: 3
-    workerAgents: 2
-  apiVIPs: [192.168.111.5]
-  ingressVIPs: [192.168.111.4]
-  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
----
-apiVersion: agent-install.openshift.io/v1beta1
-kind: InfraEnv
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterRef: {{name: {name}, namespace: {ns}}}
-  pullSecretRef: {{name: pull-secret}}
-  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
-"#
-    )
-}
-
-/// Boots the hosts from the InfraEnv's ISO: the agents read URL, infra-env and token from it.
-async fn boot_hosts(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    profiles: Vec<HostProfile>,
-) -> Vec<Host> {
-    let ies: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
-    let iso_url = wait_for(
-        "InfraEnv isoDownloadURL",
-        Duration::from_secs(60),
-        || async { ies.get(name).await.ok()?.status?.iso_download_url },
-    )
-    .await;
-    let (status, iso) = agent_sim::call(http::Method::GET, &iso_url, "", None)
-        .await
-        .expect("ISO download");
-    assert_eq!(status.as_u16(), 200, "ISO download");
-    let ign = extract_embedded_ignition(std::io::Cursor::new(iso.to_vec()))
-        .expect("read ISO")
-        .expect("ISO carries an embedded ignition");
-    let cfg = parse_discovery_ignition(&ign).expect("discovery ignition");
-    let peers = Arc::new(RwLock::new(profiles.clone()));
-    // The lab's DNS: api and *.apps resolve to the VIPs.
-    let reply_ctx = Arc::new(RwLock::new(ReplyCtx {
-        api_vips: vec!["192.168.111.5".into()],
-        ingress_vips: vec!["192.168.111.4".into()],
-        ..ReplyCtx::default()
-    }));
-    profiles
-        .into_iter()
-        .map(|p| {
-            let mut c = AgentConfig::new(&cfg.service_url, &cfg.infra_env_id, &cfg.token, p)
-                .with_peers(peers.clone())
-                .with_speed(0.0);
-            c.reply_ctx = reply_ctx.clone();
-            Host::spawn(c)
-        })
-        .collect()
-}
 
 fn aci_state(a: &AgentClusterInstall) -> String {
     a.status
@@ -156,7 +48,7 @@ fn requirements_reason(a: &AgentClusterInstall) -> String {
 async fn run_once(tb: &Testbed, k: u32) -> (Duration, Duration, String) {
     let client = tb.client.clone();
     let (ns, name) = (format!("reaction-{k}"), format!("rc{k}"));
-    tb.apply_yaml(&cluster_yaml(&ns, &name))
+    tb.apply_yaml(&cluster_yaml(&ns, &name, 3, 2))
         .await
         .expect("apply");
     // Distinct indexes per run: host UUIDs and IPs must not collide with earlier runs.
@@ -164,7 +56,15 @@ async fn run_once(tb: &Testbed, k: u32) -> (Duration, Duration, String) {
         .map(|i| HostProfile::master_like(3 * k + i, MACHINE_CIDR).unwrap())
         .chain((0..2).map(|i| HostProfile::worker_like(2 * k + i, MACHINE_CIDR).unwrap()))
         .collect();
-    let mut hosts = boot_hosts(&client, &ns, &name, profiles).await;
+    let mut hosts = boot_hosts(
+        &client,
+        &ns,
+        &name,
+        profiles,
+        (&["192.168.111.5"], &["192.168.111.4"]),
+    )
+    .await
+    .hosts;
 
     let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
     let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), &ns);

@@ -332,7 +332,9 @@ impl InstallerController {
         loop {
             if let Some(c) = self.get_json::<ClusterView>("cluster", "").await? {
                 match c.status.as_str() {
-                    "installed" => return Ok(report),
+                    // In kube-API mode the core turns an installed cluster into the day-2
+                    // `adding-hosts` cluster at once; a fast run can miss `installed`.
+                    "installed" | "adding-hosts" => return Ok(report),
                     "error" | "cancelled" => {
                         return Err(ControllerError::ClusterFailed {
                             status: c.status,

@@ -3,7 +3,14 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+
+use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
+use kube::api::Api;
 
 use assisted_core::service::images::{TestIsoContents, write_test_iso};
 use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
@@ -13,6 +20,9 @@ use testbed::Testbed;
 use tokio::sync::watch;
 
 /// The kernel, initrd and rootfs the test ISO carries.
+/// The machine network of the simulated hosts.
+pub const MACHINE_CIDR: &str = "192.168.111.0/24";
+
 pub const ISO_CONTENTS: TestIsoContents<'static> = TestIsoContents {
     kernel: b"k",
     initrd: b"i",
@@ -148,4 +158,152 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+pub fn cluster_yaml(ns: &str, name: &str, masters: u32, workers: u32) -> String {
+    let vips = if masters > 1 {
+        "  apiVIPs: [192.168.111.5]\n  ingressVIPs: [192.168.111.4]\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {ns}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterImageSet
+metadata: {{name: {name}-img}}
+spec:
+  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterName: {name}
+  baseDomain: lab.example.com
+  platform:
+    agentBareMetal:
+      agentSelector: {{}}
+  pullSecretRef: {{name: pull-secret}}
+  clusterInstallRef:
+    group: extensions.hive.openshift.io
+    version: v1beta1
+    kind: AgentClusterInstall
+    name: {name}
+---
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterDeploymentRef: {{name: {name}}}
+  imageSetRef: {{name: {name}-img}}
+  networking:
+    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
+    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
+    serviceNetwork: [172.30.0.0/16]
+  provisionRequirements:
+    controlPlaneAgents: {masters}
+    workerAgents: {workers}
+{vips}  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+---
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterRef: {{name: {name}, namespace: {ns}}}
+  pullSecretRef: {{name: pull-secret}}
+  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
+"#
+    )
+}
+
+/// GETs a URL, returning the status and body.
+pub async fn get(url: &str) -> (u16, Vec<u8>) {
+    let (status, body) = agent_sim::call(http::Method::GET, url, "", None)
+        .await
+        .expect("GET");
+    (status.as_u16(), body.to_vec())
+}
+
+/// Boots "the ISO": downloads it from the InfraEnv's URL and reads the embedded ignition.
+pub async fn boot_iso(iso_url: &str) -> (String, String, String) {
+    let (status, iso) = get(iso_url).await;
+    assert_eq!(
+        status,
+        200,
+        "ISO download: {}",
+        String::from_utf8_lossy(&iso)
+    );
+    let ign = extract_embedded_ignition(std::io::Cursor::new(iso))
+        .expect("read ISO")
+        .expect("ISO carries an embedded ignition");
+    let cfg = parse_discovery_ignition(&ign).expect("discovery ignition");
+    (cfg.service_url, cfg.infra_env_id, cfg.token)
+}
+
+pub fn state(a: &AgentClusterInstall) -> String {
+    a.status
+        .as_ref()
+        .and_then(|s| s.debug_info.state.clone())
+        .unwrap_or_default()
+}
+
+pub struct Cluster {
+    pub reply_ctx: Arc<RwLock<ReplyCtx>>,
+    pub hosts: Vec<Host>,
+    pub peers: Arc<RwLock<Vec<HostProfile>>>,
+    pub service_url: String,
+    pub infra_env_id: String,
+    pub token: String,
+}
+
+pub async fn boot_hosts(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    profiles: Vec<HostProfile>,
+    vips: (&[&str], &[&str]),
+) -> Cluster {
+    let ies: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
+    let iso_url = wait_for(
+        "InfraEnv isoDownloadURL",
+        Duration::from_secs(60),
+        || async { ies.get(name).await.ok()?.status?.iso_download_url },
+    )
+    .await;
+    let (service_url, infra_env_id, token) = boot_iso(&iso_url).await;
+    let peers = Arc::new(RwLock::new(profiles.clone()));
+    // The lab's DNS: api and *.apps resolve to the VIPs of a multi-node cluster.
+    let reply_ctx = Arc::new(RwLock::new(ReplyCtx {
+        api_vips: vips.0.iter().map(|v| v.to_string()).collect(),
+        ingress_vips: vips.1.iter().map(|v| v.to_string()).collect(),
+        ..ReplyCtx::default()
+    }));
+    let hosts = profiles
+        .into_iter()
+        .map(|p| {
+            let mut cfg = AgentConfig::new(&service_url, &infra_env_id, &token, p)
+                .with_peers(peers.clone())
+                .with_speed(0.0);
+            cfg.reply_ctx = reply_ctx.clone();
+            Host::spawn(cfg)
+        })
+        .collect();
+    Cluster {
+        reply_ctx,
+        hosts,
+        peers,
+        service_url,
+        infra_env_id,
+        token,
+    }
 }
