@@ -189,7 +189,7 @@ pub fn provider_manifest() -> ProviderManifest {
             format!(
                 "--agent-api-url={}",
                 Variable {
-                    name: "ASSISTED_CORE_AGENT_API_URL",
+                    name: "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL",
                     default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090"
                 }
                 .reference()
@@ -197,7 +197,7 @@ pub fn provider_manifest() -> ProviderManifest {
             format!(
                 "--images-url={}",
                 Variable {
-                    name: "ASSISTED_CORE_IMAGES_URL",
+                    name: "OPENSHIFT_ASSISTED_CORE_IMAGES_URL",
                     default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091"
                 }
                 .reference()
@@ -205,7 +205,7 @@ pub fn provider_manifest() -> ProviderManifest {
             format!(
                 "--install-backend={}",
                 Variable {
-                    name: "ASSISTED_CORE_INSTALL_BACKEND",
+                    name: "OPENSHIFT_ASSISTED_CORE_INSTALL_BACKEND",
                     default: "openshift-install"
                 }
                 .reference()
@@ -213,7 +213,7 @@ pub fn provider_manifest() -> ProviderManifest {
             format!(
                 "--os-images={}",
                 Variable {
-                    name: "ASSISTED_CORE_OS_IMAGES",
+                    name: "OPENSHIFT_ASSISTED_CORE_OS_IMAGES",
                     default: "[]"
                 }
                 .reference()
