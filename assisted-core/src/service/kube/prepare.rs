@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use super::Preparer;
 use crate::domain::{ClusterSnapshot, HostRole};
 use crate::service::install::{
-    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, host_ignition,
-    host_ignition_file_name, render_install_config_yaml,
+    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, ProxyInput,
+    host_ignition, host_ignition_file_name, render_install_config_yaml,
 };
 use crate::service::store::ClusterRecord;
 
@@ -50,6 +50,23 @@ pub fn generate_request(
     }
 }
 
+/// install-config input: the snapshot plus what the ClusterDeployment/ACI settings carry
+/// (pull secret, SSH key, proxy, overrides).
+pub fn install_config_input(rec: &ClusterRecord) -> InstallConfigInput {
+    let mut input = InstallConfigInput::from_snapshot(
+        &rec.snapshot,
+        &rec.settings.pull_secret,
+        Some(rec.settings.ssh_public_key.as_str()).filter(|k| !k.is_empty()),
+        rec.settings.install_config_overrides.as_deref(),
+    );
+    input.proxy = rec.settings.proxy.as_ref().map(|p| ProxyInput {
+        http_proxy: p.http_proxy.clone(),
+        https_proxy: p.https_proxy.clone(),
+        no_proxy: p.no_proxy.clone(),
+    });
+    input
+}
+
 fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostSnapshot> {
     c.hosts.iter().filter(|h| !h.is_day2())
 }
@@ -57,12 +74,7 @@ fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostS
 impl BackendPreparer {
     async fn run(&self, rec: ClusterRecord) -> Result<(), String> {
         let c = &rec.snapshot;
-        let input = InstallConfigInput::from_snapshot(
-            c,
-            &rec.settings.pull_secret,
-            Some(rec.settings.ssh_public_key.as_str()).filter(|k| !k.is_empty()),
-            rec.settings.install_config_overrides.as_deref(),
-        );
+        let input = install_config_input(&rec);
         let yaml =
             render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
         let api_url = self
@@ -111,5 +123,30 @@ impl Preparer for BackendPreparer {
             api_url: self.api_url.clone(),
         };
         async move { this.run(cluster).await }.boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ClusterSnapshot, Proxy};
+    use crate::service::store::ClusterSettings;
+
+    #[test]
+    fn the_aci_proxy_reaches_install_config() {
+        let rec = ClusterRecord::new(
+            ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH),
+            ClusterSettings {
+                proxy: Some(Proxy {
+                    http_proxy: Some("http://proxy:3128".into()),
+                    https_proxy: None,
+                    no_proxy: Some(".lab".into()),
+                }),
+                ..Default::default()
+            },
+        );
+        let p = install_config_input(&rec).proxy.unwrap();
+        assert_eq!(p.http_proxy.as_deref(), Some("http://proxy:3128"));
+        assert_eq!(p.no_proxy.as_deref(), Some(".lab"));
     }
 }
