@@ -204,7 +204,7 @@ pub async fn run(
     let resume = controllers::persister::restore(&ctx).await;
     controllers::initial_sync(&ctx).await;
     for id in resume {
-        controllers::resume_preparation(&ctx, id).await;
+        controllers::start_preparation(&ctx, id).await;
     }
 
     let api = super::http::router(super::http::AppState {

@@ -105,8 +105,6 @@ impl ClusterRecord {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostExtra {
     pub validations_info: Option<serde_json::Value>,
-    /// Error of the last step reply that failed, shown in the Agent's events.
-    pub last_step_error: Option<String>,
     /// Why the Agent spec could not be applied (SpecSynced=False).
     pub spec_error: Option<String>,
 }
@@ -398,16 +396,12 @@ impl Store {
             {
                 apply_host_outcome(h, &o, now);
             }
-            Ok((out.updated || out.media_disconnected, out.error))
+            if let Some(err) = &out.error {
+                tracing::info!(host = %host_id, step = %reply.step_id, error = %err, "step failed");
+            }
+            Ok(out.updated || out.media_disconnected)
         })?;
-        if let (_, Some(err)) = &changed {
-            self.write()
-                .host_extra
-                .entry(host_id.to_string())
-                .or_default()
-                .last_step_error = Some(err.clone());
-        }
-        if changed.0 {
+        if changed {
             self.mark(Dirty::Host(host_id.to_string()));
             self.wake.notify_one();
         }

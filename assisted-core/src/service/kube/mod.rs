@@ -186,12 +186,9 @@ pub fn aci_reference(rec: &ClusterRecord) -> k8s_openapi::api::core::v1::ObjectR
     )
 }
 
-/// Starts again a preparation that was running when the core stopped.
-pub async fn resume_preparation(ctx: &Arc<Context>, cluster_id: String) {
-    start_preparation(ctx, cluster_id).await;
-}
-
-async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
+/// Runs the install backend for a cluster in preparation (also to resume one cut short by a
+/// restart); a second call while one runs is a no-op.
+pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
     if !ctx.preparing.lock().await.insert(cluster_id.clone()) {
         return;
     }
@@ -298,8 +295,7 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
     );
     let aci_api = Api::<AgentClusterInstall>::all(client.clone());
     let cd_ctl = cds
-        // The ACI is named by the CD's clusterInstallRef; upstream names them alike, and CAPOA
-        // too, but map through the ref's owner CD name from the ACI's clusterDeploymentRef.
+        // An ACI change reconciles the ClusterDeployment its clusterDeploymentRef names.
         .watches(
             aci_api,
             watcher::Config::default(),
