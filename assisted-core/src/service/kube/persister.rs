@@ -333,7 +333,13 @@ async fn write_aci_status(ctx: &Context, cluster_id: &str) -> Result<(), kube::E
         .await?
         .and_then(|a| a.status.map(|s| s.conditions))
         .unwrap_or_default();
-    let status = aci_status(&rec, rec.spec_error.as_deref(), &previous, Timestamp::now());
+    let status = aci_status(
+        &rec,
+        &ctx.store.cfg,
+        rec.spec_error.as_deref(),
+        &previous,
+        Timestamp::now(),
+    );
     let body = serde_json::json!({
         "apiVersion": AgentClusterInstall::api_version(&()),
         "kind": AgentClusterInstall::kind(&()),

@@ -660,12 +660,13 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
 /// The AgentClusterInstall status for a cluster record.
 pub fn aci_status(
     rec: &ClusterRecord,
+    cfg: &Config,
     spec_error: Option<&str>,
     previous: &[ClusterInstallCondition],
     now: Timestamp,
 ) -> AgentClusterInstallStatus {
     let c = &rec.snapshot;
-    let views = HostView::from_cluster(c, &Config::default());
+    let views = HostView::from_cluster(c, cfg);
     let day1 = || {
         c.hosts
             .iter()
