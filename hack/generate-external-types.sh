@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the typed Rust bindings for the external CRDs the providers use, with kopium:
 #
-#   bootstrap-provider/src/external/capi.rs   cluster.x-k8s.io/v1beta2 Cluster, Machine, MachineSet,
+#   external-types/src/capi.rs   cluster.x-k8s.io/v1beta2 Cluster, Machine, MachineSet,
 #                                             MachineDeployment, MachineHealthCheck (CAPI core)
-#   bootstrap-provider/src/external/capm3.rs  infrastructure.cluster.x-k8s.io v1beta1 + v1beta2
+#   external-types/src/capm3.rs  infrastructure.cluster.x-k8s.io v1beta1 + v1beta2
 #                                             Metal3Cluster, Metal3Machine, Metal3MachineTemplate (CAPM3)
-#   assisted-core/src/external/metal3_io.rs   metal3.io/v1alpha1 BareMetalHost, PreprovisioningImage (BMO)
+#   external-types/src/metal3_io.rs   metal3.io/v1alpha1 BareMetalHost, PreprovisioningImage (BMO)
 #
 # Inputs (never committed):
 #   * CAPI CRDs come from the Go module cache: `go mod download sigs.k8s.io/cluster-api@$CAPI_VERSION`
@@ -24,8 +24,8 @@
 # Tools: kopium $KOPIUM_VERSION (`cargo install kopium --locked --version $KOPIUM_VERSION`), python3 with
 # PyYAML (hack/crd-for-kopium.py), git, go, rustfmt.
 #
-# After regenerating the Metal3 types, refresh the test CRDs derived from them:
-#     cargo run -p bootstrap-provider --example gen-metal3-test-crds
+# It then refreshes the test CRDs derived from the Metal3 types (config/testing/metal3/) with:
+#     cargo run -p external-types --example gen-metal3-test-crds
 set -euo pipefail
 
 CAPI_VERSION=v1.14.2
@@ -139,7 +139,7 @@ header() {
 
 
 # CAPI core, v1beta2 only. No JsonSchema: these types are only read and patched, never used to make CRDs.
-out=$ROOT/bootstrap-provider/src/external/capi.rs
+out=$ROOT/external-types/src/capi.rs
 {
 	header "sigs.k8s.io/cluster-api@$CAPI_VERSION core/config/crd/bases (cluster.x-k8s.io, v1beta2)" "--schema=disabled" \
 		"Cluster API core types, \`cluster.x-k8s.io/v1beta2\`, from CAPI $CAPI_VERSION."
@@ -164,7 +164,7 @@ for k in metal3clusters metal3machines metal3machinetemplates; do
 	git -C "$CAPM3_REPO" show "$CAPM3_COMMIT:config/crd/bases/infrastructure.cluster.x-k8s.io_$k.yaml" >"$WORK/capm3/$k.yaml" ||
 		die "cannot read config/crd/bases/infrastructure.cluster.x-k8s.io_$k.yaml at $CAPM3_TAG from $CAPM3_REPO"
 done
-out=$ROOT/bootstrap-provider/src/external/capm3.rs
+out=$ROOT/external-types/src/capm3.rs
 {
 	header "metal3-io/cluster-api-provider-metal3 $CAPM3_TAG ($CAPM3_COMMIT) config/crd/bases" "--schema=derived" \
 		"CAPM3 types, \`infrastructure.cluster.x-k8s.io\` \`v1beta1\` and \`v1beta2\` (the storage version), from CAPM3 $CAPM3_TAG."
@@ -200,7 +200,7 @@ for k in baremetalhosts preprovisioningimages; do
 	git -C "$BMO_REPO" show "$BMO_COMMIT:config/base/crds/bases/metal3.io_$k.yaml" >"$WORK/bmo/$k.yaml" ||
 		die "cannot read config/base/crds/bases/metal3.io_$k.yaml at $BMO_TAG from $BMO_REPO"
 done
-out=$ROOT/assisted-core/src/external/metal3_io.rs
+out=$ROOT/external-types/src/metal3_io.rs
 {
 	header "metal3-io/baremetal-operator $BMO_TAG ($BMO_COMMIT) config/base/crds/bases (metal3.io, v1alpha1)" "--schema=derived" \
 		"Metal3 baremetal-operator types, \`metal3.io/v1alpha1\`, from BMO $BMO_TAG. Boolean \`enum: [true, false]\` constraints were dropped before generation (hack/crd-for-kopium.py)."
@@ -216,9 +216,10 @@ out=$ROOT/assisted-core/src/external/metal3_io.rs
 } >"$out"
 
 rustfmt --edition 2024 \
-	"$ROOT/bootstrap-provider/src/external/capi.rs" \
-	"$ROOT/bootstrap-provider/src/external/capm3.rs" \
-	"$ROOT/assisted-core/src/external/metal3_io.rs"
+	"$ROOT/external-types/src/capi.rs" \
+	"$ROOT/external-types/src/capm3.rs" \
+	"$ROOT/external-types/src/metal3_io.rs"
 
 echo "generated from CAPI $CAPI_VERSION, CAPM3 $CAPM3_TAG ($CAPM3_COMMIT), BMO $BMO_TAG ($BMO_COMMIT) with kopium $KOPIUM_VERSION"
-echo "now run: cargo run -p bootstrap-provider --example gen-metal3-test-crds"
+echo "regenerating the Metal3 test CRDs from the new types"
+cargo run --quiet -p external-types --example gen-metal3-test-crds -- "$ROOT"

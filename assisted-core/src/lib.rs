@@ -1,9 +1,6 @@
 //! assisted-core: the heart of the OpenShift Assisted Installer, embedded.
 
-pub mod api;
-pub mod cli;
+/// The assisted CRD types live in their own crate so the providers can use them without the core.
+pub use assisted_api as api;
 pub mod domain;
-pub mod external;
-pub mod manifests;
-pub mod runtime;
 pub mod service;

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use assisted_core::cli::{self, ManagerSpec};
 use assisted_core::service::server::{self, CoreArgs, Listeners};
+use manager::cli::{self, ManagerSpec};
 
 fn main() -> ExitCode {
     let spec = ManagerSpec {

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use assisted_core::api::common::{
-    LabelSelector, LocalObjectReference, Proxy, label_selector_schema,
-};
+use assisted_api::common::{LabelSelector, LocalObjectReference, Proxy, label_selector_schema};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;

@@ -1,5 +1,4 @@
 //! bootstrap-provider: the Cluster API bootstrap provider for OpenShift through the assisted installer.
 
 pub mod api;
-pub mod external;
 pub mod manifests;

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use assisted_core::cli::{self, ManagerSpec};
 use bootstrap_provider::manifests;
+use manager::cli::{self, ManagerSpec};
 
 fn main() -> ExitCode {
     let spec = ManagerSpec {
@@ -14,6 +14,6 @@ fn main() -> ExitCode {
         manifest: Some(manifests::provider_manifest),
     };
     cli::main(spec, |leader| {
-        assisted_core::runtime::idle_until_shutdown(manifests::NAME, leader)
+        manager::runtime::idle_until_shutdown(manifests::NAME, leader)
     })
 }

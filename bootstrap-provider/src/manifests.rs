@@ -1,11 +1,11 @@
 //! The bootstrap provider's release: its CRDs, its one RBAC rule list, its Deployment.
 
-use assisted_core::manifests::{
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, UPDATE, Variable,
     WRITE_STATUS,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 
 use crate::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 

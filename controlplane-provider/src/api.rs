@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use assisted_core::api::agentclusterinstall::DiskEncryption;
-use assisted_core::api::common::{LocalObjectReference, Proxy};
+use assisted_api::agentclusterinstall::DiskEncryption;
+use assisted_api::common::{LocalObjectReference, Proxy};
 use bootstrap_provider::api::OpenshiftAssistedConfigSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;

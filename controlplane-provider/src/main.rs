@@ -4,9 +4,9 @@
 
 use std::process::ExitCode;
 
-use assisted_core::cli::{self, ManagerSpec};
 use assisted_core::service::server::{self, CoreArgs, Listeners};
 use controlplane_provider::manifests;
+use manager::cli::{self, ManagerSpec};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 enum CoreMode {
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
                 server::run(leader.client, args.core, listeners, leader.shutdown).await
             }
             CoreMode::External => {
-                assisted_core::runtime::idle_until_shutdown(manifests::NAME, leader).await
+                manager::runtime::idle_until_shutdown(manifests::NAME, leader).await
             }
         }
     })

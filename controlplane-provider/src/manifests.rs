@@ -1,12 +1,12 @@
 //! The control-plane provider's release: its CRD plus the assisted CRDs of the embedded core, its
 //! one RBAC rule list, its Deployment and the Services of the agent API and images.
 
-use assisted_core::manifests::{
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort, UPDATE,
     Variable, WRITE_STATUS,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 
 use crate::api::OpenshiftAssistedControlPlane;
 
@@ -21,7 +21,7 @@ pub const IMAGES_PORT: u16 = 8091;
 /// This manager's CRDs: OpenshiftAssistedControlPlane and the CRDs of the embedded assisted-core.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     let mut crds = vec![OpenshiftAssistedControlPlane::crd()];
-    crds.extend(assisted_core::api::crds());
+    crds.extend(assisted_api::crds());
     crds
 }
 

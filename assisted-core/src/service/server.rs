@@ -19,7 +19,7 @@ use super::kube::prepare::BackendPreparer;
 use super::kube::{self as controllers, Context};
 use super::store::Store;
 use crate::domain::Config;
-use crate::runtime::parse_bind_address;
+use manager::runtime::parse_bind_address;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

@@ -6,9 +6,9 @@ use api_conformance::{all_crds, example, is_ours, lost_fields, parse_documents, 
 use assisted_core::api::{
     Agent, AgentClusterInstall, ClusterDeployment, ClusterImageSet, InfraEnv, NMStateConfig,
 };
-use assisted_core::manifests::{validate_manifests, validate_object};
 use bootstrap_provider::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
+use manager::manifests::{validate_manifests, validate_object};
 use serde_json::Value;
 
 fn typed_round_trip(object: &Value) -> Value {

@@ -44,7 +44,7 @@ async fn machinedeployment_with_our_bootstrap_template_gets_machines() {
         return;
     }
     // CAPM3 cannot be built here (docs/testing.md); its CRDs are generated from the committed
-    // kopium types of CAPM3 (bootstrap-provider/src/external/test_crds.rs).
+    // kopium types of CAPM3 (external-types/src/test_crds.rs).
     let metal3 = repo_root().join("config/testing/metal3");
     let builder = Testbed::builder()
         .controller_manager()

@@ -2,8 +2,8 @@
 //!
 //! CAPM3 and BMO cannot be built here, so their CRDs have to be installed by the tests themselves.
 //! The upstream YAML is not committed; instead `config/testing/metal3/<group>_<plural>.yaml` is
-//! generated from the kopium-generated types in [`super::capm3`] and [`super::metal3_io`] (their
-//! schemars-derived schemas), by `cargo run -p bootstrap-provider --example gen-metal3-test-crds`.
+//! generated from the kopium-generated types in [`crate::capm3`] and [`crate::metal3_io`] (their
+//! schemars-derived schemas), by `cargo run -p external-types --example gen-metal3-test-crds`.
 //! A unit test checks that the committed files are up to date.
 //!
 //! The derived schemas keep field names, types, string enums and required fields, but not the
@@ -15,7 +15,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 
-use super::{capm3, metal3_io};
+use crate::{capm3, metal3_io};
 
 /// Directory of the generated files, relative to the workspace root.
 pub const DIR: &str = "config/testing/metal3";
@@ -83,7 +83,7 @@ pub fn render(crd: &CustomResourceDefinition) -> String {
     let yaml = serde_yaml::to_string(crd).expect("a CRD serializes to YAML");
     format!(
         "# TEST FIXTURE, NOT THE UPSTREAM CRD. Do not edit; regenerate with\n\
-         #   cargo run -p bootstrap-provider --example gen-metal3-test-crds\n\
+         #   cargo run -p external-types --example gen-metal3-test-crds\n\
          # Derived (schemars) from the Rust types that hack/generate-external-types.sh generated with kopium from\n\
          #   {source}\n\
          # It keeps field names, types, enums and required fields, not upstream defaults, validations,\n\
@@ -106,7 +106,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(
                 committed == render(&crd),
-                "{} is stale; run `cargo run -p bootstrap-provider --example gen-metal3-test-crds`",
+                "{} is stale; run `cargo run -p external-types --example gen-metal3-test-crds`",
                 path.display()
             );
         }

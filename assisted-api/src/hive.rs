@@ -76,7 +76,7 @@ pub struct ClusterDeploymentSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preserve_on_delete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::common::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::common::preserve_unknown_object")]
     pub control_plane_config: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "preserve_unknown_array")]
@@ -97,13 +97,13 @@ pub struct ClusterDeploymentSpec {
     #[serde(default)]
     pub installed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::common::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::common::preserve_unknown_object")]
     pub provisioning: Option<serde_json::Value>,
     /// The object that installs this cluster (an AgentClusterInstall for the agent flow).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_install_ref: Option<ClusterInstallLocalReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::common::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::common::preserve_unknown_object")]
     pub cluster_pool_ref: Option<serde_json::Value>,
     /// Running or Hibernating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,7 +153,7 @@ pub struct ClusterMetadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_password_secret_ref: Option<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::common::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::common::preserve_unknown_object")]
     pub platform: Option<serde_json::Value>,
 }
 
@@ -196,7 +196,7 @@ pub struct ClusterDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::common::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::common::preserve_unknown_object")]
     pub platform_status: Option<serde_json::Value>,
 }
 

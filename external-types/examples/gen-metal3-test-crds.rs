@@ -1,10 +1,10 @@
 //! Writes the Metal3 test CRDs (`config/testing/metal3/*.yaml`) derived from the generated types.
 //!
-//! `cargo run -p bootstrap-provider --example gen-metal3-test-crds [-- <workspace root>]`
+//! `cargo run -p external-types --example gen-metal3-test-crds [-- <workspace root>]`
 
 use std::path::PathBuf;
 
-use bootstrap_provider::external::test_crds::{DIR, metal3_test_crds, render};
+use external_types::test_crds::{DIR, metal3_test_crds, render};
 
 fn main() -> std::io::Result<()> {
     let root = std::env::args_os()

@@ -1,0 +1,11 @@
+//! What every manager binary of this project shares, so a provider crate holds only its own logic:
+//!
+//! - [`cli`]: the command line (run, `crd`, `manifests`, `validate`);
+//! - [`runtime`]: flags, logging, the client, probes, metrics, leader election, shutdown;
+//! - [`manifests`]: `config/` generation (CRDs, RBAC from one rule list, Deployment, clusterctl files);
+//! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule.
+
+pub mod cli;
+pub mod conditions;
+pub mod manifests;
+pub mod runtime;
