@@ -1,5 +1,5 @@
 //! bootstrap-provider: the Cluster API bootstrap provider for OpenShift through the assisted installer.
 
 pub mod api;
-pub mod manifests;
 pub mod controller;
+pub mod manifests;

@@ -2,5 +2,5 @@
 //! assisted installer; it embeds assisted-core.
 
 pub mod api;
-pub mod manifests;
 pub mod controller;
+pub mod manifests;

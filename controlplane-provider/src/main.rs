@@ -1,11 +1,11 @@
-//! The control-plane manager. It runs the embedded assisted-core (controllers for the assisted
-//! CRDs, the agent REST API and the image server) unless `--assisted-core=external`; the
-//! OpenshiftAssistedControlPlane controller itself arrives in a later issue.
+//! The control-plane manager: the OpenshiftAssistedControlPlane controller, and the embedded
+//! assisted-core (controllers for the assisted CRDs, the agent REST API and the image server)
+//! unless `--assisted-core=external`.
 
 use std::process::ExitCode;
 
 use assisted_core::service::server::{self, CoreArgs, Listeners};
-use controlplane_provider::manifests;
+use controlplane_provider::{controller, manifests};
 use manager::cli::{self, ManagerSpec};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +32,22 @@ fn main() -> ExitCode {
         manifest: Some(manifests::provider_manifest),
     };
     cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
+        let controller = controller::run(
+            leader.client.clone(),
+            leader.scope.clone(),
+            leader.registry.clone(),
+            leader.shutdown.clone(),
+        );
         match args.assisted_core {
             CoreMode::Embedded => {
                 let listeners = Listeners::bind(&args.core).await?;
-                server::run(leader.client, args.core, listeners, leader.shutdown).await
+                let core = server::run(leader.client, args.core, listeners, leader.shutdown);
+                let (core, ()) = tokio::join!(core, controller);
+                core
             }
             CoreMode::External => {
-                manager::runtime::idle_until_shutdown(manifests::NAME, leader).await
+                controller.await;
+                Ok(())
             }
         }
     })

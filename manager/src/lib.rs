@@ -3,9 +3,11 @@
 //! - [`cli`]: the command line (run, `crd`, `manifests`, `validate`);
 //! - [`runtime`]: flags, logging, the client, probes, metrics, leader election, shutdown;
 //! - [`manifests`]: `config/` generation (CRDs, RBAC from one rule list, Deployment, clusterctl files);
+//! - [`metrics`]: reconcile and error counters every controller exports;
 //! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule.
 
 pub mod cli;
 pub mod conditions;
 pub mod manifests;
+pub mod metrics;
 pub mod runtime;

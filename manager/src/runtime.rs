@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::State;
@@ -27,6 +27,10 @@ pub struct ManagerArgs {
     /// Only watch this namespace; empty watches all namespaces (what clusterctl installs).
     #[arg(long, default_value = "")]
     pub namespace: String,
+    /// Only reconcile objects labelled `cluster.x-k8s.io/watch-filter=<value>` (CAPI's flag, so
+    /// several instances of a provider can share a management cluster).
+    #[arg(long, default_value = "")]
+    pub watch_filter: String,
     /// Run only while holding the leader Lease, so several replicas can run.
     #[arg(long)]
     pub leader_elect: bool,
@@ -91,10 +95,13 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
+/// The Prometheus registry controllers add their metrics to; `/metrics` encodes it.
+pub type SharedRegistry = Arc<Mutex<Registry>>;
+
 /// Shared by the probe and metrics servers.
 pub struct Health {
     ready: watch::Receiver<bool>,
-    registry: Registry,
+    registry: SharedRegistry,
 }
 
 async fn healthz() -> &'static str {
@@ -114,7 +121,11 @@ async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
 
 async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
     let mut body = String::new();
-    match encode(&mut body, &health.registry) {
+    let encoded = match health.registry.lock() {
+        Ok(registry) => encode(&mut body, &registry).map_err(|e| e.to_string()),
+        Err(_) => Err("the metrics registry is poisoned".to_string()),
+    };
+    match encoded {
         Ok(()) => (
             StatusCode::OK,
             [(
@@ -126,7 +137,7 @@ async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain")],
-            e.to_string(),
+            e,
         ),
     }
 }
@@ -152,6 +163,49 @@ async fn serve(
 pub struct Leader {
     pub client: Client,
     pub shutdown: watch::Receiver<bool>,
+    /// Where the leader's controllers register their metrics.
+    pub registry: SharedRegistry,
+    /// `--namespace` and `--watch-filter`, for the controllers' watches.
+    pub scope: WatchScope,
+}
+
+/// Which objects a manager's controllers watch (`--namespace`, `--watch-filter`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchScope {
+    /// Empty: all namespaces.
+    pub namespace: String,
+    /// Empty: no filter; else only objects labelled `cluster.x-k8s.io/watch-filter=<value>`.
+    pub watch_filter: String,
+}
+
+impl WatchScope {
+    /// The label selector the watches use, if any.
+    pub fn label_selector(&self) -> Option<String> {
+        (!self.watch_filter.is_empty())
+            .then(|| format!("cluster.x-k8s.io/watch-filter={}", self.watch_filter))
+    }
+
+    /// An `Api` over the watched namespace (or all namespaces).
+    pub fn api<K>(&self, client: &Client) -> kube::Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        if self.namespace.is_empty() {
+            kube::Api::all(client.clone())
+        } else {
+            kube::Api::namespaced(client.clone(), &self.namespace)
+        }
+    }
+
+    /// The watcher configuration: the watch-filter selector when set.
+    pub fn watcher_config(&self) -> kube::runtime::watcher::Config {
+        let config = kube::runtime::watcher::Config::default().any_semantic();
+        match self.label_selector() {
+            Some(selector) => config.labels(&selector),
+            None => config,
+        }
+    }
 }
 
 /// Runs a manager: probes and metrics at once, then (after winning the Lease if
@@ -177,9 +231,14 @@ where
         "1 while this replica holds the leader Lease",
         leader_gauge.clone(),
     );
+    let registry: SharedRegistry = Arc::new(Mutex::new(registry));
+    let scope = WatchScope {
+        namespace: args.namespace.clone(),
+        watch_filter: args.watch_filter.clone(),
+    };
     let health = Arc::new(Health {
         ready: ready_rx,
-        registry,
+        registry: registry.clone(),
     });
 
     let probes = Router::new()
@@ -241,6 +300,8 @@ where
             let leader_future = run_leader(Leader {
                 client: client.clone(),
                 shutdown: leader_stop_rx,
+                registry: registry.clone(),
+                scope: scope.clone(),
             });
             tokio::pin!(leader_future);
             let mut stop = shutdown_rx.clone();
@@ -272,6 +333,8 @@ where
         run_leader(Leader {
             client,
             shutdown: shutdown_rx.clone(),
+            registry,
+            scope,
         })
         .await
     };

@@ -1,6 +1,160 @@
 //! The OpenshiftAssistedControlPlane controller, in the pipeline shape of `docs/architecture.md`
-//! ("How to add a controller"): dereference (the only reads) → pure decisions → apply → status.
+//! ("How to add a controller"): [`dereference`] (the only reads) → [`plan`] (pure, built from
+//! [`hive`], [`release`], [`install_config`], [`machines`], [`kubeconfig`], [`status`]) →
+//! [`apply`] (server-side apply in a fixed order, then status).
 
+pub mod apply;
+pub mod dereference;
 pub mod hive;
 pub mod install_config;
+pub mod kubeconfig;
+pub mod machines;
+pub mod plan;
 pub mod release;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use assisted_api::AgentClusterInstall;
+use external_types::capi::{Cluster, Machine, MachineDeployment};
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, ResourceExt};
+use manager::metrics::ControllerMetrics;
+use manager::runtime::{SharedRegistry, WatchScope};
+use tokio::sync::watch;
+
+use crate::api::OpenshiftAssistedControlPlane;
+
+/// One field manager for everything this controller writes.
+pub const FIELD_MANAGER: &str = "openshift-assisted-controlplane";
+/// The finalizer name CAPOA uses, so objects move between the two implementations.
+pub const FINALIZER: &str =
+    "openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io/deprovision";
+/// How often a steady control plane is looked at again even if nothing changed.
+const RESYNC: Duration = Duration::from_secs(600);
+
+/// Reconcile errors, one variant per phase; invalid input is not an error but a condition.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading from the API server: {0}")]
+    Read(#[source] kube::Error),
+    #[error("applying {what}: {source}")]
+    Apply {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("deleting {what}: {source}")]
+    Delete {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+impl Error {
+    /// The metrics label of the phase that failed.
+    pub fn phase(&self) -> &'static str {
+        match self {
+            Error::Read(_) => "dereference",
+            Error::Apply { .. } => "apply",
+            Error::Delete { .. } => "delete",
+            Error::Status(_) => "status",
+        }
+    }
+}
+
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub metrics: ControllerMetrics,
+}
+
+async fn reconcile(
+    oacp: Arc<OpenshiftAssistedControlPlane>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    ctx.metrics.reconciled();
+    let dereferenced = dereference::dereference(&ctx.client, oacp.clone()).await?;
+    let plan = plan::plan(&dereferenced, Timestamp::now());
+    apply::apply(&ctx, &oacp, plan).await
+}
+
+fn error_policy(
+    oacp: Arc<OpenshiftAssistedControlPlane>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    ctx.metrics.failed(error.phase());
+    tracing::warn!(namespace = ?oacp.namespace(), name = %oacp.name_any(), error = %error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(15))
+}
+
+/// Runs the controller until `shutdown` turns true.
+pub async fn run(
+    client: Client,
+    scope: WatchScope,
+    registry: SharedRegistry,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
+        metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
+        client: client.clone(),
+    });
+    let all = kube::runtime::watcher::Config::default().any_semantic();
+    let controller = Controller::new(
+        scope.api::<OpenshiftAssistedControlPlane>(&client),
+        scope.watcher_config(),
+    );
+    let store = controller.store();
+    let md_store = store.clone();
+    controller
+        .owns(scope.api::<Machine>(&client), all.clone())
+        .owns(scope.api::<AgentClusterInstall>(&client), all.clone())
+        .watches(scope.api::<Cluster>(&client), all.clone(), |cluster| {
+            control_plane_of(&cluster)
+        })
+        .watches(scope.api::<MachineDeployment>(&client), all, move |md| {
+            // A MachineDeployment changes the worker count of its cluster's control plane.
+            let namespace = md.namespace();
+            let cluster = md.spec.cluster_name.clone();
+            md_store
+                .state()
+                .into_iter()
+                .filter(|cp| {
+                    cp.namespace() == namespace
+                        && cp
+                            .owner_references()
+                            .iter()
+                            .any(|o| o.kind == "Cluster" && o.name == cluster)
+                })
+                .map(|cp| ObjectRef::from_obj(&*cp))
+                .collect::<Vec<_>>()
+        })
+        .graceful_shutdown_on(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}
+
+/// The control plane a Cluster references, if it is one of ours.
+fn control_plane_of(cluster: &Cluster) -> Option<ObjectRef<OpenshiftAssistedControlPlane>> {
+    let reference = cluster.spec.control_plane_ref.as_ref()?;
+    (reference.kind == "OpenshiftAssistedControlPlane"
+        && reference.api_group == "controlplane.cluster.x-k8s.io")
+        .then(|| ObjectRef::new(&reference.name).within(&cluster.namespace().unwrap_or_default()))
+}

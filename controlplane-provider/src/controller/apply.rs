@@ -1,0 +1,280 @@
+//! Writes a [`Plan`] in a fixed order, with server-side apply under this controller's field
+//! manager: finalizer, pull secret, ClusterImageSet, ClusterDeployment, AgentClusterInstall,
+//! Machines (infrastructure machine and config before the Machine that references them),
+//! kubeconfig, then status. Deletion follows [`Plan::cleanup`].
+
+use std::time::Duration;
+
+use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
+use bootstrap_provider::api::OpenshiftAssistedConfig;
+use external_types::capi::Machine;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::plan::{Cleanup, Plan};
+use super::{Context, Error, FIELD_MANAGER, FINALIZER};
+use crate::api::OpenshiftAssistedControlPlane;
+
+fn params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+pub async fn apply(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: Plan,
+) -> Result<Action, Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let name = oacp.name_any();
+    let client = &ctx.client;
+
+    if let Some(cleanup) = &plan.cleanup {
+        return delete(ctx, oacp, cleanup, &plan).await;
+    }
+
+    if plan.write_finalizer {
+        set_finalizer(ctx, oacp, true).await?;
+    }
+    if let Some(secret) = &plan.pull_secret {
+        apply_one(
+            Api::<Secret>::namespaced(client.clone(), &ns),
+            secret,
+            "placeholder pull secret",
+        )
+        .await?;
+    }
+    if let Some(hive) = &plan.hive {
+        apply_one(
+            Api::<ClusterImageSet>::all(client.clone()),
+            &hive.image_set,
+            "ClusterImageSet",
+        )
+        .await?;
+        // Without `spec.installed`, which the core sets once the cluster is installed.
+        let cd_name = hive.cluster_deployment.name_any();
+        Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+            .patch(
+                &cd_name,
+                &params(),
+                &Patch::Apply(&super::hive::cluster_deployment_apply_body(
+                    &hive.cluster_deployment,
+                )),
+            )
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("ClusterDeployment {cd_name}"),
+                source,
+            })?;
+        apply_one(
+            Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
+            &hive.agent_cluster_install,
+            "AgentClusterInstall",
+        )
+        .await?;
+    }
+    for m in &plan.create {
+        let infra_api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns, &m.infra_resource);
+        let infra_name = m.infra.name_any();
+        infra_api
+            .patch(&infra_name, &params(), &Patch::Apply(&m.infra))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("{} {infra_name}", m.infra_resource.kind),
+                source,
+            })?;
+        apply_one(
+            Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns),
+            &m.config,
+            "OpenshiftAssistedConfig",
+        )
+        .await?;
+        apply_one(
+            Api::<Machine>::namespaced(client.clone(), &ns),
+            &m.machine,
+            "Machine",
+        )
+        .await?;
+    }
+    for machine in &plan.delete {
+        delete_one(
+            Api::<Machine>::namespaced(client.clone(), &ns),
+            machine,
+            "Machine",
+        )
+        .await?;
+    }
+    if let Some(secret) = &plan.kubeconfig {
+        apply_one(
+            Api::<Secret>::namespaced(client.clone(), &ns),
+            secret,
+            "kubeconfig Secret",
+        )
+        .await?;
+    }
+    write_status(ctx, oacp, &plan).await?;
+    publish_events(ctx, oacp, &plan).await;
+    tracing::debug!(namespace = %ns, name = %name, "reconciled");
+    Ok(plan
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Deletion, one step per reconcile: Machines first (CAPI drains and deprovisions them), then
+/// the install objects (the core releases their finalizers), then the cluster-scoped image set,
+/// then our finalizer. Each wait is shown on the `Deleting` condition.
+async fn delete(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    cleanup: &Cleanup,
+    plan: &Plan,
+) -> Result<Action, Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let client = &ctx.client;
+    match cleanup {
+        Cleanup::Machines(names) => {
+            for machine in names {
+                delete_one(
+                    Api::<Machine>::namespaced(client.clone(), &ns),
+                    machine,
+                    "Machine",
+                )
+                .await?;
+            }
+        }
+        Cleanup::InstallObjects { name, image_set } => {
+            delete_one(
+                Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
+                name,
+                "AgentClusterInstall",
+            )
+            .await?;
+            delete_one(
+                Api::<ClusterDeployment>::namespaced(client.clone(), &ns),
+                name,
+                "ClusterDeployment",
+            )
+            .await?;
+            if let Some(image_set) = image_set {
+                delete_one(
+                    Api::<ClusterImageSet>::all(client.clone()),
+                    image_set,
+                    "ClusterImageSet",
+                )
+                .await?;
+            }
+        }
+        Cleanup::Done => {
+            set_finalizer(ctx, oacp, false).await?;
+            return Ok(Action::await_change());
+        }
+    }
+    write_status(ctx, oacp, plan).await?;
+    Ok(Action::requeue(Duration::from_secs(2)))
+}
+
+async fn apply_one<K>(api: Api<K>, object: &K, what: &str) -> Result<(), Error>
+where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let name = object.name_any();
+    api.patch(&name, &params(), &Patch::Apply(object))
+        .await
+        .map_err(|source| Error::Apply {
+            what: format!("{what} {name}"),
+            source,
+        })?;
+    Ok(())
+}
+
+async fn delete_one<K>(api: Api<K>, name: &str, what: &str) -> Result<(), Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(source) => Err(Error::Delete {
+            what: format!("{what} {name}"),
+            source,
+        }),
+    }
+}
+
+/// Adds or removes our finalizer by applying (or no longer applying) it under our field
+/// manager: the apiserver keeps everyone else's finalizers.
+async fn set_finalizer(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    present: bool,
+) -> Result<(), Error> {
+    let api: Api<OpenshiftAssistedControlPlane> =
+        Api::namespaced(ctx.client.clone(), &oacp.namespace().unwrap_or_default());
+    let finalizers: Vec<&str> = if present { vec![FINALIZER] } else { vec![] };
+    let patch = json!({
+        "apiVersion": OpenshiftAssistedControlPlane::api_version(&()),
+        "kind": OpenshiftAssistedControlPlane::kind(&()),
+        "metadata": {"name": oacp.name_any(), "finalizers": finalizers},
+    });
+    match api
+        .patch(
+            &oacp.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Gone already: nothing left to hold.
+        Err(kube::Error::Api(status)) if status.is_not_found() && !present => Ok(()),
+        Err(source) => Err(Error::Apply {
+            what: "finalizer".into(),
+            source,
+        }),
+    }
+}
+
+async fn write_status(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: &Plan,
+) -> Result<(), Error> {
+    if oacp.status.as_ref() == Some(&plan.status) {
+        return Ok(());
+    }
+    let api: Api<OpenshiftAssistedControlPlane> =
+        Api::namespaced(ctx.client.clone(), &oacp.namespace().unwrap_or_default());
+    let patch = json!({
+        "apiVersion": OpenshiftAssistedControlPlane::api_version(&()),
+        "kind": OpenshiftAssistedControlPlane::kind(&()),
+        "status": plan.status,
+    });
+    api.patch_status(&oacp.name_any(), &params(), &Patch::Apply(&patch))
+        .await
+        .map_err(Error::Status)?;
+    Ok(())
+}
+
+async fn publish_events(ctx: &Context, oacp: &OpenshiftAssistedControlPlane, plan: &Plan) {
+    let reference = oacp.object_ref(&());
+    for planned in &plan.events {
+        let event = Event {
+            type_: if planned.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: planned.reason.to_string(),
+            note: Some(planned.note.clone()),
+            action: planned.reason.to_string(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            tracing::warn!(error = %e, reason = planned.reason, "cannot publish event");
+        }
+    }
+}

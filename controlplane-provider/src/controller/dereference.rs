@@ -1,0 +1,233 @@
+//! The only file of this controller that reads from the API server: everything one reconcile of
+//! an OpenshiftAssistedControlPlane decides from, gathered into [`Dereferenced`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use assisted_api::{AgentClusterInstall, ClusterDeployment};
+use bootstrap_provider::api::OpenshiftAssistedConfig;
+use external_types::capi::{Cluster, Machine, MachineDeployment};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::{Client, ResourceExt};
+
+use super::Error;
+use super::kubeconfig;
+use super::machines::{CLUSTER_NAME_LABEL, plural};
+use crate::api::OpenshiftAssistedControlPlane;
+
+/// The CAPI contract this provider speaks; CAPI picks a referenced kind's version from the CRD
+/// label of the same name (its `internal/contract` package), so do we.
+pub const CONTRACT_LABEL: &str = "cluster.x-k8s.io/v1beta2";
+
+/// What the infrastructure template lookup found.
+#[derive(Clone, Debug)]
+pub enum Template {
+    Found(DynamicObject, ApiResource),
+    /// The kind's CRD is missing or has no contract label.
+    UnknownKind(String),
+    NotFound(String),
+}
+
+/// Whether the pull secret the cluster needs exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullSecret {
+    Present(String),
+    Missing(String),
+    /// No `config.pullSecretRef`.
+    Unset,
+}
+
+pub struct Dereferenced {
+    pub oacp: Arc<OpenshiftAssistedControlPlane>,
+    /// The owning Cluster; `None` until CAPI has set the owner reference (or it is gone).
+    pub cluster: Option<Cluster>,
+    /// Sum of `spec.replicas` of the Cluster's MachineDeployments.
+    pub worker_replicas: i32,
+    /// Machines this control plane controls, those being deleted included.
+    pub machines: Vec<Machine>,
+    /// Their configs, by name.
+    pub configs: BTreeMap<String, OpenshiftAssistedConfig>,
+    /// `cpuArchitecture` of the control plane's config spec and of every config of the cluster.
+    pub architectures: Vec<Option<String>>,
+    pub template: Template,
+    pub aci: Option<AgentClusterInstall>,
+    pub cluster_deployment_exists: bool,
+    /// The admin kubeconfig the core published, once it has.
+    pub admin_kubeconfig: Option<Vec<u8>>,
+    pub pull_secret: PullSecret,
+}
+
+pub async fn dereference(
+    client: &Client,
+    oacp: Arc<OpenshiftAssistedControlPlane>,
+) -> Result<Dereferenced, Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let name = oacp.name_any();
+
+    let cluster_name = oacp
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
+        .map(|o| o.name.clone());
+    let clusters: Api<Cluster> = Api::namespaced(client.clone(), &ns);
+    let cluster = match &cluster_name {
+        Some(n) => clusters.get_opt(n).await.map_err(Error::Read)?,
+        None => None,
+    };
+
+    let (worker_replicas, machines, cluster_configs) = match &cluster {
+        Some(c) => {
+            let by_cluster =
+                ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={}", c.name_any()));
+            let deployments: Api<MachineDeployment> = Api::namespaced(client.clone(), &ns);
+            let live: Vec<MachineDeployment> = deployments
+                .list(&by_cluster)
+                .await
+                .map_err(Error::Read)?
+                .items
+                .into_iter()
+                .filter(|md| md.metadata.deletion_timestamp.is_none())
+                .collect();
+            let workers = super::hive::worker_agents(&live);
+            let machines: Vec<Machine> = Api::<Machine>::namespaced(client.clone(), &ns)
+                .list(&by_cluster)
+                .await
+                .map_err(Error::Read)?
+                .items
+                .into_iter()
+                .filter(|m| controlled_by(m, &oacp))
+                .collect();
+            let configs = Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
+                .list(&by_cluster)
+                .await
+                .map_err(Error::Read)?
+                .items;
+            (workers, machines, configs)
+        }
+        None => (0, Vec::new(), Vec::new()),
+    };
+    let mut architectures = vec![
+        oacp.spec
+            .openshift_assisted_config_spec
+            .cpu_architecture
+            .clone(),
+    ];
+    architectures.extend(
+        cluster_configs
+            .iter()
+            .map(|c| c.spec.cpu_architecture.clone()),
+    );
+    let configs = cluster_configs
+        .into_iter()
+        .filter(|c| machines.iter().any(|m| m.metadata.name == c.metadata.name))
+        .map(|c| (c.name_any(), c))
+        .collect();
+
+    let template = infrastructure_template(client, &oacp).await?;
+
+    let aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns)
+        .get_opt(&name)
+        .await
+        .map_err(Error::Read)?;
+    let cluster_deployment_exists = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+        .get_opt(&name)
+        .await
+        .map_err(Error::Read)?
+        .is_some();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let admin_kubeconfig = match aci.as_ref().and_then(kubeconfig::source_secret_name) {
+        Some(source) => secrets
+            .get_opt(&source)
+            .await
+            .map_err(Error::Read)?
+            .as_ref()
+            .and_then(kubeconfig::source_kubeconfig)
+            .map(<[u8]>::to_vec),
+        None => None,
+    };
+    let pull_secret = match oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.pull_secret_ref.as_ref())
+    {
+        Some(r) if !r.name.is_empty() => {
+            match secrets.get_opt(&r.name).await.map_err(Error::Read)? {
+                Some(_) => PullSecret::Present(r.name.clone()),
+                None => PullSecret::Missing(r.name.clone()),
+            }
+        }
+        _ => PullSecret::Unset,
+    };
+
+    Ok(Dereferenced {
+        oacp,
+        cluster,
+        worker_replicas,
+        machines,
+        configs,
+        architectures,
+        template,
+        aci,
+        cluster_deployment_exists,
+        admin_kubeconfig,
+        pull_secret,
+    })
+}
+
+fn controlled_by(machine: &Machine, oacp: &OpenshiftAssistedControlPlane) -> bool {
+    let uid = oacp.uid();
+    machine
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+}
+
+/// Reads `machineTemplate.infrastructureRef` at the API version its CRD's contract label names.
+async fn infrastructure_template(
+    client: &Client,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<Template, Error> {
+    let reference = &oacp.spec.machine_template.infrastructure_ref;
+    let crd_name = format!("{}.{}", plural(&reference.kind), reference.api_group);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let Some(crd) = crds.get_opt(&crd_name).await.map_err(Error::Read)? else {
+        return Ok(Template::UnknownKind(format!(
+            "machineTemplate.infrastructureRef: no CRD {crd_name} is installed for kind {} in group {}",
+            reference.kind, reference.api_group
+        )));
+    };
+    let Some(version) = crd
+        .labels()
+        .get(CONTRACT_LABEL)
+        .and_then(|v| v.rsplit('_').next())
+        .map(str::to_string)
+    else {
+        return Ok(Template::UnknownKind(format!(
+            "CRD {crd_name} has no {CONTRACT_LABEL} label, so its provider does not implement the contract this control plane needs"
+        )));
+    };
+    let resource = ApiResource {
+        group: reference.api_group.clone(),
+        version: version.clone(),
+        api_version: format!("{}/{version}", reference.api_group),
+        kind: reference.kind.clone(),
+        plural: plural(&reference.kind),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &oacp.namespace().unwrap_or_default(),
+        &resource,
+    );
+    Ok(
+        match api.get_opt(&reference.name).await.map_err(Error::Read)? {
+            Some(template) => Template::Found(template, resource),
+            None => Template::NotFound(format!(
+                "{} {} (machineTemplate.infrastructureRef) does not exist",
+                reference.kind, reference.name
+            )),
+        },
+    )
+}

@@ -1,0 +1,632 @@
+//! Control-plane Machines: how many, their names, their failure domains, and the three objects
+//! each one is made of (Machine, OpenshiftAssistedConfig, infrastructure machine cloned from the
+//! template). Pure: the controller reads the inputs and applies what comes out.
+//!
+//! Unlike KubeadmControlPlane, which adds one Machine at a time, every day-1 Machine is created
+//! in one pass: the assisted installer needs every master at once. After the install started the
+//! count is frozen (OpenShift control planes are not scaled by replacing Machines); a change is
+//! reported, never silently applied.
+
+use std::collections::BTreeMap;
+
+use bootstrap_provider::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
+use external_types::capi::{Cluster, Machine};
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::api::OpenshiftAssistedControlPlane;
+
+pub use super::hive::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
+pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
+pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
+/// Never copied from a control plane onto its configs: it holds the control plane's own
+/// conversion data (CAPOA bug MGMT-23110).
+pub const CONVERSION_DATA_ANNOTATION: &str = "cluster.x-k8s.io/conversion-data";
+pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";
+pub const CONFIG_KIND: &str = "OpenshiftAssistedConfig";
+
+/// Replicas when `spec.replicas` is unset: one, as CAPI's control planes default it.
+pub fn desired_replicas(oacp: &OpenshiftAssistedControlPlane) -> i32 {
+    oacp.spec.replicas.unwrap_or(1).max(0)
+}
+
+/// `<control plane>-<index>`: deterministic, so a restart re-applies the same objects instead
+/// of creating new ones.
+pub fn machine_name(oacp_name: &str, index: usize) -> String {
+    format!("{oacp_name}-{index}")
+}
+
+/// What to do about the number of Machines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scaling {
+    /// As many Machines as wanted.
+    Steady,
+    /// Create these Machines (all missing ones at once).
+    Up(Vec<String>),
+    /// Delete these Machines (before the install started only).
+    Down(Vec<String>),
+    /// The count differs but the install has started: left as it is, and said so.
+    Frozen { wanted: i32, have: i32 },
+}
+
+/// Decides the Machines to create or delete. `existing` are the names of this control plane's
+/// Machines that are not being deleted.
+pub fn scaling(
+    oacp_name: &str,
+    existing: &[String],
+    replicas: i32,
+    install_started: bool,
+) -> Scaling {
+    let have = existing.len() as i32;
+    if have == replicas {
+        return Scaling::Steady;
+    }
+    if install_started {
+        return Scaling::Frozen {
+            wanted: replicas,
+            have,
+        };
+    }
+    if have < replicas {
+        let missing = (replicas - have) as usize;
+        let names = (0..)
+            .map(|i| machine_name(oacp_name, i))
+            .filter(|n| !existing.contains(n))
+            .take(missing)
+            .collect();
+        Scaling::Up(names)
+    } else {
+        // The newest names go first: highest index, then the rest in reverse name order.
+        let mut by_age: Vec<&String> = existing.iter().collect();
+        by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
+        let extra = (have - replicas) as usize;
+        Scaling::Down(by_age.into_iter().take(extra).cloned().collect())
+    }
+}
+
+fn index_of(oacp_name: &str, machine: &str) -> (usize, String) {
+    let index = machine
+        .strip_prefix(oacp_name)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(usize::MAX);
+    (index, machine.to_string())
+}
+
+/// The Cluster's failure domains usable by control-plane Machines, sorted by name.
+pub fn control_plane_failure_domains(cluster: &Cluster) -> Vec<String> {
+    let mut names: Vec<String> = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.failure_domains.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|fd| fd.control_plane == Some(true))
+        .map(|fd| fd.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Spreads `count` new Machines over the failure domains, each going to the domain with the
+/// fewest Machines so far (ties: first by name), as CAPI's `PickFewest` does.
+pub fn spread(
+    domains: &[String],
+    existing: &[Option<String>],
+    count: usize,
+) -> Vec<Option<String>> {
+    if domains.is_empty() {
+        return vec![None; count];
+    }
+    let mut load: BTreeMap<&str, usize> = domains.iter().map(|d| (d.as_str(), 0)).collect();
+    for domain in existing.iter().flatten() {
+        if let Some(n) = load.get_mut(domain.as_str()) {
+            *n += 1;
+        }
+    }
+    (0..count)
+        .map(|_| {
+            let pick = domains
+                .iter()
+                .min_by_key(|d| load.get(d.as_str()).copied().unwrap_or(0))?;
+            *load.entry(pick.as_str()).or_default() += 1;
+            Some(pick.clone())
+        })
+        .collect()
+}
+
+/// Why a control-plane Machine cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("{kind} {name} has no spec.template.spec")]
+    NoTemplateSpec { kind: String, name: String },
+    #[error("machineTemplate.infrastructureRef kind {0} does not end in \"Template\"")]
+    NotATemplate(String),
+    #[error("the control plane has no uid yet")]
+    NoUid,
+    #[error("cannot build Machine {name}: {reason}")]
+    Machine { name: String, reason: String },
+}
+
+/// The three objects of one control-plane Machine.
+#[derive(Clone, Debug)]
+pub struct ControlPlaneMachine {
+    pub machine: Machine,
+    pub config: OpenshiftAssistedConfig,
+    pub infra: DynamicObject,
+    pub infra_resource: ApiResource,
+}
+
+/// Everything a control-plane Machine is built from.
+pub struct MachineInputs<'a> {
+    pub oacp: &'a OpenshiftAssistedControlPlane,
+    pub cluster_name: &'a str,
+    /// The infrastructure template `machineTemplate.infrastructureRef` names.
+    pub template: &'a DynamicObject,
+    /// Its resource (group, version, kind) as resolved from the CRD's contract label.
+    pub template_resource: &'a ApiResource,
+}
+
+/// The labels every object of a control-plane Machine carries: those of the install objects.
+pub fn control_plane_labels(
+    oacp: &OpenshiftAssistedControlPlane,
+    cluster_name: &str,
+) -> BTreeMap<String, String> {
+    super::hive::labels(oacp, cluster_name)
+}
+
+/// The `control-plane-name` label value (CAPI's `MustFormatValue`).
+pub fn control_plane_name_label(name: &str) -> String {
+    super::hive::label_value(name)
+}
+
+/// `status.selector`: selects this control plane's Machines (the scale subresource needs it).
+pub fn selector(oacp: &OpenshiftAssistedControlPlane, cluster_name: &str) -> String {
+    format!(
+        "{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL},{CONTROL_PLANE_NAME_LABEL}={}",
+        control_plane_name_label(&oacp.name_any())
+    )
+}
+
+/// Builds the Machine, its config and its infrastructure machine.
+pub fn control_plane_machine(
+    inputs: &MachineInputs,
+    name: &str,
+    failure_domain: Option<String>,
+) -> Result<ControlPlaneMachine, TemplateError> {
+    let oacp = inputs.oacp;
+    let namespace = oacp.namespace().unwrap_or_default();
+    let owner = owner_reference(oacp, false).ok_or(TemplateError::NoUid)?;
+    let controller_owner = owner_reference(oacp, true).ok_or(TemplateError::NoUid)?;
+    let labels = control_plane_labels(oacp, inputs.cluster_name);
+    let template_metadata = oacp
+        .spec
+        .machine_template
+        .metadata
+        .clone()
+        .unwrap_or_default();
+
+    // Infrastructure machine: the template's spec.template, as CAPI's clone does.
+    let template_kind = &inputs.template_resource.kind;
+    let infra_kind = template_kind
+        .strip_suffix("Template")
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| TemplateError::NotATemplate(template_kind.clone()))?;
+    let template_body = inputs
+        .template
+        .data
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some(infra_spec) = template_body.get("spec").cloned() else {
+        return Err(TemplateError::NoTemplateSpec {
+            kind: template_kind.clone(),
+            name: inputs.template.name_any(),
+        });
+    };
+    let mut infra_labels: BTreeMap<String, String> = template_body
+        .pointer("/metadata/labels")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    infra_labels.extend(labels.clone());
+    let mut infra_annotations: BTreeMap<String, String> = template_body
+        .pointer("/metadata/annotations")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    infra_annotations.extend(template_metadata.annotations.clone());
+    infra_annotations.insert(CLONED_FROM_NAME.into(), inputs.template.name_any());
+    infra_annotations.insert(
+        CLONED_FROM_GROUPKIND.into(),
+        format!("{template_kind}.{}", inputs.template_resource.group),
+    );
+    let infra_resource = ApiResource {
+        group: inputs.template_resource.group.clone(),
+        version: inputs.template_resource.version.clone(),
+        api_version: inputs.template_resource.api_version.clone(),
+        kind: infra_kind.to_string(),
+        plural: plural(infra_kind),
+    };
+    let mut infra = DynamicObject::new(name, &infra_resource).within(&namespace);
+    infra.metadata.labels = Some(infra_labels);
+    infra.metadata.annotations = Some(infra_annotations);
+    infra.metadata.owner_references = Some(vec![owner.clone()]);
+    infra.data = json!({ "spec": infra_spec });
+
+    // Config: the control plane's config spec; its annotations (ignition overrides) follow.
+    let mut config_annotations: BTreeMap<String, String> = oacp
+        .annotations()
+        .iter()
+        .filter(|(k, _)| k.as_str() != CONVERSION_DATA_ANNOTATION)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    config_annotations.extend(template_metadata.annotations.clone());
+    let config = OpenshiftAssistedConfig {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.clone()),
+            labels: Some(labels.clone()),
+            annotations: Some(config_annotations),
+            owner_references: Some(vec![owner]),
+            ..Default::default()
+        },
+        spec: oacp.spec.openshift_assisted_config_spec.clone(),
+        status: None,
+    };
+
+    let deletion = oacp
+        .spec
+        .machine_template
+        .deletion
+        .clone()
+        .unwrap_or_default();
+    let machine: Machine = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "Machine",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": template_metadata.annotations,
+            "ownerReferences": [controller_owner],
+        },
+        "spec": {
+            "clusterName": inputs.cluster_name,
+            "bootstrap": {"configRef": {
+                "apiGroup": BOOTSTRAP_GROUP, "kind": CONFIG_KIND, "name": name,
+            }},
+            "infrastructureRef": {
+                "apiGroup": infra_resource.group, "kind": infra_kind, "name": name,
+            },
+            "failureDomain": failure_domain,
+            "deletion": {
+                "nodeDrainTimeoutSeconds": deletion.node_drain_timeout_seconds,
+                "nodeVolumeDetachTimeoutSeconds": deletion.node_volume_detach_timeout_seconds,
+                "nodeDeletionTimeoutSeconds": deletion.node_deletion_timeout_seconds,
+            },
+        },
+    }))
+    .map_err(|e| TemplateError::Machine {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(ControlPlaneMachine {
+        machine,
+        config,
+        infra,
+        infra_resource,
+    })
+}
+
+/// An owner reference to the control plane (controller for Machines only: CAPI makes the
+/// Machine the controller of its config and infrastructure machine).
+pub fn owner_reference(
+    oacp: &OpenshiftAssistedControlPlane,
+    controller: bool,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    let mut reference = oacp.controller_owner_ref(&())?;
+    if !controller {
+        reference.controller = None;
+        reference.block_owner_deletion = None;
+    }
+    Some(reference)
+}
+
+/// A kind's plural as CAPI's `CalculateCRDName` derives it (flect's rules for the kinds we meet).
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
+    }
+    if lower.ends_with('s')
+        || lower.ends_with('x')
+        || lower.ends_with("ch")
+        || lower.ends_with("sh")
+    {
+        return format!("{lower}es");
+    }
+    format!("{lower}s")
+}
+
+/// Whether a Machine's config still matches what the control plane asks for. Config specs are
+/// immutable, so a Machine whose config differs needs replacing to be up to date.
+pub fn up_to_date(
+    desired: &OpenshiftAssistedConfigSpec,
+    config: Option<&OpenshiftAssistedConfig>,
+) -> bool {
+    config.is_some_and(|c| &c.spec == desired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn oacp() -> OpenshiftAssistedControlPlane {
+        serde_yaml::from_str(
+            r#"
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata:
+  name: cp
+  namespace: ns
+  uid: 11111111-2222-3333-4444-555555555555
+  annotations:
+    openshiftassistedconfig.cluster.x-k8s.io/ignition-override: '{"ignition":{"version":"3.1.0"}}'
+    cluster.x-k8s.io/conversion-data: '{"spec":{}}'
+spec:
+  distributionVersion: 4.20.0
+  replicas: 3
+  machineTemplate:
+    metadata:
+      labels: {team: a}
+      annotations: {note: b}
+    infrastructureRef:
+      apiGroup: infrastructure.cluster.x-k8s.io
+      kind: Metal3MachineTemplate
+      name: cp-template
+    deletion: {nodeDeletionTimeoutSeconds: 10}
+  openshiftAssistedConfigSpec:
+    sshAuthorizedKey: ssh-ed25519 AAAA
+  config: {baseDomain: lab.home}
+"#,
+        )
+        .unwrap()
+    }
+
+    fn template() -> (DynamicObject, ApiResource) {
+        let resource = ApiResource {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            version: "v1beta2".into(),
+            api_version: "infrastructure.cluster.x-k8s.io/v1beta2".into(),
+            kind: "Metal3MachineTemplate".into(),
+            plural: "metal3machinetemplates".into(),
+        };
+        let template: DynamicObject = serde_yaml::from_str(
+            r#"
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {name: cp-template, namespace: ns}
+spec:
+  template:
+    metadata:
+      labels: {from-template: "yes"}
+    spec:
+      image: {url: "http://x/y.qcow2", checksum: "http://x/y.sum", checksumType: sha256, diskFormat: qcow2}
+      dataTemplate: {name: cp-data}
+"#,
+        )
+        .unwrap();
+        (template, resource)
+    }
+
+    #[test]
+    fn scaling_rows() {
+        // (existing, replicas, install started, expected)
+        let rows: Vec<(&[&str], i32, bool, Scaling)> = vec![
+            (&[], 3, false, Scaling::Up(names(&["cp-0", "cp-1", "cp-2"]))),
+            (&["cp-1"], 3, false, Scaling::Up(names(&["cp-0", "cp-2"]))),
+            (&["cp-0", "cp-1", "cp-2"], 3, false, Scaling::Steady),
+            (&["cp-0", "cp-1", "cp-2"], 3, true, Scaling::Steady),
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                1,
+                false,
+                Scaling::Down(names(&["cp-2", "cp-1"])),
+            ),
+            (
+                &["cp-0", "other", "cp-1"],
+                2,
+                false,
+                Scaling::Down(names(&["other"])),
+            ),
+            (&["cp-0"], 3, true, Scaling::Frozen { wanted: 3, have: 1 }),
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                5,
+                true,
+                Scaling::Frozen { wanted: 5, have: 3 },
+            ),
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                1,
+                true,
+                Scaling::Frozen { wanted: 1, have: 3 },
+            ),
+        ];
+        for (existing, replicas, started, expected) in rows {
+            assert_eq!(
+                scaling("cp", &names(existing), replicas, started),
+                expected,
+                "existing {existing:?}, replicas {replicas}, started {started}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_machines_go_to_the_emptiest_failure_domain() {
+        let domains = names(&["a", "b", "c"]);
+        assert_eq!(
+            spread(&domains, &[], 3),
+            vec![Some("a".into()), Some("b".into()), Some("c".into())]
+        );
+        assert_eq!(
+            spread(
+                &domains,
+                &[Some("a".into()), Some("a".into()), Some("b".into())],
+                2
+            ),
+            vec![Some("c".into()), Some("b".into())]
+        );
+        assert_eq!(spread(&[], &[], 2), vec![None, None]);
+    }
+
+    #[test]
+    fn only_control_plane_failure_domains_count() {
+        let cluster: Cluster = serde_yaml::from_str(
+            r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: c, namespace: ns}
+spec: {}
+status:
+  failureDomains:
+  - {name: z2, controlPlane: true}
+  - {name: z1, controlPlane: true}
+  - {name: w1, controlPlane: false}
+  - {name: w2}
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            control_plane_failure_domains(&cluster),
+            names(&["z1", "z2"])
+        );
+    }
+
+    #[test]
+    fn machine_config_and_infra_machine_are_built_from_the_control_plane_and_template() {
+        let oacp = oacp();
+        let (template, resource) = template();
+        let inputs = MachineInputs {
+            oacp: &oacp,
+            cluster_name: "c1",
+            template: &template,
+            template_resource: &resource,
+        };
+        let m = control_plane_machine(&inputs, "cp-0", Some("z1".into())).unwrap();
+
+        let labels = m.machine.metadata.labels.clone().unwrap();
+        assert_eq!(labels[CLUSTER_NAME_LABEL], "c1");
+        assert_eq!(labels[CONTROL_PLANE_LABEL], "");
+        assert_eq!(labels[CONTROL_PLANE_NAME_LABEL], "cp");
+        assert_eq!(labels["team"], "a");
+        let owner = &m.machine.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(owner.kind, "OpenshiftAssistedControlPlane");
+        assert_eq!(owner.controller, Some(true));
+        assert_eq!(m.machine.spec.cluster_name, "c1");
+        assert_eq!(m.machine.spec.failure_domain.as_deref(), Some("z1"));
+        let config_ref = m.machine.spec.bootstrap.config_ref.as_ref().unwrap();
+        assert_eq!(
+            (
+                config_ref.api_group.as_str(),
+                config_ref.kind.as_str(),
+                config_ref.name.as_str()
+            ),
+            (
+                "bootstrap.cluster.x-k8s.io",
+                "OpenshiftAssistedConfig",
+                "cp-0"
+            )
+        );
+        assert_eq!(m.machine.spec.infrastructure_ref.kind, "Metal3Machine");
+        assert_eq!(m.machine.spec.infrastructure_ref.name, "cp-0");
+
+        // The config: the control plane's spec; its annotations minus the conversion data.
+        assert_eq!(m.config.spec, oacp.spec.openshift_assisted_config_spec);
+        let annotations = m.config.metadata.annotations.clone().unwrap();
+        assert!(
+            annotations.contains_key("openshiftassistedconfig.cluster.x-k8s.io/ignition-override")
+        );
+        assert!(!annotations.contains_key(CONVERSION_DATA_ANNOTATION));
+        let config_owner = &m.config.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            config_owner.controller, None,
+            "CAPI makes the Machine its controller"
+        );
+
+        // The infrastructure machine: the template's spec, cloned-from annotations, labels.
+        assert_eq!(m.infra_resource.kind, "Metal3Machine");
+        assert_eq!(m.infra_resource.plural, "metal3machines");
+        assert_eq!(m.infra.data["spec"]["dataTemplate"]["name"], "cp-data");
+        let infra_annotations = m.infra.metadata.annotations.clone().unwrap();
+        assert_eq!(infra_annotations[CLONED_FROM_NAME], "cp-template");
+        assert_eq!(
+            infra_annotations[CLONED_FROM_GROUPKIND],
+            "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"
+        );
+        let infra_labels = m.infra.metadata.labels.clone().unwrap();
+        assert_eq!(infra_labels["from-template"], "yes");
+        assert_eq!(infra_labels[CONTROL_PLANE_NAME_LABEL], "cp");
+    }
+
+    #[test]
+    fn a_template_without_a_spec_or_a_non_template_kind_is_an_error() {
+        let oacp = oacp();
+        let (mut template, resource) = template();
+        template.data = json!({"spec": {}});
+        let inputs = MachineInputs {
+            oacp: &oacp,
+            cluster_name: "c1",
+            template: &template,
+            template_resource: &resource,
+        };
+        assert!(matches!(
+            control_plane_machine(&inputs, "cp-0", None),
+            Err(TemplateError::NoTemplateSpec { .. })
+        ));
+        let (template, mut resource) = self::template();
+        resource.kind = "Metal3Machine".into();
+        let inputs = MachineInputs {
+            oacp: &oacp,
+            cluster_name: "c1",
+            template: &template,
+            template_resource: &resource,
+        };
+        assert!(matches!(
+            control_plane_machine(&inputs, "cp-0", None),
+            Err(TemplateError::NotATemplate(_))
+        ));
+    }
+
+    #[test]
+    fn plurals_follow_capi() {
+        assert_eq!(plural("Metal3MachineTemplate"), "metal3machinetemplates");
+        assert_eq!(plural("Metal3Machine"), "metal3machines");
+        assert_eq!(plural("DockerMachinePolicy"), "dockermachinepolicies");
+        assert_eq!(plural("Gateway"), "gateways");
+        assert_eq!(plural("Box"), "boxes");
+    }
+
+    #[test]
+    fn long_control_plane_names_are_hashed_into_a_label_value() {
+        let long = "x".repeat(70);
+        let value = control_plane_name_label(&long);
+        assert!(value.len() <= 63);
+        assert_eq!(value, control_plane_name_label(&long));
+        assert_eq!(control_plane_name_label("cp"), "cp");
+    }
+
+    #[test]
+    fn selector_names_the_machines_labels() {
+        assert_eq!(
+            selector(&oacp(), "c1"),
+            "cluster.x-k8s.io/cluster-name=c1,cluster.x-k8s.io/control-plane,cluster.x-k8s.io/control-plane-name=cp"
+        );
+    }
+}

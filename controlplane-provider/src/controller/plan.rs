@@ -1,0 +1,447 @@
+//! `plan`: everything one reconcile writes, decided from [`Dereferenced`] and `now` alone.
+//! No client, no clock: tested from fixtures.
+
+use std::time::Duration;
+
+use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use manager::conditions;
+
+use super::dereference::{Dereferenced, PullSecret, Template};
+use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
+use super::status::{self, Blocked, Install, StatusInputs};
+use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release};
+use crate::api::{
+    ControlPlaneInitialization, OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneStatus,
+    RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
+};
+
+pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+
+/// The install objects of one cluster.
+#[derive(Clone, Debug)]
+pub struct HiveObjects {
+    pub image_set: ClusterImageSet,
+    pub cluster_deployment: ClusterDeployment,
+    pub agent_cluster_install: AgentClusterInstall,
+}
+
+/// The step of a deletion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cleanup {
+    /// Delete these Machines and wait for every Machine to be gone.
+    Machines(Vec<String>),
+    /// Delete the AgentClusterInstall, ClusterDeployment (both named `name`) and image set.
+    InstallObjects {
+        name: String,
+        image_set: Option<String>,
+    },
+    /// Nothing left: release the finalizer.
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub write_finalizer: bool,
+    pub pull_secret: Option<Secret>,
+    pub hive: Option<HiveObjects>,
+    pub create: Vec<ControlPlaneMachine>,
+    pub delete: Vec<String>,
+    pub kubeconfig: Option<Secret>,
+    pub status: OpenshiftAssistedControlPlaneStatus,
+    pub events: Vec<PlannedEvent>,
+    /// `None`: wait for a change of a watched object.
+    pub requeue: Option<Duration>,
+    /// Set while the control plane is being deleted; nothing else is written then but status.
+    pub cleanup: Option<Cleanup>,
+}
+
+/// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
+/// or the control plane (CAPI's `annotations.IsPaused`).
+pub fn paused(d: &Dereferenced) -> bool {
+    let annotated =
+        |a: &std::collections::BTreeMap<String, String>| a.contains_key(PAUSED_ANNOTATION);
+    annotated(d.oacp.annotations())
+        || d.cluster
+            .as_ref()
+            .is_some_and(|c| c.spec.paused == Some(true) || annotated(c.annotations()))
+}
+
+pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
+    let oacp = d.oacp.as_ref();
+    let has_finalizer = oacp.finalizers().iter().any(|f| f == FINALIZER);
+    let cluster_name = d.cluster.as_ref().map(|c| c.name_any()).unwrap_or_default();
+    let install = install_of(d.aci.as_ref());
+    let live: Vec<_> = d
+        .machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect();
+
+    let mut plan = Plan {
+        write_finalizer: !has_finalizer,
+        requeue: Some(RESYNC),
+        ..Default::default()
+    };
+    let mut blocked: Option<Blocked> = None;
+    let mut scaling = Scaling::Steady;
+    let mut deleting: Option<String> = None;
+    let paused = paused(d);
+
+    if oacp.metadata.deletion_timestamp.is_some() {
+        let (cleanup, message) = cleanup_step(d);
+        plan.cleanup = Some(cleanup);
+        deleting = Some(message);
+    } else if paused {
+        plan.write_finalizer = false;
+        plan.requeue = None;
+    } else if d.cluster.is_none() {
+        blocked = Some(Blocked {
+            reason: "WaitingForCluster",
+            message: "waiting for a Cluster whose spec.controlPlaneRef names this control plane \
+                      (CAPI then sets the owner reference)"
+                .into(),
+        });
+    } else {
+        match desired(d, &cluster_name, &install, &live) {
+            Ok(desired) => {
+                if d.aci.is_none() {
+                    plan.events.push(PlannedEvent {
+                        warning: false,
+                        reason: "InstallObjectsCreated",
+                        note: format!(
+                            "Created ClusterDeployment and AgentClusterInstall {} and ClusterImageSet {}",
+                            oacp.name_any(),
+                            desired.hive.image_set.name_any()
+                        ),
+                    });
+                }
+                match &desired.scaling {
+                    Scaling::Up(names) => plan.events.push(PlannedEvent {
+                        warning: false,
+                        reason: "MachinesCreated",
+                        note: format!("Creating control-plane Machines {}", names.join(", ")),
+                    }),
+                    Scaling::Down(names) => plan.events.push(PlannedEvent {
+                        warning: false,
+                        reason: "MachinesDeleted",
+                        note: format!("Deleting control-plane Machines {}", names.join(", ")),
+                    }),
+                    _ => {}
+                }
+                plan.pull_secret = desired.pull_secret;
+                plan.hive = Some(desired.hive);
+                plan.create = desired.create;
+                plan.delete = match &desired.scaling {
+                    Scaling::Down(names) => names.clone(),
+                    _ => Vec::new(),
+                };
+                scaling = desired.scaling;
+                blocked = desired.machines_blocked;
+            }
+            Err(b) => {
+                plan.events.push(PlannedEvent {
+                    warning: true,
+                    reason: b.reason,
+                    note: b.message.clone(),
+                });
+                blocked = Some(b);
+                plan.requeue = None;
+            }
+        }
+    }
+
+    // The kubeconfig follows its source while the control plane lives.
+    let kubeconfig_published = match (&d.admin_kubeconfig, plan.cleanup.is_none() && !paused) {
+        (Some(kc), true) if !cluster_name.is_empty() => {
+            plan.kubeconfig = kubeconfig::desired_secret(oacp, &cluster_name, kc);
+            plan.kubeconfig.is_some()
+        }
+        (Some(_), _) => true,
+        (None, _) => false,
+    };
+
+    let inputs = StatusInputs {
+        oacp,
+        cluster_name: &cluster_name,
+        machines: &live,
+        configs: &d.configs,
+        install: &install,
+        kubeconfig_published,
+        scaling: &scaling,
+        blocked: blocked.as_ref(),
+        paused,
+        deleting: deleting.as_deref(),
+    };
+    plan.status = status_of(oacp, &inputs, now);
+    plan
+}
+
+/// What a healthy reconcile writes.
+struct Desired {
+    pull_secret: Option<Secret>,
+    hive: HiveObjects,
+    create: Vec<ControlPlaneMachine>,
+    scaling: Scaling,
+    /// Machines could not be built (the template), though the install objects could.
+    machines_blocked: Option<Blocked>,
+}
+
+fn desired(
+    d: &Dereferenced,
+    cluster_name: &str,
+    install: &Install,
+    live: &[external_types::capi::Machine],
+) -> Result<Desired, Blocked> {
+    let oacp = d.oacp.as_ref();
+    let Some(cluster) = d.cluster.as_ref() else {
+        return Err(Blocked {
+            reason: "WaitingForCluster",
+            message: "no owning Cluster".into(),
+        });
+    };
+    let version = &oacp.spec.distribution_version;
+    let okd = release::is_okd(version);
+    let architecture = release::architecture(&d.architectures);
+    let repository_override = oacp
+        .annotations()
+        .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
+        .map(String::as_str);
+    let release_image = release::release_image(version, &architecture, repository_override)
+        .map_err(|e| Blocked {
+            reason: match e {
+                release::ReleaseError::UnknownArchitecture { .. } => "InvalidArchitecture",
+                release::ReleaseError::InvalidRepositoryOverride { .. } => {
+                    "InvalidReleaseRepository"
+                }
+                _ => "InvalidDistributionVersion",
+            },
+            message: e.to_string(),
+        })?;
+    let install_config_override =
+        install_config::install_config_override(oacp).map_err(|e| Blocked {
+            reason: "InvalidInstallConfig",
+            message: e.to_string(),
+        })?;
+
+    let (pull_secret_name, pull_secret) = match &d.pull_secret {
+        PullSecret::Present(name) => (name.clone(), None),
+        PullSecret::Missing(name) => {
+            return Err(Blocked {
+                reason: "PullSecretNotFound",
+                message: format!(
+                    "Secret {name} (spec.config.pullSecretRef) does not exist in namespace {}; \
+                     create it with key .dockerconfigjson",
+                    oacp.namespace().unwrap_or_default()
+                ),
+            });
+        }
+        PullSecret::Unset if okd => {
+            let secret = placeholder_pull_secret(oacp);
+            (secret.name_any(), Some(secret))
+        }
+        PullSecret::Unset => {
+            return Err(Blocked {
+                reason: "PullSecretMissing",
+                message: "spec.config.pullSecretRef is required for OpenShift (OCP) releases; \
+                          only OKD installs without a pull secret"
+                    .into(),
+            });
+        }
+    };
+
+    let inputs = hive::HiveInputs {
+        oacp,
+        cluster,
+        worker_replicas: d.worker_replicas,
+        pull_secret_name: &pull_secret_name,
+        release_image: &release_image,
+        install_config_override: install_config_override.as_deref(),
+        image_registry_config_map: None,
+    };
+    let invalid = |e: hive::HiveError| Blocked {
+        reason: "InvalidConfig",
+        message: e.to_string(),
+    };
+    let hive = HiveObjects {
+        image_set: hive::cluster_image_set(&inputs).map_err(invalid)?,
+        cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
+        agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
+    };
+
+    let existing: Vec<String> = live
+        .iter()
+        .filter_map(|m| m.metadata.name.clone())
+        .collect();
+    let scaling = machines::scaling(
+        &oacp.name_any(),
+        &existing,
+        machines::desired_replicas(oacp),
+        install.started(),
+    );
+    let (create, scaling, machines_blocked) = match (&scaling, &d.template) {
+        (Scaling::Up(names), Template::Found(template, resource)) => {
+            let inputs = MachineInputs {
+                oacp,
+                cluster_name,
+                template,
+                template_resource: resource,
+            };
+            let domains = machines::control_plane_failure_domains(cluster);
+            let used: Vec<Option<String>> =
+                live.iter().map(|m| m.spec.failure_domain.clone()).collect();
+            let placed = machines::spread(&domains, &used, names.len());
+            let built: Result<Vec<_>, _> = names
+                .iter()
+                .zip(placed)
+                .map(|(name, fd)| machines::control_plane_machine(&inputs, name, fd))
+                .collect();
+            match built {
+                Ok(create) => (create, scaling, None),
+                Err(e) => (
+                    Vec::new(),
+                    Scaling::Steady,
+                    Some(Blocked {
+                        reason: "InfrastructureTemplateCloningFailed",
+                        message: e.to_string(),
+                    }),
+                ),
+            }
+        }
+        (Scaling::Up(_), Template::NotFound(message) | Template::UnknownKind(message)) => (
+            Vec::new(),
+            Scaling::Steady,
+            Some(Blocked {
+                reason: "InfrastructureTemplateNotFound",
+                message: message.clone(),
+            }),
+        ),
+        _ => (Vec::new(), scaling, None),
+    };
+    Ok(Desired {
+        pull_secret,
+        hive,
+        create,
+        scaling,
+        machines_blocked,
+    })
+}
+
+/// OKD installs without a pull secret, but the assisted installer insists on one (CAPOA's
+/// MGMT-18017): a placeholder, owned by this control plane and named after it (CAPOA's single
+/// `placeholder-pull-secret` per namespace is shared by clusters that never agreed to share it),
+/// used without writing it into the user's spec.
+pub fn placeholder_pull_secret(oacp: &OpenshiftAssistedControlPlane) -> Secret {
+    // base64("placeholder:secret")
+    const AUTHS: &str = r#"{"auths":{"fake-pull-secret":{"auth":"cGxhY2Vob2xkZXI6c2VjcmV0"}}}"#;
+    Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("{}-placeholder-pull-secret", oacp.name_any())),
+            namespace: oacp.namespace(),
+            owner_references: machines::owner_reference(oacp, true).map(|o| vec![o]),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(std::collections::BTreeMap::from([(
+            ".dockerconfigjson".to_string(),
+            k8s_openapi::ByteString(AUTHS.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    }
+}
+
+fn install_of(aci: Option<&AgentClusterInstall>) -> Install {
+    let Some(status) = aci.and_then(|a| a.status.as_ref()) else {
+        return Install::default();
+    };
+    Install {
+        state: status.debug_info.state.clone().unwrap_or_default(),
+        state_info: status.debug_info.state_info.clone().unwrap_or_default(),
+        percentage: status.progress.total_percentage,
+    }
+}
+
+/// The next deletion step and the message `Deleting` shows meanwhile.
+fn cleanup_step(d: &Dereferenced) -> (Cleanup, String) {
+    if !d.machines.is_empty() {
+        let names: Vec<String> = d
+            .machines
+            .iter()
+            .filter(|m| m.metadata.deletion_timestamp.is_none())
+            .filter_map(|m| m.metadata.name.clone())
+            .collect();
+        let message = format!(
+            "waiting for {} control-plane Machine(s) to be deleted",
+            d.machines.len()
+        );
+        return (Cleanup::Machines(names), message);
+    }
+    if d.aci.is_some() || d.cluster_deployment_exists {
+        let name = d.oacp.name_any();
+        return (
+            Cleanup::InstallObjects {
+                name: name.clone(),
+                image_set: Some(release::cluster_image_set_name(
+                    &d.oacp.namespace().unwrap_or_default(),
+                    &name,
+                )),
+            },
+            format!(
+                "waiting for AgentClusterInstall and ClusterDeployment {name} to be deleted \
+                 (the assisted core deregisters the cluster first)"
+            ),
+        );
+    }
+    (Cleanup::Done, "removing the finalizer".into())
+}
+
+fn status_of(
+    oacp: &OpenshiftAssistedControlPlane,
+    inputs: &StatusInputs,
+    now: Timestamp,
+) -> OpenshiftAssistedControlPlaneStatus {
+    let previous = oacp.status.clone().unwrap_or_default();
+    let counters = status::counters(inputs);
+    let desired = status::desired_conditions(inputs);
+    let initialized = inputs.kubeconfig_published
+        || previous
+            .initialization
+            .as_ref()
+            .and_then(|i| i.control_plane_initialized)
+            == Some(true);
+    let conditions = conditions::merge(
+        &previous.conditions,
+        &desired,
+        oacp.metadata.generation,
+        now,
+    );
+    // Unchanged conditions keep their timestamps, so an unchanged status compares equal.
+    OpenshiftAssistedControlPlaneStatus {
+        conditions,
+        initialization: Some(ControlPlaneInitialization {
+            control_plane_initialized: Some(initialized),
+        }),
+        selector: (!inputs.cluster_name.is_empty()).then(|| counters.selector.clone()),
+        replicas: Some(counters.replicas),
+        ready_replicas: Some(counters.ready),
+        available_replicas: Some(counters.available),
+        up_to_date_replicas: Some(counters.up_to_date),
+        version: previous.version.clone(),
+        distribution_version: if inputs.install.available() {
+            Some(oacp.spec.distribution_version.clone())
+        } else {
+            previous.distribution_version.clone()
+        },
+        observed_generation: oacp.metadata.generation,
+    }
+}

@@ -1,0 +1,479 @@
+//! The control plane's status as the CAPI v1beta2 control-plane contract reads it: replica
+//! counters, `selector`, `initialization.controlPlaneInitialized`, and conditions whose reasons
+//! say what the user can do. Pure: the inputs come from `dereference`, the clock from the caller.
+
+use std::collections::BTreeMap;
+
+use bootstrap_provider::api::OpenshiftAssistedConfig;
+use external_types::capi::Machine;
+use manager::conditions::{self, Desired, Status};
+
+use super::machines::{self, Scaling};
+use crate::api::OpenshiftAssistedControlPlane;
+
+pub const AVAILABLE: &str = "Available";
+pub const KUBECONFIG_AVAILABLE: &str = "KubeconfigAvailable";
+pub const MACHINES_READY: &str = "MachinesReady";
+pub const MACHINES_UP_TO_DATE: &str = "MachinesUpToDate";
+pub const SCALING_UP: &str = "ScalingUp";
+pub const SCALING_DOWN: &str = "ScalingDown";
+pub const PAUSED: &str = "Paused";
+pub const DELETING: &str = "Deleting";
+
+/// Assisted cluster states in which the control plane answers: CAPOA's ACI controller marks the
+/// control plane available from `finalizing` on.
+pub const AVAILABLE_STATES: &[&str] = &["finalizing", "installed", "adding-hosts"];
+
+/// What stops the control plane from progressing, shown on `Available`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The install as the AgentClusterInstall reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Install {
+    /// `status.debugInfo.state`, empty before the core has seen the cluster.
+    pub state: String,
+    pub state_info: String,
+    pub percentage: i64,
+}
+
+impl Install {
+    pub fn available(&self) -> bool {
+        AVAILABLE_STATES.contains(&self.state.as_str())
+    }
+
+    /// Whether the day-1 install has begun: from then on the masters are fixed.
+    pub fn started(&self) -> bool {
+        !matches!(
+            self.state.as_str(),
+            "" | "pending-for-input" | "insufficient" | "ready"
+        )
+    }
+}
+
+pub struct StatusInputs<'a> {
+    pub oacp: &'a OpenshiftAssistedControlPlane,
+    pub cluster_name: &'a str,
+    /// This control plane's Machines that are not being deleted.
+    pub machines: &'a [Machine],
+    pub configs: &'a BTreeMap<String, OpenshiftAssistedConfig>,
+    pub install: &'a Install,
+    pub kubeconfig_published: bool,
+    pub scaling: &'a Scaling,
+    pub blocked: Option<&'a Blocked>,
+    pub paused: bool,
+    /// `Some(message)` while the control plane is being deleted.
+    pub deleting: Option<&'a str>,
+}
+
+/// The replica counters and selector.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub replicas: i32,
+    pub ready: i32,
+    pub available: i32,
+    pub up_to_date: i32,
+    pub selector: String,
+}
+
+pub fn counters(inputs: &StatusInputs) -> Counters {
+    let count =
+        |f: &dyn Fn(&Machine) -> bool| inputs.machines.iter().filter(|m| f(m)).count() as i32;
+    let desired = &inputs.oacp.spec.openshift_assisted_config_spec;
+    Counters {
+        replicas: inputs.machines.len() as i32,
+        ready: count(&|m| machine_condition(m, "Ready")),
+        available: count(&|m| machine_condition(m, "Available")),
+        up_to_date: count(&|m| {
+            machines::up_to_date(
+                desired,
+                inputs
+                    .configs
+                    .get(&m.metadata.name.clone().unwrap_or_default()),
+            )
+        }),
+        selector: machines::selector(inputs.oacp, inputs.cluster_name),
+    }
+}
+
+fn machine_condition(machine: &Machine, type_: &str) -> bool {
+    machine
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .is_some_and(|c| conditions::is_true(c, type_))
+}
+
+pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
+    let counters = counters(inputs);
+    let install = inputs.install;
+    let progress = if install.state.is_empty() {
+        "waiting for the assisted installer to accept the cluster".to_string()
+    } else if install.state_info.is_empty() {
+        format!("install {} ({}%)", install.state, install.percentage)
+    } else {
+        format!(
+            "install {} ({}%): {}",
+            install.state, install.percentage, install.state_info
+        )
+    };
+
+    let available = match inputs.blocked {
+        Some(b) => Desired::false_(AVAILABLE, b.reason, b.message.clone()),
+        None if install.available() && inputs.kubeconfig_published => Desired::true_(
+            AVAILABLE,
+            format!("OpenShift control plane is up ({progress})"),
+        ),
+        None if install.available() => Desired::false_(
+            AVAILABLE,
+            "WaitingForKubeconfig",
+            format!("{progress}; waiting for the admin kubeconfig"),
+        ),
+        None => Desired::false_(AVAILABLE, "ControlPlaneInstalling", progress.clone()),
+    };
+
+    let kubeconfig = if inputs.kubeconfig_published {
+        Desired::true_(
+            KUBECONFIG_AVAILABLE,
+            format!(
+                "Secret {} holds the admin kubeconfig",
+                super::kubeconfig::secret_name(inputs.cluster_name)
+            ),
+        )
+    } else {
+        Desired::false_(
+            KUBECONFIG_AVAILABLE,
+            "KubeconfigUnavailable",
+            "the install has not produced the admin kubeconfig yet",
+        )
+    };
+
+    let machines_ready = if counters.replicas == 0 {
+        Desired::unknown(
+            MACHINES_READY,
+            "NoMachines",
+            "this control plane has no Machines yet",
+        )
+    } else if counters.ready == counters.replicas {
+        Desired::true_(
+            MACHINES_READY,
+            format!(
+                "{} of {} machines are ready",
+                counters.ready, counters.replicas
+            ),
+        )
+    } else {
+        Desired::false_(
+            MACHINES_READY,
+            "MachinesNotReady",
+            format!(
+                "{} of {} machines are ready",
+                counters.ready, counters.replicas
+            ),
+        )
+    };
+
+    let stale: Vec<String> = inputs
+        .machines
+        .iter()
+        .filter_map(|m| m.metadata.name.clone())
+        .filter(|n| {
+            !machines::up_to_date(
+                &inputs.oacp.spec.openshift_assisted_config_spec,
+                inputs.configs.get(n),
+            )
+        })
+        .collect();
+    let up_to_date = if stale.is_empty() {
+        Desired::true_(MACHINES_UP_TO_DATE, "")
+    } else {
+        Desired::false_(
+            MACHINES_UP_TO_DATE,
+            "MachinesNotUpToDate",
+            format!(
+                "the config of {} differs from openshiftAssistedConfigSpec; configs are immutable, \
+                 so these Machines keep the config they were installed with",
+                stale.join(", ")
+            ),
+        )
+    };
+
+    let (scaling_up, scaling_down) = match inputs.scaling {
+        Scaling::Up(names) => (
+            Desired::new(
+                SCALING_UP,
+                Status::True,
+                "ScalingUp",
+                format!("creating {}", names.join(", ")),
+            ),
+            not_scaling(SCALING_DOWN, "NotScalingDown"),
+        ),
+        Scaling::Down(names) => (
+            not_scaling(SCALING_UP, "NotScalingUp"),
+            Desired::new(
+                SCALING_DOWN,
+                Status::True,
+                "ScalingDown",
+                format!("deleting {}", names.join(", ")),
+            ),
+        ),
+        Scaling::Frozen { wanted, have } => {
+            let message = format!(
+                "spec.replicas is {wanted} but the install started with {have} control-plane \
+                 machines; changing the number of masters after the install started is not \
+                 supported, set spec.replicas back to {have}"
+            );
+            if wanted > have {
+                (
+                    Desired::false_(SCALING_UP, "ScalingNotSupported", message),
+                    not_scaling(SCALING_DOWN, "NotScalingDown"),
+                )
+            } else {
+                (
+                    not_scaling(SCALING_UP, "NotScalingUp"),
+                    Desired::false_(SCALING_DOWN, "ScalingNotSupported", message),
+                )
+            }
+        }
+        Scaling::Steady => (
+            not_scaling(SCALING_UP, "NotScalingUp"),
+            not_scaling(SCALING_DOWN, "NotScalingDown"),
+        ),
+    };
+
+    let paused = if inputs.paused {
+        Desired::true_(
+            PAUSED,
+            "the Cluster or this control plane is paused; nothing is reconciled",
+        )
+    } else {
+        Desired::false_(PAUSED, "NotPaused", "")
+    };
+    let deleting = match inputs.deleting {
+        Some(message) => Desired::new(DELETING, Status::True, "Deleting", message),
+        None => Desired::false_(DELETING, "NotDeleting", ""),
+    };
+    vec![
+        available,
+        kubeconfig,
+        machines_ready,
+        up_to_date,
+        scaling_up,
+        scaling_down,
+        paused,
+        deleting,
+    ]
+}
+
+fn not_scaling(type_: &'static str, reason: &'static str) -> Desired {
+    Desired::false_(type_, reason, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oacp(replicas: i32) -> OpenshiftAssistedControlPlane {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: cp, namespace: ns, uid: u-1}}
+spec:
+  distributionVersion: 4.20.0
+  replicas: {replicas}
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: t}}
+  openshiftAssistedConfigSpec: {{sshAuthorizedKey: key}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn machine(name: &str, ready: bool) -> Machine {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata: {{name: {name}, namespace: ns}}
+spec:
+  clusterName: c1
+  bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfig, name: {name}}}}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Machine, name: {name}}}
+status:
+  conditions:
+  - {{type: Ready, status: "{}", reason: R, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}}
+"#,
+            if ready { "True" } else { "False" }
+        ))
+        .unwrap()
+    }
+
+    fn config(name: &str, key: &str) -> (String, OpenshiftAssistedConfig) {
+        let c: OpenshiftAssistedConfig = serde_yaml::from_str(&format!(
+            r#"
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfig
+metadata: {{name: {name}, namespace: ns}}
+spec: {{sshAuthorizedKey: {key}}}
+"#
+        ))
+        .unwrap();
+        (name.to_string(), c)
+    }
+
+    fn find<'a>(c: &'a [Desired], t: &str) -> &'a Desired {
+        c.iter().find(|d| d.type_ == t).unwrap()
+    }
+
+    struct Case {
+        oacp: OpenshiftAssistedControlPlane,
+        machines: Vec<Machine>,
+        configs: BTreeMap<String, OpenshiftAssistedConfig>,
+        install: Install,
+        kubeconfig: bool,
+        scaling: Scaling,
+        blocked: Option<Blocked>,
+    }
+
+    impl Case {
+        fn new() -> Case {
+            Case {
+                oacp: oacp(3),
+                machines: vec![
+                    machine("cp-0", true),
+                    machine("cp-1", true),
+                    machine("cp-2", false),
+                ],
+                configs: [
+                    config("cp-0", "key"),
+                    config("cp-1", "key"),
+                    config("cp-2", "other"),
+                ]
+                .into_iter()
+                .collect(),
+                install: Install::default(),
+                kubeconfig: false,
+                scaling: Scaling::Steady,
+                blocked: None,
+            }
+        }
+
+        fn inputs(&self) -> StatusInputs<'_> {
+            StatusInputs {
+                oacp: &self.oacp,
+                cluster_name: "c1",
+                machines: &self.machines,
+                configs: &self.configs,
+                install: &self.install,
+                kubeconfig_published: self.kubeconfig,
+                scaling: &self.scaling,
+                blocked: self.blocked.as_ref(),
+                paused: false,
+                deleting: None,
+            }
+        }
+    }
+
+    #[test]
+    fn counters_count_ready_and_up_to_date_machines() {
+        let case = Case::new();
+        let c = counters(&case.inputs());
+        assert_eq!(
+            (c.replicas, c.ready, c.available, c.up_to_date),
+            (3, 2, 0, 2)
+        );
+        assert!(
+            c.selector
+                .contains("cluster.x-k8s.io/control-plane-name=cp")
+        );
+        let conds = desired_conditions(&case.inputs());
+        assert_eq!(
+            find(&conds, MACHINES_READY).message,
+            "2 of 3 machines are ready"
+        );
+        let stale = find(&conds, MACHINES_UP_TO_DATE);
+        assert_eq!(stale.status, Status::False);
+        assert!(stale.message.contains("cp-2"), "{}", stale.message);
+    }
+
+    #[test]
+    fn available_follows_install_state_and_kubeconfig() {
+        // (state, kubeconfig published, Available status, reason)
+        let rows = [
+            ("", false, Status::False, "ControlPlaneInstalling"),
+            ("installing", false, Status::False, "ControlPlaneInstalling"),
+            ("finalizing", false, Status::False, "WaitingForKubeconfig"),
+            ("finalizing", true, Status::True, "Available"),
+            ("installed", true, Status::True, "Available"),
+            ("adding-hosts", true, Status::True, "Available"),
+        ];
+        for (state, kubeconfig, status, reason) in rows {
+            let mut case = Case::new();
+            case.install.state = state.into();
+            case.kubeconfig = kubeconfig;
+            let conds = desired_conditions(&case.inputs());
+            let available = find(&conds, AVAILABLE);
+            assert_eq!(
+                (available.status, available.reason.as_str()),
+                (status, reason),
+                "{state}"
+            );
+            assert_eq!(
+                find(&conds, KUBECONFIG_AVAILABLE).status,
+                Status::from(kubeconfig)
+            );
+        }
+    }
+
+    #[test]
+    fn a_blocking_input_error_shows_on_available() {
+        let mut case = Case::new();
+        case.blocked = Some(Blocked {
+            reason: "InvalidDistributionVersion",
+            message: "bad".into(),
+        });
+        case.install.state = "installed".into();
+        case.kubeconfig = true;
+        let conds = desired_conditions(&case.inputs());
+        assert_eq!(find(&conds, AVAILABLE).reason, "InvalidDistributionVersion");
+    }
+
+    #[test]
+    fn frozen_scaling_says_it_is_not_supported() {
+        let mut case = Case::new();
+        case.scaling = Scaling::Frozen { wanted: 5, have: 3 };
+        let conds = desired_conditions(&case.inputs());
+        let up = find(&conds, SCALING_UP);
+        assert_eq!(
+            (up.status, up.reason.as_str()),
+            (Status::False, "ScalingNotSupported")
+        );
+        assert!(up.message.contains("set spec.replicas back to 3"));
+        case.scaling = Scaling::Up(vec!["cp-3".into()]);
+        let conds = desired_conditions(&case.inputs());
+        assert_eq!(find(&conds, SCALING_UP).status, Status::True);
+    }
+
+    #[test]
+    fn install_started_only_after_the_pre_install_states() {
+        for (state, started) in [
+            ("", false),
+            ("insufficient", false),
+            ("ready", false),
+            ("preparing-for-installation", true),
+            ("installing", true),
+            ("installed", true),
+            ("adding-hosts", true),
+        ] {
+            let install = Install {
+                state: state.into(),
+                ..Default::default()
+            };
+            assert_eq!(install.started(), started, "{state}");
+        }
+    }
+}

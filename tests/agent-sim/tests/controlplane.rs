@@ -1,0 +1,477 @@
+//! The control-plane provider end to end on the testbed, with the real Cluster API core manager:
+//! a Cluster, an OpenshiftAssistedControlPlane and a MachineDeployment become a
+//! ClusterDeployment, AgentClusterInstall and ClusterImageSet and three control-plane Machines
+//! that CAPI reconciles; MachineDeployment scaling moves the worker count; the embedded core
+//! installs the cluster from simulated hosts; `<cluster>-kubeconfig` appears and CAPI sees the
+//! control plane initialized; deleting the Cluster leaves nothing behind.
+//!
+//! The bootstrap provider's part (InfraEnv, Agent approval) is done here by hand, as the
+//! existing core tests do, until that controller exists.
+
+use std::time::{Duration, Instant};
+
+use agent_sim::{AgentStatus, HostProfile, InstallerController};
+use assisted_core::api::agent::Agent;
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::hive::{ClusterDeployment, ClusterImageSet};
+use bootstrap_provider::api::OpenshiftAssistedConfig;
+use controlplane_provider::api::OpenshiftAssistedControlPlane;
+use controlplane_provider::controller;
+use external_types::capi::{Cluster, Machine, MachineDeployment};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use manager::runtime::WatchScope;
+use serde_json::json;
+use testbed::Testbed;
+use testbed::cache::repo_root;
+use tokio::sync::watch;
+
+mod common;
+use common::{
+    LabFlags, MACHINE_CIDR, boot_hosts, free_port, init_logs, start_core, state, test_iso, wait_for,
+};
+
+const NS: &str = "cp-e2e";
+const CLUSTER: &str = "mn";
+const CP: &str = "mn-cp";
+
+fn objects() -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {NS}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: {CLUSTER}, namespace: {NS}}}
+spec:
+  clusterNetwork:
+    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
+    services: {{cidrBlocks: ["172.30.0.0/16"]}}
+  controlPlaneRef:
+    apiGroup: controlplane.cluster.x-k8s.io
+    kind: OpenshiftAssistedControlPlane
+    name: {CP}
+  infrastructureRef:
+    apiGroup: infrastructure.cluster.x-k8s.io
+    kind: Metal3Cluster
+    name: {CLUSTER}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: {CLUSTER}, namespace: {NS}}}
+spec:
+  controlPlaneEndpoint: {{host: api.{CLUSTER}.lab.example.com, port: 6443}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {CLUSTER}-controlplane, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://images.example.com/live.iso", checksum: "", diskFormat: live-iso}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: {CP}, namespace: {NS}}}
+spec:
+  distributionVersion: 4.17.3
+  replicas: 3
+  openshiftAssistedConfigSpec:
+    pullSecretRef: {{name: pull-secret}}
+    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+  config:
+    apiVIPs: [192.168.111.5]
+    ingressVIPs: [192.168.111.4]
+    baseDomain: lab.example.com
+    pullSecretRef: {{name: pull-secret}}
+    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+  machineTemplate:
+    infrastructureRef:
+      apiGroup: infrastructure.cluster.x-k8s.io
+      kind: Metal3MachineTemplate
+      name: {CLUSTER}-controlplane
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://images.example.com/live.iso", checksum: "", diskFormat: live-iso}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      pullSecretRef: {{name: pull-secret}}
+      sshAuthorizedKey: ssh-ed25519 AAAA e2e
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}, labels: {{cluster.x-k8s.io/cluster-name: {CLUSTER}}}}}
+spec:
+  clusterName: {CLUSTER}
+  replicas: 2
+  selector:
+    matchLabels: {{cluster.x-k8s.io/deployment-name: {CLUSTER}-workers}}
+  template:
+    metadata:
+      labels: {{cluster.x-k8s.io/deployment-name: {CLUSTER}-workers}}
+    spec:
+      clusterName: {CLUSTER}
+      bootstrap:
+        configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {CLUSTER}-workers}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {CLUSTER}-workers}}
+"#
+    )
+}
+
+/// The InfraEnv the bootstrap provider will create; made by hand until it exists.
+fn infraenv() -> String {
+    format!(
+        r#"apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata: {{name: {CP}, namespace: {NS}}}
+spec:
+  clusterRef: {{name: {CP}, namespace: {NS}}}
+  pullSecretRef: {{name: pull-secret}}
+  sshAuthorizedKey: ssh-ed25519 AAAA e2e
+"#
+    )
+}
+
+fn condition(oacp: &OpenshiftAssistedControlPlane, type_: &str) -> Option<(String, String)> {
+    let c = oacp
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)?;
+    Some((c.status.clone(), c.reason.clone()))
+}
+
+async fn aci_counts(client: &Client) -> Option<(i32, i32)> {
+    let aci = Api::<AgentClusterInstall>::namespaced(client.clone(), NS)
+        .get_opt(CP)
+        .await
+        .ok()??;
+    let r = &aci.spec.provision_requirements;
+    Some((r.control_plane_agents, r.worker_agents))
+}
+
+async fn scale_workers(client: &Client, replicas: i32) {
+    Api::<MachineDeployment>::namespaced(client.clone(), NS)
+        .patch(
+            &format!("{CLUSTER}-workers"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale MachineDeployment");
+}
+
+#[tokio::test]
+async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    let started = Instant::now();
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .crds_from(repo_root().join("config/testing/metal3"))
+        .capi()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+        &LabFlags::default(),
+    )
+    .await;
+    let (stop, stopped) = watch::channel(false);
+    let registry = std::sync::Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let provider = tokio::spawn(controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped,
+    ));
+    tb.apply_yaml(&objects()).await.expect("apply cluster");
+    eprintln!("objects applied after {:?}", started.elapsed());
+
+    // The install objects, from the CAPI objects.
+    let counts = wait_for("AgentClusterInstall", Duration::from_secs(60), || {
+        aci_counts(&client)
+    })
+    .await;
+    assert_eq!(counts, (3, 2), "control-plane and worker agents");
+    let aci = Api::<AgentClusterInstall>::namespaced(client.clone(), NS)
+        .get(CP)
+        .await
+        .unwrap();
+    let aci_json = serde_json::to_value(&aci.spec).unwrap();
+    assert_eq!(
+        aci_json["networking"]["clusterNetwork"],
+        json!([{"cidr": "10.128.0.0/14", "hostPrefix": 23}])
+    );
+    assert_eq!(
+        aci_json["networking"]["serviceNetwork"],
+        json!(["172.30.0.0/16"])
+    );
+    assert_eq!(aci_json["apiVIPs"], json!(["192.168.111.5"]));
+    assert_eq!(aci_json["platformType"], "BareMetal");
+    let image_set_name = aci
+        .spec
+        .image_set_ref
+        .as_ref()
+        .map(|r| r.name.clone())
+        .unwrap_or_default();
+    let image_set = Api::<ClusterImageSet>::all(client.clone())
+        .get(&image_set_name)
+        .await
+        .expect("ClusterImageSet");
+    assert_eq!(
+        image_set.spec.release_image,
+        "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64"
+    );
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), NS)
+        .get(CP)
+        .await
+        .expect("ClusterDeployment");
+    assert_eq!(cd.spec.base_domain, "lab.example.com");
+    assert_eq!(
+        cd.labels()
+            .get("cluster.x-k8s.io/cluster-name")
+            .map(String::as_str),
+        Some(CLUSTER)
+    );
+
+    // Three control-plane Machines, reconciled by CAPI (it takes ownership of their configs).
+    let machines: Api<Machine> = Api::namespaced(client.clone(), NS);
+    let cp_machines = ListParams::default().labels("cluster.x-k8s.io/control-plane");
+    let listed = wait_for(
+        "three control-plane Machines",
+        Duration::from_secs(60),
+        || async {
+            let l = machines.list(&cp_machines).await.ok()?;
+            (l.items.len() == 3).then_some(l.items)
+        },
+    )
+    .await;
+    let mut names: Vec<String> = listed.iter().map(|m| m.name_any()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [format!("{CP}-0"), format!("{CP}-1"), format!("{CP}-2")]
+    );
+    let configs: Api<OpenshiftAssistedConfig> = Api::namespaced(client.clone(), NS);
+    for name in &names {
+        wait_for(
+            &format!("CAPI controls config {name}"),
+            Duration::from_secs(60),
+            || async {
+                let c = configs.get(name).await.ok()?;
+                c.owner_references()
+                    .iter()
+                    .any(|o| o.kind == "Machine" && o.controller == Some(true))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+    eprintln!(
+        "control-plane Machines reconciled by CAPI after {:?}",
+        started.elapsed()
+    );
+
+    // The worker count follows the MachineDeployment.
+    scale_workers(&client, 3).await;
+    wait_for("ACI workerAgents 3", Duration::from_secs(30), || async {
+        (aci_counts(&client).await? == (3, 3)).then_some(())
+    })
+    .await;
+    scale_workers(&client, 2).await;
+    wait_for("ACI workerAgents 2", Duration::from_secs(30), || async {
+        (aci_counts(&client).await? == (3, 2)).then_some(())
+    })
+    .await;
+
+    // The scale subresource works (CAPOA never sets status.selector).
+    let oacps: Api<OpenshiftAssistedControlPlane> = Api::namespaced(client.clone(), NS);
+    let scale = wait_for(
+        "scale subresource with a selector",
+        Duration::from_secs(30),
+        || async {
+            let s = oacps.get_scale(CP).await.ok()?;
+            let status = s.status.clone()?;
+            (status.replicas == 3 && status.selector.is_some()).then_some(s)
+        },
+    )
+    .await;
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
+
+    // Install: the hosts boot the discovery ISO; their Agents are approved (by hand, for now).
+    tb.apply_yaml(&infraenv()).await.expect("apply InfraEnv");
+    let profiles = vec![
+        HostProfile::master_like(0, MACHINE_CIDR).unwrap(),
+        HostProfile::master_like(1, MACHINE_CIDR).unwrap(),
+        HostProfile::master_like(2, MACHINE_CIDR).unwrap(),
+        HostProfile::worker_like(0, MACHINE_CIDR).unwrap(),
+        HostProfile::worker_like(1, MACHINE_CIDR).unwrap(),
+    ];
+    let hosts = boot_hosts(
+        &client,
+        NS,
+        CP,
+        profiles,
+        (&["192.168.111.5"], &["192.168.111.4"]),
+    )
+    .await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
+    let list = wait_for("five Agents", Duration::from_secs(60), || async {
+        let l = agents.list(&Default::default()).await.ok()?;
+        (l.items.len() == 5).then_some(l.items)
+    })
+    .await;
+    for a in list {
+        agents
+            .patch(
+                &a.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"approved": true}})),
+            )
+            .await
+            .expect("approve");
+    }
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
+    wait_for("install started", Duration::from_secs(90), || async {
+        let a = acis.get(CP).await.ok()?;
+        ["installing", "finalizing", "installed", "adding-hosts"]
+            .contains(&state(&a).as_str())
+            .then_some(())
+    })
+    .await;
+    let oacp = oacps.get(CP).await.unwrap();
+    assert_eq!(
+        condition(&oacp, "Available").map(|c| c.1),
+        Some("ControlPlaneInstalling".into())
+    );
+    for h in &hosts.hosts {
+        h.wait_for_status(Duration::from_secs(120), |s| {
+            matches!(s, AgentStatus::Rebooted)
+        })
+        .await
+        .expect("host rebooted into the installed OS");
+    }
+    InstallerController::new(&hosts.service_url, cd.uid().unwrap(), &hosts.token)
+        .with_speed(0.0)
+        .with_timeout(Duration::from_secs(120))
+        .run()
+        .await
+        .expect("installer controller finished");
+
+    // The kubeconfig, and the contract: initialized, Available, mirrored by CAPI on the Cluster.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let kubeconfig = wait_for("<cluster>-kubeconfig", Duration::from_secs(60), || async {
+        secrets
+            .get_opt(&format!("{CLUSTER}-kubeconfig"))
+            .await
+            .ok()?
+    })
+    .await;
+    assert_eq!(kubeconfig.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+    assert!(kubeconfig.data.unwrap().contains_key("value"));
+    wait_for(
+        "control plane Available",
+        Duration::from_secs(60),
+        || async {
+            let o = oacps.get(CP).await.ok()?;
+            let initialized = o
+                .status
+                .as_ref()?
+                .initialization
+                .as_ref()?
+                .control_plane_initialized
+                == Some(true);
+            (initialized && condition(&o, "Available")?.0 == "True").then_some(())
+        },
+    )
+    .await;
+    let clusters: Api<Cluster> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "CAPI sees the control plane initialized",
+        Duration::from_secs(60),
+        || async {
+            let c = clusters.get(CLUSTER).await.ok()?;
+            (c.status?.initialization?.control_plane_initialized == Some(true)).then_some(())
+        },
+    )
+    .await;
+    eprintln!("installed and initialized after {:?}", started.elapsed());
+
+    // Deleting the Cluster removes everything we made, cluster-scoped objects included.
+    clusters
+        .delete(CLUSTER, &DeleteParams::default())
+        .await
+        .expect("delete Cluster");
+    wait_for("everything deleted", Duration::from_secs(120), || async {
+        let gone = oacps.get_opt(CP).await.ok()?.is_none()
+            && machines
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .is_empty()
+            && configs
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .is_empty()
+            && acis.get_opt(CP).await.ok()?.is_none()
+            && Api::<ClusterDeployment>::namespaced(client.clone(), NS)
+                .get_opt(CP)
+                .await
+                .ok()?
+                .is_none()
+            && Api::<ClusterImageSet>::all(client.clone())
+                .get_opt(&image_set_name)
+                .await
+                .ok()?
+                .is_none()
+            && secrets
+                .get_opt(&format!("{CLUSTER}-kubeconfig"))
+                .await
+                .ok()?
+                .is_none();
+        gone.then_some(())
+    })
+    .await;
+    eprintln!("deleted after {:?}", started.elapsed());
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;
+    core.kill().await;
+}
