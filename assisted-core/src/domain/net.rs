@@ -91,6 +91,39 @@ impl Cidr {
     }
 }
 
+impl std::fmt::Display for Cidr {
+    /// `network/prefix`, e.g. `192.168.111.0/24`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let address: IpAddr = if self.v6 {
+            IpAddr::V6(self.bits.into())
+        } else {
+            IpAddr::V4((self.bits as u32).into())
+        };
+        write!(f, "{address}/{}", self.prefix)
+    }
+}
+
+/// The machine network a cluster's API VIP lies in, as upstream's monitor calculates it when
+/// the user gave none (`autoAssignMachineNetworkCidr` in assisted-service's cluster manager):
+/// the network of the first host interface address whose network contains the first API VIP.
+/// `None` when the cluster has a machine network, manages its own networking, has no API VIP,
+/// or no host reports an address in the VIP's network yet.
+pub fn calculated_machine_network(cluster: &super::snapshot::ClusterSnapshot) -> Option<String> {
+    if !cluster.machine_networks.is_empty() || cluster.umn() {
+        return None;
+    }
+    let vip = parse_ip(cluster.api_vips.first()?)?;
+    cluster
+        .hosts
+        .iter()
+        .filter_map(|h| h.inventory.as_ref())
+        .flat_map(|inv| inv.interfaces.iter())
+        .flat_map(|i| i.addresses())
+        .filter_map(|a| Cidr::parse_interface(a).map(|(_, net)| net))
+        .find(|net| net.contains(vip))
+        .map(|net| net.to_string())
+}
+
 fn mask(prefix: u8, max: u8) -> u128 {
     if prefix == 0 {
         return 0;
@@ -137,5 +170,7 @@ mod tests {
         assert!(Cidr::parse("garbage").is_none());
         let (ip, net) = Cidr::parse_interface("10.1.2.3/16").unwrap();
         assert!(net.contains(ip));
+        assert_eq!(net.to_string(), "10.1.0.0/16");
+        assert_eq!(Cidr::parse("fd00::5/64").unwrap().to_string(), "fd00::/64");
     }
 }

@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use tokio::sync::{Notify, mpsc};
 
 use super::error::ApiError;
+use crate::domain::net::calculated_machine_network;
 use crate::domain::*;
 
 /// A record whose persisted form is out of date.
@@ -914,6 +915,10 @@ impl Store {
             let mut st = self.write();
             let st = &mut *st;
             for (cid, rec) in st.clusters.iter_mut() {
+                if let Some(cidr) = calculated_machine_network(&rec.snapshot) {
+                    rec.snapshot.machine_networks = vec![cidr];
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
                 let refresh = refresh_all(&rec.snapshot, now, &self.cfg);
                 for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
                     let v = o.validations.as_ref().map(|v| v.to_validations_info());

@@ -658,15 +658,11 @@ spec:
 
     // -- desired agent ----------------------------------------------------------------------
 
+    /// An Agent whose `status` is `yaml_status` (flow or block YAML).
     fn agent(yaml_status: &str) -> Agent {
+        let status: String = yaml_status.lines().map(|l| format!("  {l}\n")).collect();
         serde_yaml::from_str(&format!(
-            r#"
-apiVersion: agent-install.openshift.io/v1beta1
-kind: Agent
-metadata: {{name: 6f0e1d2c, namespace: ns}}
-spec: {{approved: false}}
-status: {yaml_status}
-"#
+            "apiVersion: agent-install.openshift.io/v1beta1\nkind: Agent\nmetadata: {{name: 6f0e1d2c, namespace: ns}}\nspec: {{approved: false}}\nstatus:\n{status}"
         ))
         .unwrap()
     }

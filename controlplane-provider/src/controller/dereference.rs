@@ -24,7 +24,7 @@ pub const CONTRACT_LABEL: &str = "cluster.x-k8s.io/v1beta2";
 /// What the infrastructure template lookup found.
 #[derive(Clone, Debug)]
 pub enum Template {
-    Found(DynamicObject, ApiResource),
+    Found(Box<DynamicObject>, ApiResource),
     /// The kind's CRD is missing or has no contract label.
     UnknownKind(String),
     NotFound(String),
@@ -223,7 +223,7 @@ async fn infrastructure_template(
     );
     Ok(
         match api.get_opt(&reference.name).await.map_err(Error::Read)? {
-            Some(template) => Template::Found(template, resource),
+            Some(template) => Template::Found(Box::new(template), resource),
             None => Template::NotFound(format!(
                 "{} {} (machineTemplate.infrastructureRef) does not exist",
                 reference.kind, reference.name

@@ -151,6 +151,50 @@ spec:
     )
 }
 
+/// Prints why the install does not start (for failing runs).
+async fn dump(client: &Client, aci: &AgentClusterInstall) {
+    let st = aci.status.clone().unwrap_or_default();
+    eprintln!(
+        "ACI state {:?} info {:?}",
+        st.debug_info.state, st.debug_info.state_info
+    );
+    for c in &st.conditions {
+        eprintln!(
+            "ACI condition {} {} {:?}: {:?}",
+            c.type_, c.status, c.reason, c.message
+        );
+    }
+    for v in st
+        .validations_info
+        .values()
+        .flatten()
+        .filter(|v| v.status != "success")
+    {
+        eprintln!("ACI validation {} {}: {}", v.id, v.status, v.message);
+    }
+    for a in Api::<Agent>::namespaced(client.clone(), NS)
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let st = a.status.clone().unwrap_or_default();
+        let failing: Vec<String> = st
+            .validations_info
+            .values()
+            .flatten()
+            .filter(|v| v.status != "success")
+            .map(|v| format!("{}={}: {}", v.id, v.status, v.message))
+            .collect();
+        eprintln!(
+            "agent {} approved={} state={:?} failing={failing:?}",
+            a.name_any(),
+            a.spec.approved,
+            st.debug_info.state
+        );
+    }
+}
+
 fn condition(oacp: &OpenshiftAssistedControlPlane, type_: &str) -> Option<(String, String)> {
     let c = oacp
         .status
@@ -366,13 +410,18 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
             .expect("approve");
     }
     let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
-    wait_for("install started", Duration::from_secs(90), || async {
-        let a = acis.get(CP).await.ok()?;
-        ["installing", "finalizing", "installed", "adding-hosts"]
-            .contains(&state(&a).as_str())
-            .then_some(())
-    })
-    .await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let a = acis.get(CP).await.expect("get ACI");
+        if ["installing", "finalizing", "installed", "adding-hosts"].contains(&state(&a).as_str()) {
+            break;
+        }
+        if Instant::now() > deadline {
+            dump(&client, &a).await;
+            panic!("the install did not start");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     let oacp = oacps.get(CP).await.unwrap();
     assert_eq!(
         condition(&oacp, "Available").map(|c| c.1),

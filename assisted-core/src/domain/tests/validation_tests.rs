@@ -484,3 +484,23 @@ fn cluster_validations_info_groups() {
         assert!(j[cat].is_array(), "{cat}");
     }
 }
+
+#[test]
+fn machine_network_is_calculated_from_the_api_vip_and_host_addresses() {
+    use crate::domain::net::calculated_machine_network;
+    let now = t0();
+    let mut c = cluster_3_2_with_hosts(now);
+    // Given by the user: kept.
+    assert_eq!(calculated_machine_network(&c), None);
+    c.machine_networks.clear();
+    assert_eq!(
+        calculated_machine_network(&c).as_deref(),
+        Some("192.168.1.0/24")
+    );
+    // No host address in the VIP's network: nothing to calculate yet.
+    c.api_vips = vec!["10.9.9.9".into()];
+    assert_eq!(calculated_machine_network(&c), None);
+    // Single node and user-managed networking have no machine network to calculate.
+    let sno = sno_with_host(now);
+    assert_eq!(calculated_machine_network(&sno), None);
+}

@@ -110,7 +110,19 @@ impl ClusterConfig {
         c.arbiter_count = self.arbiter_count;
         c.platform = self.platform;
         c.user_managed_networking = self.user_managed_networking;
-        c.machine_networks.clone_from(&self.machine_networks);
+        // A machine network the monitor calculated from the API VIP (none was given) stays
+        // while the VIP still lies in it, as upstream keeps its auto-assigned CIDR.
+        let keep_calculated = self.machine_networks.is_empty()
+            && c.machine_networks.len() == 1
+            && self.api_vips.first().is_some_and(|vip| {
+                crate::domain::net::parse_ip(vip).is_some_and(|ip| {
+                    crate::domain::net::Cidr::parse(&c.machine_networks[0])
+                        .is_some_and(|net| net.contains(ip))
+                })
+            });
+        if !keep_calculated {
+            c.machine_networks.clone_from(&self.machine_networks);
+        }
         if !self.cluster_networks.is_empty() {
             c.cluster_networks.clone_from(&self.cluster_networks);
         }
