@@ -1,9 +1,8 @@
-//! The bootstrap manager. Its controllers arrive in later issues; until then it serves probes and
-//! metrics, takes part in leader election, and reconciles nothing (and logs that it does not).
+//! The bootstrap manager: the OpenshiftAssistedConfig and Agent controllers.
 
 use std::process::ExitCode;
 
-use bootstrap_provider::manifests;
+use bootstrap_provider::{controller, manifests};
 use manager::cli::{self, ManagerSpec};
 
 fn main() -> ExitCode {
@@ -13,7 +12,14 @@ fn main() -> ExitCode {
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
     };
-    cli::main(spec, |leader| {
-        manager::runtime::idle_until_shutdown(manifests::NAME, leader)
+    cli::main(spec, |leader| async move {
+        controller::run(
+            leader.client,
+            leader.scope,
+            leader.registry,
+            leader.shutdown,
+        )
+        .await;
+        Ok(())
     })
 }

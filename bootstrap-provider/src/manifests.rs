@@ -68,7 +68,7 @@ pub const RBAC_RULES: &[Rule] = &[
     Rule {
         group: "agent-install.openshift.io",
         resources: &["agents"],
-        verbs: READ_WRITE,
+        verbs: READ_WRITE_DELETE,
     },
     Rule {
         group: "extensions.hive.openshift.io",

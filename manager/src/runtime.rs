@@ -350,16 +350,6 @@ where
     result
 }
 
-/// Until controllers exist, the leader only waits for shutdown: it reconciles nothing and says so.
-pub async fn idle_until_shutdown(name: &str, mut leader: Leader) -> anyhow::Result<()> {
-    tracing::warn!(
-        manager = name,
-        "no controllers are implemented yet; this manager reconciles nothing"
-    );
-    let _ = leader.shutdown.wait_for(|stop| *stop).await;
-    Ok(())
-}
-
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]

@@ -1,8 +1,131 @@
-//! The OpenshiftAssistedConfig and Agent controllers, in the pipeline shape of
-//! `docs/architecture.md` ("How to add a controller"): dereference (the only reads) → pure
-//! decisions → apply → status.
+//! The bootstrap provider's controllers, in the pipeline shape of `docs/architecture.md`
+//! ("How to add a controller"): [`config`] (OpenshiftAssistedConfig: InfraEnv per template,
+//! live ISO into Metal3, data Secret, Agent cleanup) and [`agents`] (Agent ↔ Machine by boot
+//! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`] and
+//! [`agent`].
 
 pub mod agent;
+pub mod agents;
+pub mod config;
 pub mod image;
 pub mod infraenv;
 pub mod matching;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::api::PatchParams;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use manager::metrics::ControllerMetrics;
+use manager::runtime::{SharedRegistry, WatchScope};
+use tokio::sync::watch;
+
+/// One field manager for everything the bootstrap provider writes.
+pub const FIELD_MANAGER: &str = "openshift-assisted-bootstrap";
+/// CAPOA's finalizer name, so objects move between the two implementations.
+pub const FINALIZER: &str = "openshiftassistedconfig.bootstrap.cluster.x-k8s.io/deprovision";
+pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+
+/// Reconcile errors, one variant per phase; invalid input is a condition or event, not an error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading from the API server: {0}")]
+    Read(#[source] kube::Error),
+    #[error("applying {what}: {source}")]
+    Apply {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("deleting {what}: {source}")]
+    Delete {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("writing status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+impl Error {
+    pub fn phase(&self) -> &'static str {
+        match self {
+            Error::Read(_) => "dereference",
+            Error::Apply { .. } => "apply",
+            Error::Delete { .. } => "delete",
+            Error::Status(_) => "status",
+        }
+    }
+}
+
+/// An event a plan asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub note: String,
+}
+
+pub struct Context {
+    pub client: Client,
+    pub scope: WatchScope,
+    pub recorder: Recorder,
+    pub config_metrics: ControllerMetrics,
+    pub agent_metrics: ControllerMetrics,
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+async fn publish(
+    ctx: &Context,
+    reference: &ObjectReference,
+    warning: bool,
+    reason: &str,
+    note: String,
+) {
+    tracing::info!(kind = ?reference.kind, name = ?reference.name, reason, %note, "event");
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_string(),
+        note: Some(note),
+        action: reason.to_string(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, reference).await {
+        tracing::warn!(error = %e, reason, "cannot publish event");
+    }
+}
+
+fn retry(name: &str, error: &Error) -> Action {
+    tracing::warn!(%name, error = %error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(15))
+}
+
+/// Runs both controllers until `shutdown` turns true.
+pub async fn run(
+    client: Client,
+    scope: WatchScope,
+    registry: SharedRegistry,
+    shutdown: watch::Receiver<bool>,
+) {
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
+        config_metrics: ControllerMetrics::register(&registry, "openshiftassistedconfig"),
+        agent_metrics: ControllerMetrics::register(&registry, "agent"),
+        client,
+        scope,
+    });
+    tokio::join!(
+        config::run(ctx.clone(), shutdown.clone()),
+        agents::run(ctx, shutdown)
+    );
+}

@@ -19,6 +19,8 @@ use crate::api::{
 };
 
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+/// How often a control plane blocked on invalid or missing input is looked at again.
+pub const BLOCKED_RECHECK: Duration = Duration::from_secs(60);
 
 /// The install objects of one cluster.
 #[derive(Clone, Debug)]
@@ -156,7 +158,9 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
                     note: b.message.clone(),
                 });
                 blocked = Some(b);
-                plan.requeue = None;
+                // The pull secret and the template are not watched: look again now and then
+                // (once a minute is no retry storm), besides on every change of the object.
+                plan.requeue = Some(BLOCKED_RECHECK);
             }
         }
     }
@@ -273,11 +277,21 @@ fn desired(
         reason: "InvalidConfig",
         message: e.to_string(),
     };
-    let hive = HiveObjects {
+    let mut hive = HiveObjects {
         image_set: hive::cluster_image_set(&inputs).map_err(invalid)?,
         cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
         agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
     };
+    // The masters are fixed once the install started: a replica change is refused (see
+    // `Scaling::Frozen`), so the install keeps the count it started with.
+    if install.started()
+        && let Some(current) = &d.aci
+    {
+        hive.agent_cluster_install
+            .spec
+            .provision_requirements
+            .control_plane_agents = current.spec.provision_requirements.control_plane_agents;
+    }
 
     let existing: Vec<String> = live
         .iter()
@@ -437,11 +451,293 @@ fn status_of(
         available_replicas: Some(counters.available),
         up_to_date_replicas: Some(counters.up_to_date),
         version: previous.version.clone(),
-        distribution_version: if inputs.install.available() {
-            Some(oacp.spec.distribution_version.clone())
-        } else {
-            previous.distribution_version.clone()
-        },
+        // The version installed; later spec changes do not upgrade (not built), so it stays.
+        distribution_version: previous.distribution_version.clone().or_else(|| {
+            inputs
+                .install
+                .available()
+                .then(|| oacp.spec.distribution_version.clone())
+        }),
         observed_generation: oacp.metadata.generation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use external_types::capi::Cluster;
+    use kube::api::{ApiResource, DynamicObject};
+
+    use super::*;
+    use crate::controller::dereference::{Dereferenced, PullSecret, Template};
+
+    fn t0() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).unwrap()
+    }
+
+    fn oacp(extra_metadata: &str) -> OpenshiftAssistedControlPlane {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata:
+  name: cp
+  namespace: ns
+  uid: 11111111-2222-3333-4444-555555555555
+  generation: 2
+  ownerReferences: [{{apiVersion: cluster.x-k8s.io/v1beta2, kind: Cluster, name: c1, uid: c-uid}}]
+  {extra_metadata}
+spec:
+  distributionVersion: 4.20.0
+  replicas: 3
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: cp-template}}
+  openshiftAssistedConfigSpec: {{sshAuthorizedKey: ssh-ed25519 AAAA}}
+  config:
+    apiVIPs: [192.168.111.5]
+    ingressVIPs: [192.168.111.4]
+    baseDomain: lab.home
+    pullSecretRef: {{name: pull-secret}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn cluster() -> Cluster {
+        serde_yaml::from_str(
+            r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: c1, namespace: ns, uid: c-uid}
+spec:
+  clusterNetwork:
+    pods: {cidrBlocks: ["10.128.0.0/14"]}
+    services: {cidrBlocks: ["172.30.0.0/16"]}
+"#,
+        )
+        .unwrap()
+    }
+
+    fn template() -> Template {
+        let resource = ApiResource {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            version: "v1beta2".into(),
+            api_version: "infrastructure.cluster.x-k8s.io/v1beta2".into(),
+            kind: "Metal3MachineTemplate".into(),
+            plural: "metal3machinetemplates".into(),
+        };
+        let object: DynamicObject = serde_yaml::from_str(
+            r#"
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {name: cp-template, namespace: ns}
+spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat: live-iso}}}}
+"#,
+        )
+        .unwrap();
+        Template::Found(Box::new(object), resource)
+    }
+
+    fn dereferenced(oacp: OpenshiftAssistedControlPlane) -> Dereferenced {
+        Dereferenced {
+            oacp: Arc::new(oacp),
+            cluster: Some(cluster()),
+            worker_replicas: 2,
+            machines: Vec::new(),
+            configs: Default::default(),
+            architectures: vec![None],
+            template: template(),
+            aci: None,
+            cluster_deployment_exists: false,
+            admin_kubeconfig: None,
+            pull_secret: PullSecret::Present("pull-secret".into()),
+        }
+    }
+
+    fn condition<'a>(
+        plan: &'a Plan,
+        type_: &str,
+    ) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        plan.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_new_control_plane_gets_its_finalizer_install_objects_and_all_masters_at_once() {
+        let plan = plan(&dereferenced(oacp("")), t0());
+        assert!(plan.write_finalizer);
+        let hive = plan.hive.as_ref().unwrap();
+        let requirements = &hive.agent_cluster_install.spec.provision_requirements;
+        assert_eq!(
+            (
+                requirements.control_plane_agents,
+                requirements.worker_agents
+            ),
+            (3, 2)
+        );
+        assert_eq!(
+            hive.image_set.spec.release_image,
+            "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"
+        );
+        let names: Vec<_> = plan.create.iter().map(|m| m.machine.name_any()).collect();
+        assert_eq!(names, ["cp-0", "cp-1", "cp-2"]);
+        assert_eq!(plan.status.replicas, Some(0));
+        assert_eq!(condition(&plan, "ScalingUp").status, "True");
+        assert_eq!(
+            condition(&plan, "Available").reason,
+            "ControlPlaneInstalling"
+        );
+        assert!(plan.status.selector.is_some());
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.reason == "InstallObjectsCreated")
+        );
+    }
+
+    #[test]
+    fn invalid_or_missing_input_blocks_with_a_reason_and_writes_nothing_else() {
+        // (what is wrong, expected reason)
+        let mut unknown_version = dereferenced(oacp(""));
+        Arc::make_mut(&mut unknown_version.oacp)
+            .spec
+            .distribution_version = "latest".into();
+        let mut old_version = dereferenced(oacp(""));
+        Arc::make_mut(&mut old_version.oacp)
+            .spec
+            .distribution_version = "4.12.0".into();
+        let mut missing_secret = dereferenced(oacp(""));
+        missing_secret.pull_secret = PullSecret::Missing("pull-secret".into());
+        let mut no_secret = dereferenced(oacp(""));
+        no_secret.pull_secret = PullSecret::Unset;
+        let mut no_cluster = dereferenced(oacp(""));
+        no_cluster.cluster = None;
+        let rows = [
+            (unknown_version, "InvalidDistributionVersion"),
+            (old_version, "InvalidDistributionVersion"),
+            (missing_secret, "PullSecretNotFound"),
+            (no_secret, "PullSecretMissing"),
+            (no_cluster, "WaitingForCluster"),
+        ];
+        for (d, reason) in rows {
+            let plan = plan(&d, t0());
+            assert_eq!(condition(&plan, "Available").reason, reason);
+            assert!(plan.hive.is_none() && plan.create.is_empty(), "{reason}");
+            assert!(
+                plan.requeue.is_some(),
+                "{reason}: looked at again without a retry storm"
+            );
+        }
+    }
+
+    #[test]
+    fn okd_without_a_pull_secret_gets_a_placeholder_owned_by_the_control_plane() {
+        let mut d = dereferenced(oacp(""));
+        Arc::make_mut(&mut d.oacp).spec.distribution_version = "4.19.0-okd-scos.ec.6".into();
+        d.pull_secret = PullSecret::Unset;
+        let plan = plan(&d, t0());
+        let secret = plan.pull_secret.as_ref().unwrap();
+        assert_eq!(secret.name_any(), "cp-placeholder-pull-secret");
+        let hive = plan.hive.as_ref().unwrap();
+        assert_eq!(
+            hive.cluster_deployment
+                .spec
+                .pull_secret_ref
+                .as_ref()
+                .unwrap()
+                .name,
+            "cp-placeholder-pull-secret"
+        );
+        assert_eq!(
+            hive.image_set.spec.release_image,
+            "quay.io/okd/scos-release:4.19.0-okd-scos.ec.6"
+        );
+    }
+
+    #[test]
+    fn after_the_install_started_the_master_count_is_frozen() {
+        let mut d = dereferenced(oacp(""));
+        let first = plan(&d, t0());
+        let mut aci = first.hive.unwrap().agent_cluster_install;
+        aci.status =
+            serde_json::from_value(serde_json::json!({"debugInfo": {"state": "installing"}}))
+                .unwrap();
+        d.aci = Some(aci);
+        d.machines = first.create.iter().map(|m| m.machine.clone()).collect();
+        Arc::make_mut(&mut d.oacp).spec.replicas = Some(5);
+        let plan = plan(&d, t0());
+        assert!(plan.create.is_empty());
+        assert_eq!(condition(&plan, "ScalingUp").reason, "ScalingNotSupported");
+        let requirements = &plan
+            .hive
+            .unwrap()
+            .agent_cluster_install
+            .spec
+            .provision_requirements;
+        assert_eq!(requirements.control_plane_agents, 3);
+    }
+
+    #[test]
+    fn deletion_goes_machines_then_install_objects_then_finalizer() {
+        let deleting = oacp(&format!(
+            "deletionTimestamp: \"2027-01-01T00:00:00Z\"\n  finalizers: [{FINALIZER}]"
+        ));
+        let mut d = dereferenced(deleting);
+        let machines: Vec<_> = plan(&dereferenced(oacp("")), t0())
+            .create
+            .iter()
+            .map(|m| m.machine.clone())
+            .collect();
+        d.machines = machines;
+        d.cluster_deployment_exists = true;
+        let step = plan(&d, t0());
+        assert_eq!(
+            step.cleanup,
+            Some(Cleanup::Machines(vec![
+                "cp-0".into(),
+                "cp-1".into(),
+                "cp-2".into()
+            ]))
+        );
+        assert_eq!(condition(&step, "Deleting").status, "True");
+        d.machines.clear();
+        assert!(matches!(
+            plan(&d, t0()).cleanup,
+            Some(Cleanup::InstallObjects { .. })
+        ));
+        d.cluster_deployment_exists = false;
+        assert_eq!(plan(&d, t0()).cleanup, Some(Cleanup::Done));
+    }
+
+    #[test]
+    fn a_paused_cluster_writes_only_the_paused_condition() {
+        let mut d = dereferenced(oacp(""));
+        d.cluster.as_mut().unwrap().spec.paused = Some(true);
+        let plan = plan(&d, t0());
+        assert!(plan.hive.is_none() && plan.create.is_empty() && !plan.write_finalizer);
+        assert_eq!(condition(&plan, "Paused").status, "True");
+    }
+
+    #[test]
+    fn the_kubeconfig_is_published_and_the_control_plane_initialized() {
+        let mut d = dereferenced(oacp(""));
+        d.admin_kubeconfig = Some(b"apiVersion: v1".to_vec());
+        let plan = plan(&d, t0());
+        assert_eq!(
+            plan.kubeconfig.as_ref().unwrap().name_any(),
+            "c1-kubeconfig"
+        );
+        assert_eq!(
+            plan.status
+                .initialization
+                .as_ref()
+                .unwrap()
+                .control_plane_initialized,
+            Some(true)
+        );
     }
 }

@@ -353,10 +353,38 @@ fn camelize(v: serde_json::Value) -> serde_json::Value {
 
 /// The REST inventory in the Agent CR's shape; fields the CR does not have are dropped.
 pub fn agent_inventory(inv: &Inventory, report_time: Option<Timestamp>) -> HostInventory {
-    let v = camelize(serde_json::to_value(inv).unwrap_or_default());
-    let mut out: HostInventory = serde_json::from_value(v).unwrap_or_default();
+    let mut v = camelize(serde_json::to_value(inv).unwrap_or_default());
+    // The CR's clockMegahertz is an integer, the REST API's frequency a float (truncated, as
+    // Go's int conversion does).
+    if let Some(mhz) = v.pointer_mut("/cpu/clockMegahertz")
+        && let Some(f) = mhz.as_f64()
+    {
+        *mhz = serde_json::json!(f as i64);
+    }
+    let mut out: HostInventory =
+        serde_json::from_value(v.clone()).unwrap_or_else(|_| inventory_field_by_field(v));
     out.report_time = report_time.map(Time);
     out
+}
+
+/// Keeps every top-level part of the inventory that fits the CR, so one odd field never
+/// empties the whole inventory (the bootstrap provider matches Agents by its MACs).
+fn inventory_field_by_field(v: serde_json::Value) -> HostInventory {
+    let mut kept = serde_json::Map::new();
+    if let serde_json::Value::Object(fields) = v {
+        for (key, value) in fields {
+            let mut trial = kept.clone();
+            trial.insert(key.clone(), value);
+            if serde_json::from_value::<HostInventory>(serde_json::Value::Object(trial.clone()))
+                .is_ok()
+            {
+                kept = trial;
+            } else {
+                tracing::warn!(field = %key, "inventory field does not fit the Agent CR; left out");
+            }
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or_default()
 }
 
 fn agent_role(r: HostRole) -> agent::HostRole {
@@ -731,6 +759,35 @@ pub fn aci_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a real agent reports (snake_case, as upstream's models): every part must reach
+    /// the Agent CR; a single mistyped field once dropped the whole inventory.
+    #[test]
+    fn a_full_agent_inventory_reaches_the_agent_cr() {
+        let inv: Inventory = serde_json::from_value(serde_json::json!({
+            "hostname": "master-0",
+            "bmc_address": "0.0.0.0",
+            "cpu": {"count": 4, "frequency": 2400.5, "flags": ["vmx"], "model_name": "Xeon", "architecture": "x86_64"},
+            "memory": {"physical_bytes": 17179869184u64, "usable_bytes": 16179869184u64},
+            "interfaces": [{"name": "eth0", "mac_address": "52:54:00:aa:bb:01",
+                "ipv4_addresses": ["192.168.111.10/24"], "ipv6_addresses": [], "mtu": 1500,
+                "speed_mbps": 1000, "has_carrier": true, "flags": ["up"], "type": "physical"}],
+            "disks": [{"id": "/dev/disk/by-id/wwn-0x1", "name": "sda", "path": "/dev/sda",
+                "by_id": "/dev/disk/by-id/wwn-0x1", "drive_type": "SSD", "size_bytes": 120000000000u64,
+                "bootable": true, "installation_eligibility": {"eligible": true, "not_eligible_reasons": []}}],
+            "system_vendor": {"manufacturer": "Red Hat", "product_name": "KVM", "serial_number": "s1", "virtual": true},
+            "boot": {"current_boot_mode": "uefi"},
+            "routes": [{"family": 2, "interface": "eth0", "gateway": "192.168.111.1", "destination": "0.0.0.0", "metric": 100}],
+            "timestamp": 1800000000
+        }))
+        .unwrap();
+        let cr = agent_inventory(&inv, None);
+        assert_eq!(cr.interfaces.len(), 1, "{cr:?}");
+        assert_eq!(cr.interfaces[0].mac_address, "52:54:00:aa:bb:01");
+        assert_eq!(cr.cpu.clock_megahertz, 2400);
+        assert_eq!(cr.disks.len(), 1);
+        assert_eq!(cr.hostname.as_deref(), Some("master-0"));
+    }
 
     #[test]
     fn label_values_are_sanitised() {

@@ -1,0 +1,151 @@
+//! The only file of the Agent controller that reads from the API server.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use assisted_api::infraenv::INFRAENV_NAME_LABEL;
+use assisted_api::{Agent, AgentClusterInstall, ClusterDeployment, InfraEnv};
+use external_types::capi::Machine;
+use external_types::capm3::v1beta2::Metal3Machine;
+use external_types::metal3_io::BareMetalHost;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+
+use crate::api::OpenshiftAssistedConfig;
+use crate::controller::Error;
+use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
+use crate::controller::matching::host_of;
+
+/// One Machine of the cluster with what matching and the Agent spec need.
+pub struct MachineObjects {
+    pub machine: Machine,
+    pub metal3machine: Option<Metal3Machine>,
+    pub host: Option<BareMetalHost>,
+    pub config: Option<OpenshiftAssistedConfig>,
+}
+
+pub struct Dereferenced {
+    pub agent: Arc<Agent>,
+    /// The Agent's InfraEnv when it is one of ours (it carries our template label).
+    pub infraenv: Option<InfraEnv>,
+    pub cluster_name: String,
+    /// Every Agent of the same InfraEnv, this one included (two may claim one Machine).
+    pub agents: Vec<Agent>,
+    pub machines: Vec<MachineObjects>,
+    pub aci_state: String,
+}
+
+pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferenced, Error> {
+    let ns = agent.namespace().unwrap_or_default();
+    let mut d = Dereferenced {
+        agent: agent.clone(),
+        infraenv: None,
+        cluster_name: String::new(),
+        agents: Vec::new(),
+        machines: Vec::new(),
+        aci_state: String::new(),
+    };
+    let Some(infraenv_name) = agent.labels().get(INFRAENV_NAME_LABEL).cloned() else {
+        return Ok(d);
+    };
+    let Some(infraenv) = Api::<InfraEnv>::namespaced(client.clone(), &ns)
+        .get_opt(&infraenv_name)
+        .await
+        .map_err(Error::Read)?
+        .filter(|ie| ie.labels().contains_key(TEMPLATE_LABEL))
+    else {
+        return Ok(d);
+    };
+    let Some(cluster_name) = infraenv.labels().get(CLUSTER_NAME_LABEL).cloned() else {
+        return Ok(d);
+    };
+    d.agents = Api::<Agent>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default().labels(&format!("{INFRAENV_NAME_LABEL}={infraenv_name}")))
+        .await
+        .map_err(Error::Read)?
+        .items;
+
+    let by_cluster = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
+    let machines = Api::<Machine>::namespaced(client.clone(), &ns)
+        .list(&by_cluster)
+        .await
+        .map_err(Error::Read)?
+        .items;
+    let metal3machines: BTreeMap<String, Metal3Machine> =
+        Api::<Metal3Machine>::namespaced(client.clone(), &ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::Read)?
+            .items
+            .into_iter()
+            .map(|m| (m.name_any(), m))
+            .collect();
+    let configs: BTreeMap<String, OpenshiftAssistedConfig> =
+        Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
+            .list(&by_cluster)
+            .await
+            .map_err(Error::Read)?
+            .items
+            .into_iter()
+            .map(|c| (c.name_any(), c))
+            .collect();
+    for machine in machines {
+        if machine.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let metal3machine = (machine.spec.infrastructure_ref.kind == "Metal3Machine")
+            .then(|| {
+                metal3machines
+                    .get(&machine.spec.infrastructure_ref.name)
+                    .cloned()
+            })
+            .flatten();
+        let host = match metal3machine.as_ref().and_then(host_of) {
+            Some((host_ns, host_name)) => {
+                Api::<BareMetalHost>::namespaced(client.clone(), &host_ns)
+                    .get_opt(&host_name)
+                    .await
+                    .map_err(Error::Read)?
+            }
+            None => None,
+        };
+        let config = machine
+            .spec
+            .bootstrap
+            .config_ref
+            .as_ref()
+            .and_then(|r| configs.get(&r.name).cloned());
+        d.machines.push(MachineObjects {
+            machine,
+            metal3machine,
+            host,
+            config,
+        });
+    }
+
+    let cd_ref = infraenv.spec.cluster_ref.clone();
+    if let Some(cd_ref) = cd_ref {
+        let cd_ns = if cd_ref.namespace.is_empty() {
+            ns.clone()
+        } else {
+            cd_ref.namespace.clone()
+        };
+        if let Some(cd) = Api::<ClusterDeployment>::namespaced(client.clone(), &cd_ns)
+            .get_opt(&cd_ref.name)
+            .await
+            .map_err(Error::Read)?
+            && let Some(install) = &cd.spec.cluster_install_ref
+        {
+            d.aci_state = Api::<AgentClusterInstall>::namespaced(client.clone(), &cd_ns)
+                .get_opt(&install.name)
+                .await
+                .map_err(Error::Read)?
+                .and_then(|a| a.status)
+                .and_then(|s| s.debug_info.state)
+                .unwrap_or_default();
+        }
+    }
+    d.cluster_name = cluster_name;
+    d.infraenv = Some(infraenv);
+    Ok(d)
+}

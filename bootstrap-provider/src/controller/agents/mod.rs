@@ -1,0 +1,117 @@
+//! The Agent controller: an Agent that booted the discovery ISO of one of our InfraEnvs is
+//! matched to its Machine by the boot MAC of the BareMetalHost the Machine's Metal3Machine
+//! consumes, then given its role, hostname, node labels and installation disk, and approved
+//! (workers that arrive during the day-1 install wait for day-2). Foreign Agents are ignored.
+
+pub mod dereference;
+pub mod plan;
+
+use std::sync::Arc;
+
+use assisted_api::infraenv::INFRAENV_NAME_LABEL;
+use assisted_api::{Agent, AgentClusterInstall};
+use external_types::capm3::v1beta2::Metal3Machine;
+use external_types::metal3_io::BareMetalHost;
+use futures::StreamExt;
+use kube::api::{Api, Patch};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::{Context, Error, apply_params, publish};
+
+async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.agent_metrics.reconciled();
+    let dereferenced = dereference::dereference(&ctx.client, agent.clone()).await?;
+    let plan = plan::plan(&dereferenced);
+    if let Some(desired) = &plan.desired {
+        let patch = json!({
+            "apiVersion": Agent::api_version(&()),
+            "kind": Agent::kind(&()),
+            "metadata": {
+                "name": agent.name_any(),
+                "labels": desired.labels,
+                "annotations": desired.annotations,
+            },
+            "spec": desired.spec,
+        });
+        Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
+            .patch(&agent.name_any(), &apply_params(), &Patch::Apply(&patch))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("Agent {}", agent.name_any()),
+                source,
+            })?;
+    } else if let Some(status) = &plan.match_status {
+        let patch = json!({
+            "apiVersion": Agent::api_version(&()),
+            "kind": Agent::kind(&()),
+            "metadata": {"name": agent.name_any(), "annotations": {plan::MATCH_ANNOTATION: status}},
+        });
+        Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
+            .patch(&agent.name_any(), &apply_params(), &Patch::Apply(&patch))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("Agent {} match annotation", agent.name_any()),
+                source,
+            })?;
+    }
+    for event in &plan.events {
+        publish(
+            &ctx,
+            &agent.object_ref(&()),
+            event.warning,
+            event.reason,
+            event.note.clone(),
+        )
+        .await;
+    }
+    Ok(Action::await_change())
+}
+
+fn error_policy(agent: Arc<Agent>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.agent_metrics.failed(error.phase());
+    super::retry(&agent.name_any(), error)
+}
+
+/// Agents of our InfraEnvs in a namespace: re-matched when a host or Metal3Machine changes.
+fn agents_in(store: &Store<Agent>, namespace: Option<String>) -> Vec<ObjectRef<Agent>> {
+    store
+        .state()
+        .into_iter()
+        .filter(|a| a.namespace() == namespace && a.labels().contains_key(INFRAENV_NAME_LABEL))
+        .map(|a| ObjectRef::from_obj(&*a))
+        .collect()
+}
+
+pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
+    let client = &ctx.client;
+    let scope = &ctx.scope;
+    let all = kube::runtime::watcher::Config::default().any_semantic();
+    let controller = Controller::new(scope.api::<Agent>(client), scope.watcher_config());
+    let store = controller.store();
+    let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
+    controller
+        .watches(scope.api::<Metal3Machine>(client), all.clone(), move |m| {
+            agents_in(&s1, m.namespace())
+        })
+        .watches(scope.api::<BareMetalHost>(client), all.clone(), move |h| {
+            agents_in(&s2, h.namespace())
+        })
+        // Held workers are approved when their cluster reaches adding-hosts.
+        .watches(scope.api::<AgentClusterInstall>(client), all, move |aci| {
+            agents_in(&s3, aci.namespace())
+        })
+        .graceful_shutdown_on(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "agent controller event");
+            }
+        })
+        .await;
+}

@@ -1,0 +1,170 @@
+//! Writes a config [`Plan`] in a fixed order under the controller's field manager: finalizer,
+//! InfraEnv, live ISO into the template and the Metal3Machine, data Secret, status, events.
+
+use assisted_api::{Agent, InfraEnv};
+use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::plan::Plan;
+use crate::api::OpenshiftAssistedConfig;
+use crate::controller::agent::MACHINE_NAME_LABEL;
+use crate::controller::image::{live_iso_image, live_iso_template_image};
+use crate::controller::infraenv::label_value;
+use crate::controller::{Context, Error, FIELD_MANAGER, FINALIZER, apply_params, publish};
+
+pub async fn apply(
+    ctx: &Context,
+    config: &OpenshiftAssistedConfig,
+    plan: Plan,
+) -> Result<Action, Error> {
+    let ns = config.namespace().unwrap_or_default();
+    let client = &ctx.client;
+    if let Some(machine) = &plan.delete_agents_of {
+        // The Machine is going away (scale-down or cluster deletion): its Agent goes too, and
+        // with it the core's host record. The BareMetalHost is CAPM3's to deprovision.
+        let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("{MACHINE_NAME_LABEL}={}", label_value(machine));
+        for agent in agents
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(Error::Read)?
+        {
+            match agents
+                .delete(&agent.name_any(), &DeleteParams::background())
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.is_not_found() => {}
+                Err(source) => {
+                    return Err(Error::Delete {
+                        what: format!("Agent {}", agent.name_any()),
+                        source,
+                    });
+                }
+            }
+            publish(
+                ctx,
+                &config.object_ref(&()),
+                false,
+                "AgentDeleted",
+                format!("Deleted Agent {} of Machine {machine}", agent.name_any()),
+            )
+            .await;
+        }
+    }
+    if let Some(present) = plan.finalizer {
+        set_finalizer(ctx, config, present).await?;
+        if !present {
+            return Ok(Action::await_change());
+        }
+    }
+    if let Some(infraenv) = &plan.infraenv {
+        Api::<InfraEnv>::namespaced(client.clone(), &ns)
+            .patch(
+                &infraenv.name_any(),
+                &apply_params(),
+                &Patch::Apply(infraenv),
+            )
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("InfraEnv {}", infraenv.name_any()),
+                source,
+            })?;
+    }
+    if let Some((template, url)) = &plan.template_image {
+        let patch =
+            json!({"spec": {"template": {"spec": {"image": live_iso_template_image(url)}}}});
+        // A refused template update is reported, not fatal: the Metal3Machines carry the image
+        // that matters, and the data Secret waits for theirs.
+        if let Err(e) = Api::<Metal3MachineTemplate>::namespaced(client.clone(), &ns)
+            .patch(template, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            publish(
+                ctx,
+                &config.object_ref(&()),
+                true,
+                "TemplateImageNotWritten",
+                format!("Metal3MachineTemplate {template} refused the discovery ISO URL: {e}"),
+            )
+            .await;
+        }
+    }
+    if let Some((m3m, url)) = &plan.metal3machine_image {
+        let patch = json!({"spec": {"image": live_iso_image(url)}});
+        Api::<Metal3Machine>::namespaced(client.clone(), &ns)
+            .patch(m3m, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("Metal3Machine {m3m} image"),
+                source,
+            })?;
+    }
+    if let Some(secret) = &plan.data_secret {
+        Api::<Secret>::namespaced(client.clone(), &ns)
+            .patch(&secret.name_any(), &apply_params(), &Patch::Apply(secret))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("data Secret {}", secret.name_any()),
+                source,
+            })?;
+    }
+    if let Some(status) = &plan.status {
+        let patch = json!({
+            "apiVersion": OpenshiftAssistedConfig::api_version(&()),
+            "kind": OpenshiftAssistedConfig::kind(&()),
+            "status": status,
+        });
+        Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
+            .patch_status(&config.name_any(), &apply_params(), &Patch::Apply(&patch))
+            .await
+            .map_err(Error::Status)?;
+    }
+    for event in &plan.events {
+        publish(
+            ctx,
+            &config.object_ref(&()),
+            event.warning,
+            event.reason,
+            event.note.clone(),
+        )
+        .await;
+    }
+    Ok(plan
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
+}
+
+async fn set_finalizer(
+    ctx: &Context,
+    config: &OpenshiftAssistedConfig,
+    present: bool,
+) -> Result<(), Error> {
+    let api: Api<OpenshiftAssistedConfig> =
+        Api::namespaced(ctx.client.clone(), &config.namespace().unwrap_or_default());
+    let finalizers: Vec<&str> = if present { vec![FINALIZER] } else { vec![] };
+    let patch = json!({
+        "apiVersion": OpenshiftAssistedConfig::api_version(&()),
+        "kind": OpenshiftAssistedConfig::kind(&()),
+        "metadata": {"name": config.name_any(), "finalizers": finalizers},
+    });
+    match api
+        .patch(
+            &config.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() && !present => Ok(()),
+        Err(source) => Err(Error::Apply {
+            what: "finalizer".into(),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,147 @@
+//! The only file of the OpenshiftAssistedConfig controller that reads from the API server.
+
+use std::sync::Arc;
+
+use assisted_api::{AgentClusterInstall, ClusterDeployment, InfraEnv};
+use external_types::capi::{Cluster, Machine};
+use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+
+use crate::api::OpenshiftAssistedConfig;
+use crate::controller::Error;
+use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
+
+/// Everything one reconcile of a config decides from.
+pub struct Dereferenced {
+    pub config: Arc<OpenshiftAssistedConfig>,
+    /// The Machine that controls the config (CAPI sets it); `None` until then.
+    pub machine: Option<Machine>,
+    pub cluster: Option<Cluster>,
+    pub metal3machine: Option<Metal3Machine>,
+    pub template_ref: Option<TemplateRef>,
+    pub template: Option<Metal3MachineTemplate>,
+    /// Every config whose Machine's Metal3Machine was cloned from the same template.
+    pub template_configs: Vec<OpenshiftAssistedConfig>,
+    /// The ClusterDeployments labelled with the cluster's name (exactly one is expected).
+    pub cluster_deployments: Vec<ClusterDeployment>,
+    pub aci: Option<AgentClusterInstall>,
+    pub infraenv: Option<InfraEnv>,
+    pub data_secret_exists: bool,
+}
+
+pub async fn dereference(
+    client: &Client,
+    config: Arc<OpenshiftAssistedConfig>,
+) -> Result<Dereferenced, Error> {
+    let ns = config.namespace().unwrap_or_default();
+    let mut d = Dereferenced {
+        config: config.clone(),
+        machine: None,
+        cluster: None,
+        metal3machine: None,
+        template_ref: None,
+        template: None,
+        template_configs: Vec::new(),
+        cluster_deployments: Vec::new(),
+        aci: None,
+        infraenv: None,
+        data_secret_exists: false,
+    };
+    d.data_secret_exists = Api::<Secret>::namespaced(client.clone(), &ns)
+        .get_opt(&crate::controller::image::data_secret_name(
+            &config.name_any(),
+        ))
+        .await
+        .map_err(Error::Read)?
+        .is_some();
+
+    let Some(machine_name) = config
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "Machine" && o.controller == Some(true))
+        .map(|o| o.name.clone())
+    else {
+        return Ok(d);
+    };
+    let machines: Api<Machine> = Api::namespaced(client.clone(), &ns);
+    let Some(machine) = machines.get_opt(&machine_name).await.map_err(Error::Read)? else {
+        return Ok(d);
+    };
+    let cluster_name = machine.spec.cluster_name.clone();
+    d.cluster = Api::<Cluster>::namespaced(client.clone(), &ns)
+        .get_opt(&cluster_name)
+        .await
+        .map_err(Error::Read)?;
+    let metal3machines: Api<Metal3Machine> = Api::namespaced(client.clone(), &ns);
+    if machine.spec.infrastructure_ref.kind == "Metal3Machine" {
+        d.metal3machine = metal3machines
+            .get_opt(&machine.spec.infrastructure_ref.name)
+            .await
+            .map_err(Error::Read)?;
+    }
+    d.template_ref = d.metal3machine.as_ref().and_then(infraenv::template_of);
+    d.machine = Some(machine);
+
+    if let Some(template_ref) = &d.template_ref {
+        d.template = Api::<Metal3MachineTemplate>::namespaced(client.clone(), &ns)
+            .get_opt(&template_ref.name)
+            .await
+            .map_err(Error::Read)?;
+        // The template's other users: Metal3Machines cloned from it → their Machines → configs.
+        let by_cluster =
+            ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
+        let cloned: Vec<String> = metal3machines
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::Read)?
+            .items
+            .iter()
+            .filter(|m| infraenv::template_of(m).as_ref() == Some(template_ref))
+            .map(|m| m.name_any())
+            .collect();
+        let config_names: Vec<String> = machines
+            .list(&by_cluster)
+            .await
+            .map_err(Error::Read)?
+            .items
+            .iter()
+            .filter(|m| {
+                m.spec.infrastructure_ref.kind == "Metal3Machine"
+                    && cloned.contains(&m.spec.infrastructure_ref.name)
+                    && m.metadata.deletion_timestamp.is_none()
+            })
+            .filter_map(|m| m.spec.bootstrap.config_ref.as_ref())
+            .filter(|r| r.kind == "OpenshiftAssistedConfig")
+            .map(|r| r.name.clone())
+            .collect();
+        d.template_configs = Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::Read)?
+            .items
+            .into_iter()
+            .filter(|c| config_names.contains(&c.name_any()))
+            .collect();
+        d.infraenv = Api::<InfraEnv>::namespaced(client.clone(), &ns)
+            .get_opt(&infraenv::infraenv_name(&template_ref.name))
+            .await
+            .map_err(Error::Read)?;
+    }
+
+    d.cluster_deployments = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}")))
+        .await
+        .map_err(Error::Read)?
+        .items;
+    if let [cd] = d.cluster_deployments.as_slice()
+        && let Some(install) = &cd.spec.cluster_install_ref
+    {
+        d.aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns)
+            .get_opt(&install.name)
+            .await
+            .map_err(Error::Read)?;
+    }
+    Ok(d)
+}

@@ -1,0 +1,109 @@
+//! The OpenshiftAssistedConfig controller: the template's InfraEnv, its live ISO written into
+//! Metal3, the Machine's bootstrap data Secret once its Metal3Machine carries the ISO, the Agent
+//! removed with the Machine, and the CAPI v1beta2 bootstrap contract in status.
+
+pub mod apply;
+pub mod dereference;
+pub mod plan;
+
+use std::sync::Arc;
+
+use assisted_api::{AgentClusterInstall, InfraEnv};
+use external_types::capi::{Cluster, Machine};
+use external_types::capm3::v1beta2::Metal3Machine;
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::watch;
+
+use super::infraenv::CLUSTER_NAME_LABEL;
+use super::{Context, Error};
+use crate::api::OpenshiftAssistedConfig;
+
+async fn reconcile(
+    config: Arc<OpenshiftAssistedConfig>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    ctx.config_metrics.reconciled();
+    let dereferenced = dereference::dereference(&ctx.client, config.clone()).await?;
+    let plan = plan::plan(&dereferenced, Timestamp::now());
+    apply::apply(&ctx, &config, plan).await
+}
+
+fn error_policy(config: Arc<OpenshiftAssistedConfig>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.config_metrics.failed(error.phase());
+    super::retry(&config.name_any(), error)
+}
+
+/// Every config of a cluster, found in the controller's own store.
+fn configs_of_cluster(
+    store: &Store<OpenshiftAssistedConfig>,
+    namespace: Option<String>,
+    cluster: Option<&String>,
+) -> Vec<ObjectRef<OpenshiftAssistedConfig>> {
+    let Some(cluster) = cluster else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .into_iter()
+        .filter(|c| {
+            c.namespace() == namespace && c.labels().get(CLUSTER_NAME_LABEL) == Some(cluster)
+        })
+        .map(|c| ObjectRef::from_obj(&*c))
+        .collect()
+}
+
+pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
+    let client = &ctx.client;
+    let scope = &ctx.scope;
+    let all = kube::runtime::watcher::Config::default().any_semantic();
+    let controller = Controller::new(
+        scope.api::<OpenshiftAssistedConfig>(client),
+        scope.watcher_config(),
+    );
+    let store = controller.store();
+    let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
+    controller
+        // A Machine names its config; CAPI names the Metal3Machine like the Machine.
+        .watches(scope.api::<Machine>(client), all.clone(), |m| {
+            m.spec
+                .bootstrap
+                .config_ref
+                .as_ref()
+                .filter(|r| r.kind == "OpenshiftAssistedConfig")
+                .map(|r| ObjectRef::new(&r.name).within(&m.namespace().unwrap_or_default()))
+        })
+        .watches(scope.api::<Metal3Machine>(client), all.clone(), |m| {
+            m.owner_references()
+                .iter()
+                .find(|o| o.kind == "Machine")
+                .map(|o| ObjectRef::new(&o.name).within(&m.namespace().unwrap_or_default()))
+        })
+        // The ISO URL, the install state and the cluster's readiness concern all its configs.
+        .watches(scope.api::<InfraEnv>(client), all.clone(), move |ie| {
+            configs_of_cluster(&s1, ie.namespace(), ie.labels().get(CLUSTER_NAME_LABEL))
+        })
+        .watches(
+            scope.api::<AgentClusterInstall>(client),
+            all.clone(),
+            move |aci| {
+                configs_of_cluster(&s2, aci.namespace(), aci.labels().get(CLUSTER_NAME_LABEL))
+            },
+        )
+        .watches(scope.api::<Cluster>(client), all, move |c| {
+            configs_of_cluster(&s3, c.namespace(), Some(&c.name_any()))
+        })
+        .graceful_shutdown_on(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "config controller event");
+            }
+        })
+        .await;
+}

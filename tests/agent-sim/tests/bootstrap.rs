@@ -1,0 +1,523 @@
+//! Both providers end to end on the testbed with the real Cluster API, CAPM3 and
+//! baremetal-operator (fixture provisioner): one InfraEnv per Metal3MachineTemplate; its live
+//! ISO written into the templates and Metal3Machines before any Machine gets its data Secret;
+//! CAPM3 hands the ISO to the BareMetalHosts BMO provisions; simulated hosts boot the ISO from
+//! their BareMetalHost with its boot MAC; their Agents are matched to Machines, labelled and
+//! approved by the bootstrap provider; the cluster installs day-1; a late worker waits for
+//! day-2; scale-down removes the Agent.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController, ReplyCtx};
+use assisted_core::api::agent::{Agent, HostRole};
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::hive::ClusterDeployment;
+use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::auth::{Claims, Keys, PRIVATE_KEY_FIELD};
+use bootstrap_provider::api::OpenshiftAssistedConfig;
+use bootstrap_provider::controller::agent::MACHINE_NAME_LABEL;
+use external_types::capi::{Machine, MachineDeployment};
+use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
+use external_types::metal3_io::BareMetalHost;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use manager::runtime::WatchScope;
+use serde_json::json;
+use testbed::Testbed;
+use tokio::sync::watch;
+
+mod common;
+use common::{
+    LabFlags, MACHINE_CIDR, boot_iso, free_port, init_logs, start_core, state, test_iso, wait_for,
+};
+
+const NS: &str = "bs-e2e";
+const CLUSTER: &str = "bm";
+const CP: &str = "bm-cp";
+
+fn host_yaml(name: &str, role: &str, mac: &str) -> String {
+    format!(
+        r#"---
+apiVersion: v1
+kind: Secret
+metadata: {{name: {name}-bmc, namespace: {NS}}}
+stringData: {{username: admin, password: password}}
+---
+apiVersion: metal3.io/v1alpha1
+kind: BareMetalHost
+metadata: {{name: {name}, namespace: {NS}, labels: {{role: {role}}}}}
+spec:
+  online: true
+  bootMACAddress: "{mac}"
+  bmc: {{address: "redfish+http://192.0.2.1:8000/redfish/v1/Systems/{name}", credentialsName: {name}-bmc}}
+"#
+    )
+}
+
+fn cluster_yaml() -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {NS}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: {CLUSTER}, namespace: {NS}}}
+spec:
+  clusterNetwork:
+    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
+    services: {{cidrBlocks: ["172.30.0.0/16"]}}
+  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: {CP}}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: {CLUSTER}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: {CLUSTER}, namespace: {NS}}}
+spec:
+  controlPlaneEndpoint: {{host: 192.168.111.5, port: 6443}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {CLUSTER}-controlplane, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
+      hostSelector: {{matchLabels: {{role: master}}}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: {CP}, namespace: {NS}}}
+spec:
+  distributionVersion: 4.17.3
+  replicas: 3
+  openshiftAssistedConfigSpec:
+    pullSecretRef: {{name: pull-secret}}
+    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    nodeRegistration:
+      name: $METADATA_NAME
+      kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
+  config:
+    apiVIPs: [192.168.111.5]
+    ingressVIPs: [192.168.111.4]
+    baseDomain: lab.example.com
+    pullSecretRef: {{name: pull-secret}}
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {CLUSTER}-controlplane}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
+      hostSelector: {{matchLabels: {{role: worker}}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      pullSecretRef: {{name: pull-secret}}
+      sshAuthorizedKey: ssh-ed25519 AAAA e2e
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: {CLUSTER}-workers, namespace: {NS}, labels: {{cluster.x-k8s.io/cluster-name: {CLUSTER}}}}}
+spec:
+  clusterName: {CLUSTER}
+  replicas: 1
+  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: {CLUSTER}-workers}}}}
+  template:
+    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: {CLUSTER}-workers}}}}
+    spec:
+      clusterName: {CLUSTER}
+      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {CLUSTER}-workers}}}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {CLUSTER}-workers}}
+"#
+    )
+}
+
+/// The simulated site: boots every provisioned BareMetalHost from the image Metal3 gave it,
+/// as the host with that boot MAC. Returns the hosts booted so far by BareMetalHost name.
+struct Site {
+    client: Client,
+    profiles: BTreeMap<String, HostProfile>,
+    peers: Arc<RwLock<Vec<HostProfile>>>,
+    reply_ctx: Arc<RwLock<ReplyCtx>>,
+    booted: BTreeMap<String, Host>,
+    /// The agent API URL and token of the last boot (for the installer controller).
+    service: Option<(String, String)>,
+}
+
+impl Site {
+    async fn boot_provisioned(&mut self) {
+        let hosts: Api<BareMetalHost> = Api::namespaced(self.client.clone(), NS);
+        for bmh in hosts
+            .list(&ListParams::default())
+            .await
+            .expect("list hosts")
+            .items
+        {
+            let name = bmh.name_any();
+            let provisioned =
+                bmh.status.as_ref().map(|s| s.provisioning.state.as_str()) == Some("provisioned");
+            if !provisioned || self.booted.contains_key(&name) {
+                continue;
+            }
+            let url = bmh
+                .spec
+                .image
+                .as_ref()
+                .map(|i| i.url.clone())
+                .unwrap_or_default();
+            assert!(
+                !url.contains("placeholder"),
+                "BareMetalHost {name} got the template's placeholder image"
+            );
+            let (service_url, infra_env_id, token) = boot_iso(&url).await;
+            let profile = self.profiles[&name].clone();
+            self.peers.write().unwrap().push(profile.clone());
+            let mut cfg = AgentConfig::new(&service_url, &infra_env_id, &token, profile)
+                .with_peers(self.peers.clone())
+                .with_speed(0.0);
+            cfg.reply_ctx = self.reply_ctx.clone();
+            self.booted.insert(name, Host::spawn(cfg));
+            self.service = Some((service_url, token));
+        }
+    }
+}
+
+async fn agents_by_machine(client: &Client) -> BTreeMap<String, Agent> {
+    Api::<Agent>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| Some((a.labels().get(MACHINE_NAME_LABEL)?.clone(), a)))
+        .collect()
+}
+
+async fn scale_workers(client: &Client, replicas: i32) {
+    Api::<MachineDeployment>::namespaced(client.clone(), NS)
+        .patch(
+            &format!("{CLUSTER}-workers"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale MachineDeployment");
+}
+
+#[tokio::test]
+async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    let started = Instant::now();
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .metal3()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+        &LabFlags::default(),
+    )
+    .await;
+    let (stop, stopped) = watch::channel(false);
+    let registry = Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let controlplane = tokio::spawn(controlplane_provider::controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped.clone(),
+    ));
+    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped,
+    ));
+
+    // Four servers for day-1 (three masters, one worker) and a spare for the day-2 worker.
+    let mut profiles = BTreeMap::new();
+    for i in 0..3 {
+        profiles.insert(
+            format!("master-{i}"),
+            HostProfile::master_like(i, MACHINE_CIDR).unwrap(),
+        );
+    }
+    for i in 0..2 {
+        profiles.insert(
+            format!("worker-{i}"),
+            HostProfile::worker_like(i, MACHINE_CIDR).unwrap(),
+        );
+    }
+    let mut site_yaml = format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n");
+    for (name, p) in &profiles {
+        let role = if name.starts_with("master") {
+            "master"
+        } else {
+            "worker"
+        };
+        site_yaml.push_str(&host_yaml(name, role, &p.nics[0].mac));
+    }
+    tb.apply_yaml(&site_yaml).await.expect("apply site");
+    // Masters' templates select master-sized hosts, workers' worker-sized ones.
+    let hosts: Api<BareMetalHost> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "BareMetalHosts available",
+        Duration::from_secs(120),
+        || async {
+            let l = hosts.list(&ListParams::default()).await.ok()?;
+            l.items
+                .iter()
+                .all(|h| {
+                    h.status.as_ref().map(|s| s.provisioning.state.as_str()) == Some("available")
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    eprintln!("hosts available after {:?}", started.elapsed());
+    tb.apply_yaml(&cluster_yaml()).await.expect("apply cluster");
+
+    // One InfraEnv per template; its ISO reaches the templates and Metal3Machines.
+    let infraenvs: Api<InfraEnv> = Api::namespaced(client.clone(), NS);
+    let urls = wait_for(
+        "two InfraEnvs with ISO URLs",
+        Duration::from_secs(90),
+        || async {
+            let l = infraenvs.list(&ListParams::default()).await.ok()?;
+            let urls: BTreeMap<String, String> = l
+                .items
+                .iter()
+                .filter_map(|ie| {
+                    Some((ie.name_any(), ie.status.as_ref()?.iso_download_url.clone()?))
+                })
+                .collect();
+            (urls.len() == 2).then_some(urls)
+        },
+    )
+    .await;
+    assert_eq!(
+        urls.keys().cloned().collect::<Vec<_>>(),
+        [
+            format!("{CLUSTER}-controlplane"),
+            format!("{CLUSTER}-workers")
+        ]
+    );
+    let templates: Api<Metal3MachineTemplate> = Api::namespaced(client.clone(), NS);
+    for (name, url) in &urls {
+        wait_for(
+            &format!("template {name} carries its ISO"),
+            Duration::from_secs(30),
+            || async {
+                let t = templates.get(name).await.ok()?;
+                (t.spec.template.spec.image.as_ref()?.url == *url).then_some(())
+            },
+        )
+        .await;
+    }
+
+    // No Machine gets its data Secret before its Metal3Machine carries the current ISO.
+    let machines: Api<Machine> = Api::namespaced(client.clone(), NS);
+    let m3ms: Api<Metal3Machine> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let configs: Api<OpenshiftAssistedConfig> = Api::namespaced(client.clone(), NS);
+    let mut site = Site {
+        client: client.clone(),
+        profiles: profiles.clone(),
+        peers: Arc::new(RwLock::new(Vec::new())),
+        reply_ctx: Arc::new(RwLock::new(ReplyCtx {
+            api_vips: vec!["192.168.111.5".into()],
+            ingress_vips: vec!["192.168.111.4".into()],
+            ..ReplyCtx::default()
+        })),
+        booted: BTreeMap::new(),
+        service: None,
+    };
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        for m in machines.list(&ListParams::default()).await.unwrap().items {
+            let Some(secret_name) = m.spec.bootstrap.data_secret_name.clone() else {
+                continue;
+            };
+            let secret = secrets
+                .get(&secret_name)
+                .await
+                .expect("data Secret named by the Machine exists");
+            assert_eq!(secret.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
+            let m3m = m3ms.get(&m.spec.infrastructure_ref.name).await.unwrap();
+            let image = m3m
+                .spec
+                .image
+                .as_ref()
+                .map(|i| i.url.clone())
+                .unwrap_or_default();
+            assert!(
+                urls.values().any(|u| *u == image),
+                "Machine {} has data but its Metal3Machine has image {image}",
+                m.name_any()
+            );
+        }
+        site.boot_provisioned().await;
+        if site.booted.len() == 4 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} hosts provisioned and booted",
+            site.booted.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("four hosts booted the ISO after {:?}", started.elapsed());
+
+    // The Agents are matched by boot MAC, labelled and approved; the install runs.
+    let by_machine = wait_for("four approved Agents", Duration::from_secs(60), || async {
+        let a = agents_by_machine(&client).await;
+        (a.len() == 4 && a.values().all(|a| a.spec.approved)).then_some(a)
+    })
+    .await;
+    let masters = by_machine
+        .values()
+        .filter(|a| a.spec.role == HostRole::Master)
+        .count();
+    assert_eq!(masters, 3, "control-plane Machines' Agents are masters");
+    for a in by_machine.values() {
+        assert!(
+            a.spec.node_labels.contains_key("metal3.io/uuid"),
+            "{:?}",
+            a.spec.node_labels
+        );
+    }
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
+    wait_for("install started", Duration::from_secs(90), || async {
+        let a = acis.get(CP).await.ok()?;
+        ["installing", "finalizing", "installed", "adding-hosts"]
+            .contains(&state(&a).as_str())
+            .then_some(())
+    })
+    .await;
+
+    // A worker added now is held until day-2.
+    scale_workers(&client, 2).await;
+    let late = wait_for(
+        "the late worker's config held",
+        Duration::from_secs(60),
+        || async {
+            let l = configs.list(&ListParams::default()).await.ok()?;
+            l.items.into_iter().find(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.type_ == "DataSecretAvailable" && c.reason == "WaitingForInstallComplete"
+                    })
+                })
+            })
+        },
+    )
+    .await;
+    eprintln!(
+        "late worker {} held after {:?}",
+        late.name_any(),
+        started.elapsed()
+    );
+
+    for h in site.booted.values() {
+        h.wait_for_status(Duration::from_secs(120), |s| {
+            matches!(s, AgentStatus::Rebooted)
+        })
+        .await
+        .expect("host rebooted into the installed OS");
+    }
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), NS)
+        .get(CP)
+        .await
+        .unwrap();
+    // The in-cluster installer-controller speaks for the whole cluster (its hosts booted two
+    // InfraEnvs' ISOs), so it holds a cluster-scoped token, as upstream's does.
+    let (service_url, _) = site.service.clone().unwrap();
+    let keys_secret = Api::<Secret>::namespaced(client.clone(), "default")
+        .get("assisted-core-agent-token-keys")
+        .await
+        .expect("agent token keys");
+    let private = &keys_secret.data.as_ref().unwrap()[PRIVATE_KEY_FIELD].0;
+    let keys = Keys::from_pkcs8_pem(std::str::from_utf8(private).unwrap()).expect("keys");
+    let token = keys.sign(&Claims::cluster(cd.uid().unwrap()));
+    InstallerController::new(&service_url, cd.uid().unwrap(), &token)
+        .with_speed(0.0)
+        .with_timeout(Duration::from_secs(120))
+        .run()
+        .await
+        .expect("installer controller finished");
+    wait_for("adding-hosts", Duration::from_secs(60), || async {
+        (state(&acis.get(CP).await.ok()?) == "adding-hosts").then_some(())
+    })
+    .await;
+    eprintln!("day-1 installed after {:?}", started.elapsed());
+
+    // Day-2: the late worker's host is provisioned with the ISO, boots, is approved, installs.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while site.booted.len() < 5 {
+        site.boot_provisioned().await;
+        assert!(
+            Instant::now() < deadline,
+            "the day-2 worker's host was not provisioned"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    wait_for("five approved Agents", Duration::from_secs(60), || async {
+        let a = agents_by_machine(&client).await;
+        (a.len() == 5 && a.values().all(|a| a.spec.approved)).then_some(())
+    })
+    .await;
+    eprintln!("day-2 worker approved after {:?}", started.elapsed());
+
+    // Scale-down: the removed Machine's Agent goes with it.
+    scale_workers(&client, 1).await;
+    wait_for(
+        "four Agents after scale-down",
+        Duration::from_secs(90),
+        || async {
+            let a = agents_by_machine(&client).await;
+            let workers = machines
+                .list(&ListParams::default().labels(&format!(
+                    "cluster.x-k8s.io/deployment-name={CLUSTER}-workers"
+                )))
+                .await
+                .ok()?
+                .items;
+            (a.len() == 4 && workers.len() == 1).then_some(())
+        },
+    )
+    .await;
+    eprintln!("scaled down after {:?}", started.elapsed());
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), controlplane).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+    core.kill().await;
+}
