@@ -4,10 +4,12 @@
 //! - [`runtime`]: flags, logging, the client, probes, metrics, leader election, shutdown;
 //! - [`manifests`]: `config/` generation (CRDs, RBAC from one rule list, Deployment, clusterctl files);
 //! - [`metrics`]: reconcile and error counters every controller exports;
+//! - [`controller`]: the error type, events, finalizer and delete helpers every controller uses;
 //! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule.
 
 pub mod cli;
 pub mod conditions;
+pub mod controller;
 pub mod manifests;
 pub mod metrics;
 pub mod runtime;

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod agents;
 pub mod config;
+pub mod discovery;
 pub mod image;
 pub mod infraenv;
 pub mod matching;
@@ -18,7 +19,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::PatchParams;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use manager::metrics::ControllerMetrics;
 use manager::runtime::{SharedRegistry, WatchScope};
 use tokio::sync::watch;
@@ -29,45 +30,7 @@ pub const FIELD_MANAGER: &str = "openshift-assisted-bootstrap";
 pub const FINALIZER: &str = "openshiftassistedconfig.bootstrap.cluster.x-k8s.io/deprovision";
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
 
-/// Reconcile errors, one variant per phase; invalid input is a condition or event, not an error.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("reading from the API server: {0}")]
-    Read(#[source] kube::Error),
-    #[error("applying {what}: {source}")]
-    Apply {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("deleting {what}: {source}")]
-    Delete {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("writing status: {0}")]
-    Status(#[source] kube::Error),
-}
-
-impl Error {
-    pub fn phase(&self) -> &'static str {
-        match self {
-            Error::Read(_) => "dereference",
-            Error::Apply { .. } => "apply",
-            Error::Delete { .. } => "delete",
-            Error::Status(_) => "status",
-        }
-    }
-}
-
-/// An event a plan asks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedEvent {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub note: String,
-}
+pub use manager::controller::{Error, PlannedEvent};
 
 pub struct Context {
     pub client: Client,
@@ -85,24 +48,15 @@ async fn publish(
     ctx: &Context,
     reference: &ObjectReference,
     warning: bool,
-    reason: &str,
+    reason: &'static str,
     note: String,
 ) {
-    tracing::info!(kind = ?reference.kind, name = ?reference.name, reason, %note, "event");
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.to_string(),
-        note: Some(note),
-        action: reason.to_string(),
-        secondary: None,
+    let event = PlannedEvent {
+        warning,
+        reason,
+        note,
     };
-    if let Err(e) = ctx.recorder.publish(&event, reference).await {
-        tracing::warn!(error = %e, reason, "cannot publish event");
-    }
+    manager::controller::publish(&ctx.recorder, reference, &event).await;
 }
 
 fn retry(name: &str, error: &Error) -> Action {

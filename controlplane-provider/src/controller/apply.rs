@@ -9,9 +9,8 @@ use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -37,7 +36,8 @@ pub async fn apply(
     }
 
     if plan.write_finalizer {
-        set_finalizer(ctx, oacp, true).await?;
+        manager::controller::set_finalizer(&ctx.client, oacp, FIELD_MANAGER, FINALIZER, true)
+            .await?;
     }
     if let Some(secret) = &plan.pull_secret {
         apply_one(
@@ -101,12 +101,8 @@ pub async fn apply(
         .await?;
     }
     for machine in &plan.delete {
-        delete_one(
-            Api::<Machine>::namespaced(client.clone(), &ns),
-            machine,
-            "Machine",
-        )
-        .await?;
+        manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), &ns), machine)
+            .await?;
     }
     if let Some(secret) = &plan.kubeconfig {
         apply_one(
@@ -138,38 +134,35 @@ async fn delete(
     match cleanup {
         Cleanup::Machines(names) => {
             for machine in names {
-                delete_one(
-                    Api::<Machine>::namespaced(client.clone(), &ns),
+                manager::controller::delete(
+                    &Api::<Machine>::namespaced(client.clone(), &ns),
                     machine,
-                    "Machine",
                 )
                 .await?;
             }
         }
         Cleanup::InstallObjects { name, image_set } => {
-            delete_one(
-                Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
+            manager::controller::delete(
+                &Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
                 name,
-                "AgentClusterInstall",
             )
             .await?;
-            delete_one(
-                Api::<ClusterDeployment>::namespaced(client.clone(), &ns),
+            manager::controller::delete(
+                &Api::<ClusterDeployment>::namespaced(client.clone(), &ns),
                 name,
-                "ClusterDeployment",
             )
             .await?;
             if let Some(image_set) = image_set {
-                delete_one(
-                    Api::<ClusterImageSet>::all(client.clone()),
+                manager::controller::delete(
+                    &Api::<ClusterImageSet>::all(client.clone()),
                     image_set,
-                    "ClusterImageSet",
                 )
                 .await?;
             }
         }
         Cleanup::Done => {
-            set_finalizer(ctx, oacp, false).await?;
+            manager::controller::set_finalizer(&ctx.client, oacp, FIELD_MANAGER, FINALIZER, false)
+                .await?;
             return Ok(Action::await_change());
         }
     }
@@ -189,53 +182,6 @@ where
             source,
         })?;
     Ok(())
-}
-
-async fn delete_one<K>(api: Api<K>, name: &str, what: &str) -> Result<(), Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-        Err(source) => Err(Error::Delete {
-            what: format!("{what} {name}"),
-            source,
-        }),
-    }
-}
-
-/// Adds or removes our finalizer by applying (or no longer applying) it under our field
-/// manager: the apiserver keeps everyone else's finalizers.
-async fn set_finalizer(
-    ctx: &Context,
-    oacp: &OpenshiftAssistedControlPlane,
-    present: bool,
-) -> Result<(), Error> {
-    let api: Api<OpenshiftAssistedControlPlane> =
-        Api::namespaced(ctx.client.clone(), &oacp.namespace().unwrap_or_default());
-    let finalizers: Vec<&str> = if present { vec![FINALIZER] } else { vec![] };
-    let patch = json!({
-        "apiVersion": OpenshiftAssistedControlPlane::api_version(&()),
-        "kind": OpenshiftAssistedControlPlane::kind(&()),
-        "metadata": {"name": oacp.name_any(), "finalizers": finalizers},
-    });
-    match api
-        .patch(
-            &oacp.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        // Gone already: nothing left to hold.
-        Err(kube::Error::Api(status)) if status.is_not_found() && !present => Ok(()),
-        Err(source) => Err(Error::Apply {
-            what: "finalizer".into(),
-            source,
-        }),
-    }
 }
 
 async fn write_status(
@@ -261,20 +207,7 @@ async fn write_status(
 
 async fn publish_events(ctx: &Context, oacp: &OpenshiftAssistedControlPlane, plan: &Plan) {
     let reference = oacp.object_ref(&());
-    for planned in &plan.events {
-        let event = Event {
-            type_: if planned.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: planned.reason.to_string(),
-            note: Some(planned.note.clone()),
-            action: planned.reason.to_string(),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-            tracing::warn!(error = %e, reason = planned.reason, "cannot publish event");
-        }
+    for event in &plan.events {
+        manager::controller::publish(&ctx.recorder, &reference, event).await;
     }
 }

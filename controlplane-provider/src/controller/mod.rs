@@ -38,38 +38,7 @@ pub const FINALIZER: &str =
 /// How often a steady control plane is looked at again even if nothing changed.
 const RESYNC: Duration = Duration::from_secs(600);
 
-/// Reconcile errors, one variant per phase; invalid input is not an error but a condition.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("reading from the API server: {0}")]
-    Read(#[source] kube::Error),
-    #[error("applying {what}: {source}")]
-    Apply {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("deleting {what}: {source}")]
-    Delete {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("writing status: {0}")]
-    Status(#[source] kube::Error),
-}
-
-impl Error {
-    /// The metrics label of the phase that failed.
-    pub fn phase(&self) -> &'static str {
-        match self {
-            Error::Read(_) => "dereference",
-            Error::Apply { .. } => "apply",
-            Error::Delete { .. } => "delete",
-            Error::Status(_) => "status",
-        }
-    }
-}
+pub use manager::controller::Error;
 
 pub struct Context {
     pub client: Client,

@@ -44,12 +44,7 @@ pub enum Cleanup {
     Done,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedEvent {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub note: String,
-}
+pub use manager::controller::PlannedEvent;
 
 #[derive(Clone, Debug, Default)]
 pub struct Plan {

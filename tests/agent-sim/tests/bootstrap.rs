@@ -515,6 +515,199 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     )
     .await;
     eprintln!("scaled down after {:?}", started.elapsed());
+    // Reconciles per controller over the whole scenario (reported in docs/benchmarks.md).
+    let mut metrics = String::new();
+    prometheus_client::encoding::text::encode(&mut metrics, &registry.lock().unwrap()).unwrap();
+    for line in metrics.lines().filter(|l| l.starts_with("reconcile")) {
+        eprintln!("metric {line}");
+    }
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), controlplane).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+    core.kill().await;
+}
+
+/// CAPOA's raw-image flow, as in its SNO example: the template boots a disk image, and the
+/// Machine's user data is the InfraEnv's discovery ignition. The host boots the image with that
+/// user data (BMO's config drive), its agent registers, is approved, and the install starts.
+#[tokio::test]
+async fn sno_from_a_disk_image_with_the_discovery_ignition_as_user_data() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    const NS: &str = "raw-e2e";
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .metal3()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+        &LabFlags::default(),
+    )
+    .await;
+    let (stop, stopped) = watch::channel(false);
+    let registry = Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let controlplane = tokio::spawn(controlplane_provider::controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped.clone(),
+    ));
+    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped,
+    ));
+    let profile = HostProfile::sno_like(0, MACHINE_CIDR).unwrap();
+    let image = "https://mirror.example.com/rhcos-4.17-nutanix.x86_64.qcow2";
+    tb.apply_yaml(&format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sno-bmc, namespace: {NS}}}
+stringData: {{username: admin, password: password}}
+---
+apiVersion: metal3.io/v1alpha1
+kind: BareMetalHost
+metadata: {{name: sno, namespace: {NS}}}
+spec:
+  online: true
+  bootMACAddress: "{mac}"
+  bmc: {{address: "redfish+http://192.0.2.1:8000/redfish/v1/Systems/sno", credentialsName: sno-bmc}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {NS}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: sno, namespace: {NS}}}
+spec:
+  clusterNetwork:
+    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
+    services: {{cidrBlocks: ["172.30.0.0/16"]}}
+  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: sno}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: sno}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: sno, namespace: {NS}}}
+spec:
+  controlPlaneEndpoint: {{host: sno.lab.example.com, port: 6443}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: sno-controlplane, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "{image}", checksum: "{image}.sha256sum", checksumType: sha256, diskFormat: qcow2}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: sno, namespace: {NS}}}
+spec:
+  distributionVersion: 4.17.3
+  replicas: 1
+  openshiftAssistedConfigSpec:
+    pullSecretRef: {{name: pull-secret}}
+    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    nodeRegistration:
+      name: $METADATA_NAME
+      kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
+  config:
+    baseDomain: lab.example.com
+    pullSecretRef: {{name: pull-secret}}
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: sno-controlplane}}
+"#,
+        mac = profile.nics[0].mac
+    ))
+    .await
+    .expect("apply");
+
+    // CAPM3 hands the disk image and our user data to the host; the site boots it.
+    let hosts: Api<BareMetalHost> = Api::namespaced(client.clone(), NS);
+    let bmh = wait_for("the host provisioned", Duration::from_secs(180), || async {
+        let h = hosts.get("sno").await.ok()?;
+        (h.status.as_ref()?.provisioning.state == "provisioned").then_some(h)
+    })
+    .await;
+    assert_eq!(
+        bmh.spec.image.as_ref().map(|i| i.url.as_str()),
+        Some(image),
+        "the template's disk image is kept"
+    );
+    let user_data = bmh
+        .spec
+        .user_data
+        .as_ref()
+        .and_then(|r| r.name.clone())
+        .expect("user data");
+    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+        .get(&user_data)
+        .await
+        .unwrap();
+    let ignition = String::from_utf8(secret.data.unwrap()["value"].0.clone()).unwrap();
+    let discovery = assisted_core::service::images::parse_discovery_ignition(&ignition)
+        .expect("the user data is the discovery ignition");
+    let mut cfg = AgentConfig::new(
+        &discovery.service_url,
+        &discovery.infra_env_id,
+        &discovery.token,
+        profile,
+    )
+    .with_speed(0.0);
+    cfg.reply_ctx = Arc::new(RwLock::new(ReplyCtx::default()));
+    let _host = Host::spawn(cfg);
+
+    let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "the Agent approved as master",
+        Duration::from_secs(60),
+        || async {
+            let l = agents.list(&ListParams::default()).await.ok()?;
+            let a = l.items.first()?;
+            (a.spec.approved
+                && a.spec.role == HostRole::Master
+                && a.spec.hostname.as_deref() == Some("sno"))
+            .then_some(())
+        },
+    )
+    .await;
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "the SNO install started",
+        Duration::from_secs(90),
+        || async {
+            let a = acis.get("sno").await.ok()?;
+            ["installing", "finalizing", "installed", "adding-hosts"]
+                .contains(&state(&a).as_str())
+                .then_some(())
+        },
+    )
+    .await;
 
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(10), controlplane).await;

@@ -519,6 +519,12 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     })
     .await;
     eprintln!("deleted after {:?}", started.elapsed());
+    // Reconciles per controller over the whole scenario (reported in docs/benchmarks.md).
+    let mut metrics = String::new();
+    prometheus_client::encoding::text::encode(&mut metrics, &registry.lock().unwrap()).unwrap();
+    for line in metrics.lines().filter(|l| l.starts_with("reconcile")) {
+        eprintln!("metric {line}");
+    }
 
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;

@@ -49,6 +49,9 @@ pub struct ImageUrls {
     pub iso: String,
     pub boot: BootArtifacts,
     pub static_network: String,
+    /// `status.debugInfo.eventsURL`: upstream's events URL, which carries the infra-env's
+    /// token (CAPOA reads the token and id from it).
+    pub events: String,
 }
 
 /// What one image revision is: OS version, architecture, `full`/`minimal`, content hash.
@@ -102,6 +105,10 @@ pub fn image_urls(urls: &ServiceUrls, id: &str, token: &str, r: &ImageRevision) 
             discovery_ignition_url: files("discovery.ign"),
         },
         static_network: files("static-network-config"),
+        events: format!(
+            "{}/api/assisted-install/v2/events?api_key={token}&infra_env_id={id}",
+            urls.agent_api
+        ),
     }
 }
 
@@ -233,7 +240,7 @@ pub(crate) async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error>
             };
             status.boot_artifacts = urls.boot.clone();
             status.debug_info = InfraEnvDebugInfo {
-                events_url: String::new(),
+                events_url: urls.events.clone(),
                 static_network_download_url: urls.static_network.clone(),
             };
             ctx.store.upsert_infra_env(rec.clone());

@@ -4,7 +4,7 @@
 use assisted_api::{Agent, InfraEnv};
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -33,19 +33,7 @@ pub async fn apply(
             .await
             .map_err(Error::Read)?
         {
-            match agents
-                .delete(&agent.name_any(), &DeleteParams::background())
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                Err(source) => {
-                    return Err(Error::Delete {
-                        what: format!("Agent {}", agent.name_any()),
-                        source,
-                    });
-                }
-            }
+            manager::controller::delete(&agents, &agent.name_any()).await?;
             publish(
                 ctx,
                 &config.object_ref(&()),
@@ -57,7 +45,8 @@ pub async fn apply(
         }
     }
     if let Some(present) = plan.finalizer {
-        set_finalizer(ctx, config, present).await?;
+        manager::controller::set_finalizer(client, config, FIELD_MANAGER, FINALIZER, present)
+            .await?;
         if !present {
             return Ok(Action::await_change());
         }
@@ -137,34 +126,4 @@ pub async fn apply(
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
-}
-
-async fn set_finalizer(
-    ctx: &Context,
-    config: &OpenshiftAssistedConfig,
-    present: bool,
-) -> Result<(), Error> {
-    let api: Api<OpenshiftAssistedConfig> =
-        Api::namespaced(ctx.client.clone(), &config.namespace().unwrap_or_default());
-    let finalizers: Vec<&str> = if present { vec![FINALIZER] } else { vec![] };
-    let patch = json!({
-        "apiVersion": OpenshiftAssistedConfig::api_version(&()),
-        "kind": OpenshiftAssistedConfig::kind(&()),
-        "metadata": {"name": config.name_any(), "finalizers": finalizers},
-    });
-    match api
-        .patch(
-            &config.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.is_not_found() && !present => Ok(()),
-        Err(source) => Err(Error::Apply {
-            what: "finalizer".into(),
-            source,
-        }),
-    }
 }

@@ -12,6 +12,7 @@ use kube::{Client, ResourceExt};
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::Error;
 use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
+use crate::controller::{discovery, image};
 
 /// Everything one reconcile of a config decides from.
 pub struct Dereferenced {
@@ -29,6 +30,9 @@ pub struct Dereferenced {
     pub aci: Option<AgentClusterInstall>,
     pub infraenv: Option<InfraEnv>,
     pub data_secret_exists: bool,
+    /// The InfraEnv's discovery ignition, read only for a disk-image template whose data Secret
+    /// is still missing; `Err` says why it could not be read.
+    pub discovery_ignition: Option<Result<String, String>>,
 }
 
 pub async fn dereference(
@@ -48,6 +52,7 @@ pub async fn dereference(
         aci: None,
         infraenv: None,
         data_secret_exists: false,
+        discovery_ignition: None,
     };
     d.data_secret_exists = Api::<Secret>::namespaced(client.clone(), &ns)
         .get_opt(&crate::controller::image::data_secret_name(
@@ -128,6 +133,26 @@ pub async fn dereference(
             .get_opt(&infraenv::infraenv_name(&template_ref.name))
             .await
             .map_err(Error::Read)?;
+        let disk_image = d
+            .template
+            .as_ref()
+            .is_some_and(|t| image::image_mode(t) == image::ImageMode::DiskImage);
+        let url = d
+            .infraenv
+            .as_ref()
+            .and_then(|ie| ie.status.as_ref())
+            .map(|s| s.boot_artifacts.discovery_ignition_url.clone())
+            .filter(|u| !u.is_empty());
+        if disk_image
+            && !d.data_secret_exists
+            && let Some(url) = url
+        {
+            d.discovery_ignition = Some(
+                discovery::fetch_discovery_ignition(&url)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+        }
     }
 
     d.cluster_deployments = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)

@@ -289,46 +289,50 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
             mode,
             infraenv_name: &infraenv::infraenv_name(&template_ref.name),
             iso_url: iso_url.as_deref(),
-            discovery_ignition_available: false,
+            discovery_ignition_available: matches!(d.discovery_ignition, Some(Ok(_))),
             metal3machine: &m3m_after,
         })
     };
     if gate.is_ready() && !d.data_secret_exists {
-        if mode == ImageMode::DiskImage {
-            // CAPOA's raw-image flow needs the discovery ignition as user data: not built yet.
-            let problem = Problem {
-                reason: "DiskImageNotSupported",
-                message: format!(
-                    "Metal3MachineTemplate {} boots a disk image; only the live-ISO flow is \
-                     supported so far: remove spec.template.spec.image or set diskFormat live-iso",
-                    template.name_any()
-                ),
-            };
-            return (
-                Desired::false_(
-                    DATA_SECRET_AVAILABLE,
-                    problem.reason,
-                    problem.message.clone(),
-                ),
-                Some(problem),
-            );
-        }
         plan.data_secret = Some(image::desired_data_secret(&image::DataSecretInputs {
             config_name: &config.name_any(),
             config_namespace: &config.namespace().unwrap_or_default(),
             config_uid: config.metadata.uid.as_deref().unwrap_or_default(),
             cluster_name: &cluster_name,
-            value: image::EMPTY_IGNITION,
+            // Live ISO: the ISO carries the discovery ignition, the user data is empty.
+            // Disk image: the user data is the discovery ignition (CAPOA's raw-image flow).
+            value: match (mode, &d.discovery_ignition) {
+                (ImageMode::DiskImage, Some(Ok(ignition))) => ignition,
+                _ => image::EMPTY_IGNITION,
+            },
         }));
         plan.events.push(PlannedEvent {
             warning: false,
             reason: "DataSecretCreated",
-            note: format!(
-                "Metal3Machine {} carries the discovery ISO; bootstrap data Secret {} created",
-                m3m.name_any(),
-                image::data_secret_name(&config.name_any())
-            ),
+            note: match mode {
+                ImageMode::LiveIso => format!(
+                    "Metal3Machine {} carries the discovery ISO; bootstrap data Secret {} created",
+                    m3m.name_any(),
+                    image::data_secret_name(&config.name_any())
+                ),
+                ImageMode::DiskImage => format!(
+                    "bootstrap data Secret {} created with the discovery ignition of InfraEnv {} \
+                     (disk-image flow)",
+                    image::data_secret_name(&config.name_any()),
+                    infraenv::infraenv_name(&template_ref.name)
+                ),
+            },
         });
+    }
+    if let (false, Some(Err(reason))) = (gate.is_ready(), &d.discovery_ignition) {
+        return (
+            Desired::false_(
+                DATA_SECRET_AVAILABLE,
+                "DiscoveryIgnitionUnavailable",
+                format!("cannot read the discovery ignition: {reason}"),
+            ),
+            None,
+        );
     }
     let condition = if gate.is_ready() {
         Desired::true_(DATA_SECRET_AVAILABLE, gate.message())
@@ -336,4 +340,588 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
         Desired::false_(DATA_SECRET_AVAILABLE, gate.reason(), gate.message())
     };
     (condition, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use assisted_api::{AgentClusterInstall, ClusterDeployment};
+    use external_types::capi::{Cluster, Machine};
+    use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+    use super::*;
+    use crate::api::OpenshiftAssistedConfig;
+    use crate::controller::infraenv::TemplateRef;
+
+    const ISO: &str = "https://assisted.example/byapikey/t/4.20/x86_64/full.iso?rev=1";
+    const PLACEHOLDER_IMAGE: &str =
+        "{image: {url: 'http://placeholder.invalid/x.iso', checksum: '', diskFormat: live-iso}}";
+
+    fn t0() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).unwrap()
+    }
+
+    /// A config named `name`, owned by Machine `name` unless `owned` is false.
+    fn config(
+        name: &str,
+        owned: bool,
+        extra_metadata: &str,
+        spec: &str,
+    ) -> OpenshiftAssistedConfig {
+        let owner = if owned {
+            format!(
+                "ownerReferences: [{{apiVersion: cluster.x-k8s.io/v1beta2, kind: Machine, name: {name}, uid: m-uid, controller: true}}]"
+            )
+        } else {
+            String::new()
+        };
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfig
+metadata:
+  name: {name}
+  namespace: ns
+  uid: uid-{name}
+  generation: 1
+  labels: {{cluster.x-k8s.io/cluster-name: c1}}
+  {owner}
+  {extra_metadata}
+spec: {spec}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn with_finalizer() -> String {
+        format!("finalizers: [{FINALIZER}]")
+    }
+
+    fn machine(name: &str, control_plane: bool) -> Machine {
+        let cp = if control_plane {
+            ", cluster.x-k8s.io/control-plane: ''"
+        } else {
+            ""
+        };
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata:
+  name: {name}
+  namespace: ns
+  labels: {{cluster.x-k8s.io/cluster-name: c1{cp}}}
+spec:
+  clusterName: c1
+  bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfig, name: {name}}}}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Machine, name: {name}}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn cluster(spec: &str, infrastructure_provisioned: bool) -> Cluster {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: c1, namespace: ns, uid: c-uid}}
+spec: {spec}
+status: {{initialization: {{infrastructureProvisioned: {infrastructure_provisioned}}}}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn metal3machine(name: &str, annotations: &str, spec: &str) -> Metal3Machine {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Machine
+metadata:
+  name: {name}
+  namespace: ns
+  annotations:
+    cluster.x-k8s.io/cloned-from-name: workers
+    cluster.x-k8s.io/cloned-from-groupkind: Metal3MachineTemplate.infrastructure.cluster.x-k8s.io
+    {annotations}
+spec: {spec}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn template(spec: &str) -> Metal3MachineTemplate {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: workers, namespace: ns, uid: t-uid}}
+spec: {{template: {{spec: {spec}}}}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn cluster_deployment() -> ClusterDeployment {
+        serde_yaml::from_str(
+            r#"
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata: {name: cp, namespace: ns, labels: {cluster.x-k8s.io/cluster-name: c1}}
+spec:
+  clusterName: c1
+  baseDomain: lab.home
+  platform: {agentBareMetal: {}}
+  pullSecretRef: {name: pull-secret}
+  clusterInstallRef: {group: extensions.hive.openshift.io, version: v1beta1, kind: AgentClusterInstall, name: cp}
+"#,
+        )
+        .unwrap()
+    }
+
+    fn aci(state: &str) -> AgentClusterInstall {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: cp, namespace: ns}}
+spec:
+  clusterDeploymentRef: {{name: cp}}
+  provisionRequirements: {{controlPlaneAgents: 3}}
+status: {{debugInfo: {{state: "{state}"}}}}
+"#
+        ))
+        .unwrap()
+    }
+
+    fn infraenv(iso_url: Option<&str>) -> InfraEnv {
+        let status = iso_url.map_or_else(String::new, |u| {
+            format!("status: {{isoDownloadURL: '{u}'}}")
+        });
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata: {{name: workers, namespace: ns}}
+spec: {{pullSecretRef: {{name: pull-secret}}}}
+{status}
+"#
+        ))
+        .unwrap()
+    }
+
+    /// Worker `w-0` of template `workers`, everything in place: the cluster's infrastructure is
+    /// provisioned, its ClusterDeployment and (pre-install) ACI exist, the InfraEnv has its ISO,
+    /// the Metal3Machine has no image yet and no data Secret exists.
+    fn dereferenced() -> Dereferenced {
+        let config = config(
+            "w-0",
+            true,
+            &with_finalizer(),
+            "{sshAuthorizedKey: ssh-ed25519 AAAA}",
+        );
+        Dereferenced {
+            config: Arc::new(config.clone()),
+            machine: Some(machine("w-0", false)),
+            cluster: Some(cluster("{}", true)),
+            metal3machine: Some(metal3machine("w-0", "", "{}")),
+            template_ref: Some(TemplateRef {
+                namespace: "ns".into(),
+                name: "workers".into(),
+            }),
+            template: Some(template(PLACEHOLDER_IMAGE)),
+            template_configs: vec![config],
+            cluster_deployments: vec![cluster_deployment()],
+            aci: Some(aci("insufficient")),
+            infraenv: Some(infraenv(Some(ISO))),
+            data_secret_exists: false,
+        }
+    }
+
+    fn condition<'a>(plan: &'a Plan, type_: &str) -> &'a Condition {
+        plan.status
+            .as_ref()
+            .expect("status written")
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition"))
+    }
+
+    fn reason(plan: &Plan) -> &str {
+        &condition(plan, DATA_SECRET_AVAILABLE).reason
+    }
+
+    fn writes_nothing_but_status(plan: &Plan, why: &str) {
+        assert!(plan.infraenv.is_none(), "{why}: no InfraEnv");
+        assert!(plan.template_image.is_none(), "{why}: no template image");
+        assert!(
+            plan.metal3machine_image.is_none(),
+            "{why}: no Metal3Machine image"
+        );
+        assert!(plan.data_secret.is_none(), "{why}: no data Secret");
+        assert!(plan.delete_agents_of.is_none(), "{why}: no Agent deleted");
+    }
+
+    #[test]
+    fn a_config_without_a_machine_waits_for_it_and_gets_its_finalizer() {
+        let mut d = dereferenced();
+        d.config = Arc::new(config("w-0", false, "", "{}"));
+        d.machine = None;
+        d.cluster = None;
+        let plan = plan(&d, t0());
+        assert_eq!(plan.finalizer, Some(true));
+        assert_eq!(reason(&plan), "WaitingForMachine");
+        assert_eq!(condition(&plan, DATA_SECRET_AVAILABLE).status, "False");
+        assert_eq!(condition(&plan, READY).status, "False");
+        assert_eq!(condition(&plan, READY).reason, "WaitingForMachine");
+        writes_nothing_but_status(&plan, "no Machine");
+        assert!(plan.events.is_empty());
+        assert_eq!(plan.requeue, Some(WAIT));
+        let status = plan.status.as_ref().unwrap();
+        assert_eq!(status.data_secret_name, None);
+        assert_eq!(
+            status.initialization.as_ref().unwrap().data_secret_created,
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn happy_path_plans_the_infraenv_the_iso_and_the_data_secret() {
+        let d = dereferenced();
+        let plan = plan(&d, t0());
+        assert_eq!(plan.finalizer, None, "the finalizer is already there");
+
+        let ie = plan.infraenv.as_ref().expect("InfraEnv planned");
+        assert_eq!(ie.name_any(), "workers");
+        let cluster_ref = ie.spec.cluster_ref.as_ref().unwrap();
+        assert_eq!(
+            (cluster_ref.name.as_str(), cluster_ref.namespace.as_str()),
+            ("cp", "ns")
+        );
+        assert_eq!(
+            ie.spec.ssh_authorized_key.as_deref(),
+            Some("ssh-ed25519 AAAA")
+        );
+        // No pullSecretRef in the config: the ClusterDeployment's is used.
+        assert_eq!(ie.spec.pull_secret_ref.name, "pull-secret");
+
+        assert_eq!(plan.template_image, Some(("workers".into(), ISO.into())));
+        assert_eq!(plan.metal3machine_image, Some(("w-0".into(), ISO.into())));
+
+        // The Metal3Machine gets the URL in this same plan, so the Secret may be written.
+        let secret = plan.data_secret.as_ref().expect("data Secret planned");
+        assert_eq!(secret.name_any(), "w-0");
+        assert_eq!(secret.type_.as_deref(), Some(image::DATA_SECRET_TYPE));
+        assert_eq!(
+            secret.data.as_ref().unwrap()["value"].0,
+            image::EMPTY_IGNITION.as_bytes()
+        );
+        let owner = &secret.owner_references()[0];
+        assert_eq!(
+            (owner.name.as_str(), owner.uid.as_str()),
+            ("w-0", "uid-w-0")
+        );
+
+        let status = plan.status.as_ref().unwrap();
+        assert_eq!(status.data_secret_name.as_deref(), Some("w-0"));
+        assert_eq!(
+            status.initialization.as_ref().unwrap().data_secret_created,
+            Some(true)
+        );
+        assert_eq!(status.observed_generation, Some(1));
+        assert_eq!(condition(&plan, READY).status, "True");
+        assert_eq!(condition(&plan, DATA_SECRET_AVAILABLE).status, "True");
+        assert_eq!(reason(&plan), image::DATA_SECRET_AVAILABLE_REASON);
+        assert_eq!(condition(&plan, PAUSED).status, "False");
+        assert_eq!(plan.requeue, None);
+        let events: Vec<_> = plan.events.iter().map(|e| (e.warning, e.reason)).collect();
+        assert_eq!(events, [(false, "DataSecretCreated")]);
+    }
+
+    #[test]
+    fn images_already_in_place_are_not_rewritten_and_the_secret_follows() {
+        let mut d = dereferenced();
+        let current = format!("{{image: {{url: '{ISO}', checksum: '', diskFormat: live-iso}}}}");
+        d.template = Some(template(&current));
+        d.metal3machine = Some(metal3machine("w-0", "", &current));
+        let plan = plan(&d, t0());
+        assert!(plan.infraenv.is_some());
+        assert_eq!(plan.template_image, None);
+        assert_eq!(plan.metal3machine_image, None);
+        assert!(
+            plan.data_secret.is_some(),
+            "the Metal3Machine carries the URL"
+        );
+    }
+
+    #[test]
+    fn a_metal3machine_handed_to_a_host_keeps_its_image_and_gets_its_secret() {
+        let mut d = dereferenced();
+        d.metal3machine = Some(metal3machine(
+            "w-0",
+            "metal3.io/BareMetalHost: ns/host-0",
+            PLACEHOLDER_IMAGE,
+        ));
+        let plan = plan(&d, t0());
+        assert_eq!(plan.metal3machine_image, None, "CAPM3 would not pass it on");
+        assert!(plan.data_secret.is_some());
+    }
+
+    #[test]
+    fn no_iso_url_yet_waits_for_the_infraenv_image_without_a_secret() {
+        for ie in [None, Some(infraenv(None)), Some(infraenv(Some("")))] {
+            let mut d = dereferenced();
+            d.infraenv = ie;
+            let plan = plan(&d, t0());
+            assert!(plan.infraenv.is_some(), "the InfraEnv is still applied");
+            assert_eq!(reason(&plan), "WaitingForInfraEnvImage");
+            assert_eq!(plan.template_image, None);
+            assert_eq!(plan.metal3machine_image, None);
+            assert!(plan.data_secret.is_none());
+            assert_eq!(condition(&plan, READY).reason, "WaitingForInfraEnvImage");
+            assert_eq!(plan.status.as_ref().unwrap().data_secret_name, None);
+            assert_eq!(plan.requeue, Some(WAIT));
+            assert!(plan.events.is_empty());
+        }
+    }
+
+    #[test]
+    fn unprovisioned_cluster_infrastructure_blocks_the_secret_not_the_iso() {
+        let mut d = dereferenced();
+        d.cluster = Some(cluster("{}", false));
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "WaitingForClusterInfrastructure");
+        assert!(plan.data_secret.is_none());
+        assert!(plan.infraenv.is_some());
+        assert!(
+            plan.metal3machine_image.is_some(),
+            "the image goes in ahead"
+        );
+        assert_eq!(plan.requeue, Some(WAIT));
+    }
+
+    #[test]
+    fn without_a_cluster_deployment_no_infraenv_and_no_secret() {
+        let mut d = dereferenced();
+        d.cluster_deployments.clear();
+        d.aci = None;
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "WaitingForClusterDeployment");
+        assert!(plan.infraenv.is_none());
+        assert!(plan.data_secret.is_none());
+
+        let mut d = dereferenced();
+        d.cluster_deployments.push(cluster_deployment());
+        let plan = super::plan(&d, t0());
+        assert_eq!(reason(&plan), "SeveralClusterDeployments");
+        assert!(plan.infraenv.is_none() && plan.data_secret.is_none());
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.warning && e.reason == "SeveralClusterDeployments")
+        );
+    }
+
+    #[test]
+    fn a_worker_waits_while_day1_installs() {
+        let mut d = dereferenced();
+        d.aci = Some(aci("installing"));
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "WaitingForInstallComplete");
+        assert!(
+            condition(&plan, DATA_SECRET_AVAILABLE)
+                .message
+                .contains("adding-hosts")
+        );
+        assert!(plan.data_secret.is_none());
+        assert!(
+            plan.metal3machine_image.is_some(),
+            "the image is still written"
+        );
+        assert_eq!(plan.requeue, Some(WAIT));
+
+        // Day-2: the cluster accepts new hosts.
+        d.aci = Some(aci("adding-hosts"));
+        assert!(super::plan(&d, t0()).data_secret.is_some());
+    }
+
+    #[test]
+    fn a_control_plane_machine_is_never_held() {
+        let mut d = dereferenced();
+        d.machine = Some(machine("w-0", true));
+        for state in ["installing", "installed", "error", "ready", ""] {
+            d.aci = Some(aci(state));
+            let plan = plan(&d, t0());
+            assert!(plan.data_secret.is_some(), "{state}");
+            assert_eq!(
+                reason(&plan),
+                image::DATA_SECRET_AVAILABLE_REASON,
+                "{state}"
+            );
+        }
+    }
+
+    #[test]
+    fn configs_of_one_template_disagreeing_on_the_ssh_key_get_no_infraenv() {
+        let mut d = dereferenced();
+        d.template_configs.push(config(
+            "w-1",
+            true,
+            &with_finalizer(),
+            "{sshAuthorizedKey: ssh-ed25519 BBBB}",
+        ));
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "InfraEnvConfigConflict");
+        let message = &condition(&plan, DATA_SECRET_AVAILABLE).message;
+        assert!(message.contains("sshAuthorizedKey"), "{message}");
+        assert!(message.contains("[w-0] vs [w-1]"), "{message}");
+        writes_nothing_but_status(&plan, "conflict");
+        assert_eq!(plan.events.len(), 1);
+        assert!(plan.events[0].warning);
+        assert_eq!(plan.events[0].reason, "InfraEnvConfigConflict");
+        assert_eq!(&plan.events[0].note, message);
+        assert_eq!(condition(&plan, READY).reason, "InfraEnvConfigConflict");
+    }
+
+    const QCOW: &str = "{image: {url: 'http://rhcos/x.qcow2', checksum: 'http://rhcos/x.sha256', checksumType: sha256, diskFormat: qcow2}}";
+
+    #[test]
+    fn a_disk_image_template_gets_no_iso_and_no_secret() {
+        let mut d = dereferenced();
+        d.template = Some(template(QCOW));
+        d.metal3machine = Some(metal3machine("w-0", "", QCOW));
+        let plan = plan(&d, t0());
+        assert!(plan.infraenv.is_some());
+        assert_eq!(plan.template_image, None, "the user's image is kept");
+        assert_eq!(plan.metal3machine_image, None);
+        assert!(plan.data_secret.is_none());
+        assert_eq!(condition(&plan, READY).status, "False");
+    }
+
+    #[test]
+    #[ignore = "bug: the gate is called with discovery_ignition_available: false, so a disk-image \
+                template stops at WaitingForInfraEnvImage and DiskImageNotSupported is unreachable"]
+    fn a_disk_image_template_is_refused_with_disk_image_not_supported() {
+        let mut d = dereferenced();
+        d.template = Some(template(QCOW));
+        d.metal3machine = Some(metal3machine("w-0", "", QCOW));
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "DiskImageNotSupported");
+        assert!(
+            plan.events
+                .iter()
+                .any(|e| e.warning && e.reason == "DiskImageNotSupported")
+        );
+    }
+
+    #[test]
+    fn a_paused_cluster_writes_nothing_but_its_paused_status() {
+        for (cluster_spec, config_meta) in [
+            ("{paused: true}", with_finalizer()),
+            (
+                "{}",
+                format!(
+                    "{}\n  annotations: {{cluster.x-k8s.io/paused: ''}}",
+                    with_finalizer()
+                ),
+            ),
+        ] {
+            let mut d = dereferenced();
+            d.cluster = Some(cluster(cluster_spec, true));
+            let paused = config(
+                "w-0",
+                true,
+                &config_meta,
+                "{sshAuthorizedKey: ssh-ed25519 AAAA}",
+            );
+            d.template_configs = vec![paused.clone()];
+            d.config = Arc::new(paused);
+            let plan = plan(&d, t0());
+            assert_eq!(condition(&plan, PAUSED).status, "True", "{cluster_spec}");
+            assert_eq!(condition(&plan, PAUSED).reason, PAUSED);
+            assert_eq!(reason(&plan), "Paused");
+            assert_eq!(condition(&plan, READY).status, "False");
+            assert_eq!(plan.finalizer, None);
+            writes_nothing_but_status(&plan, cluster_spec);
+            assert!(plan.events.is_empty());
+            assert_eq!(plan.requeue, None, "a paused config waits for a change");
+        }
+    }
+
+    #[test]
+    fn deletion_deletes_the_machines_agents_and_releases_the_finalizer() {
+        let mut d = dereferenced();
+        d.config = Arc::new(config(
+            "w-0",
+            true,
+            &format!(
+                "{}\n  deletionTimestamp: '2027-01-01T00:00:00Z'",
+                with_finalizer()
+            ),
+            "{}",
+        ));
+        let plan = plan(&d, t0());
+        assert_eq!(plan.delete_agents_of.as_deref(), Some("w-0"));
+        assert_eq!(plan.finalizer, Some(false));
+        assert!(plan.infraenv.is_none() && plan.data_secret.is_none());
+        assert!(plan.status.is_none());
+
+        // Not ours to clean up without our finalizer.
+        d.config = Arc::new(config(
+            "w-0",
+            true,
+            "deletionTimestamp: '2027-01-01T00:00:00Z'\n  finalizers: [other]",
+            "{}",
+        ));
+        let plan = super::plan(&d, t0());
+        assert_eq!(plan.delete_agents_of, None);
+        assert_eq!(plan.finalizer, None);
+    }
+
+    #[test]
+    fn status_is_not_rewritten_when_nothing_changed() {
+        let mut d = dereferenced();
+        let first = plan(&d, t0());
+        let mut config = (*d.config).clone();
+        config.status = first.status.clone();
+        d.config = Arc::new(config);
+        d.data_secret_exists = true;
+        d.template = Some(template(&format!(
+            "{{image: {{url: '{ISO}', checksum: '', diskFormat: live-iso}}}}"
+        )));
+        d.metal3machine = Some(metal3machine(
+            "w-0",
+            "",
+            &format!("{{image: {{url: '{ISO}', checksum: '', diskFormat: live-iso}}}}"),
+        ));
+        let later = t0().checked_add(jiff_seconds(60)).unwrap();
+        let second = plan(&d, later);
+        assert!(second.status.is_none(), "{:?}", second.status);
+        assert!(
+            second.data_secret.is_none(),
+            "an existing Secret is not rewritten"
+        );
+        assert!(second.events.is_empty());
+        assert!(
+            second.infraenv.is_some(),
+            "the InfraEnv is re-applied every time"
+        );
+
+        // Still waiting, fed its own status: no write either.
+        let mut d = dereferenced();
+        d.infraenv = Some(infraenv(None));
+        let first = plan(&d, t0());
+        let mut config = (*d.config).clone();
+        config.status = first.status.clone();
+        d.config = Arc::new(config);
+        assert!(plan(&d, later).status.is_none());
+    }
+
+    fn jiff_seconds(s: i64) -> k8s_openapi::jiff::SignedDuration {
+        k8s_openapi::jiff::SignedDuration::from_secs(s)
+    }
 }
