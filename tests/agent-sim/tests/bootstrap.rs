@@ -502,7 +502,12 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         "four Agents after scale-down",
         Duration::from_secs(90),
         || async {
-            let a = agents_by_machine(&client).await;
+            // Every Agent, labelled or not: the removed Machine's one must be gone.
+            let all = Api::<Agent>::namespaced(client.clone(), NS)
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items;
             let workers = machines
                 .list(&ListParams::default().labels(&format!(
                     "cluster.x-k8s.io/deployment-name={CLUSTER}-workers"
@@ -510,7 +515,9 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
                 .await
                 .ok()?
                 .items;
-            (a.len() == 4 && workers.len() == 1).then_some(())
+            let worker = workers.first()?.name_any();
+            let by_machine = agents_by_machine(&client).await;
+            (all.len() == 4 && workers.len() == 1 && by_machine.contains_key(&worker)).then_some(())
         },
     )
     .await;

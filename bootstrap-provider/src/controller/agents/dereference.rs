@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use assisted_api::infraenv::INFRAENV_NAME_LABEL;
 use assisted_api::{Agent, AgentClusterInstall, ClusterDeployment, InfraEnv};
-use external_types::capi::Machine;
+use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 use crate::api::OpenshiftAssistedConfig;
-use crate::controller::Error;
 use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
 use crate::controller::matching::host_of;
+use crate::controller::{Error, PAUSED_ANNOTATION};
 
 /// One Machine of the cluster with what matching and the Agent spec need.
 pub struct MachineObjects {
@@ -33,6 +33,8 @@ pub struct Dereferenced {
     pub agents: Vec<Agent>,
     pub machines: Vec<MachineObjects>,
     pub aci_state: String,
+    /// The Cluster is paused (`spec.paused` or the paused annotation): nothing is written.
+    pub paused: bool,
 }
 
 pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferenced, Error> {
@@ -44,6 +46,7 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
         agents: Vec::new(),
         machines: Vec::new(),
         aci_state: String::new(),
+        paused: false,
     };
     let Some(infraenv_name) = agent.labels().get(INFRAENV_NAME_LABEL).cloned() else {
         return Ok(d);
@@ -59,6 +62,13 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
     let Some(cluster_name) = infraenv.labels().get(CLUSTER_NAME_LABEL).cloned() else {
         return Ok(d);
     };
+    d.paused = Api::<Cluster>::namespaced(client.clone(), &ns)
+        .get_opt(&cluster_name)
+        .await
+        .map_err(Error::Read)?
+        .is_some_and(|c| {
+            c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
+        });
     d.agents = Api::<Agent>::namespaced(client.clone(), &ns)
         .list(&ListParams::default().labels(&format!("{INFRAENV_NAME_LABEL}={infraenv_name}")))
         .await

@@ -13,7 +13,7 @@ use assisted_api::{Agent, AgentClusterInstall};
 use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
 use futures::StreamExt;
-use kube::api::{Api, Patch};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
@@ -45,13 +45,15 @@ async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error
                 source,
             })?;
     } else if let Some(status) = &plan.match_status {
-        let patch = json!({
-            "apiVersion": Agent::api_version(&()),
-            "kind": Agent::kind(&()),
-            "metadata": {"name": agent.name_any(), "annotations": {plan::MATCH_ANNOTATION: status}},
-        });
+        // A merge patch, not an apply: applying only the annotation would drop every field
+        // this manager applied before (labels, role, approval) from an Agent that lost its match.
+        let patch = json!({"metadata": {"annotations": {plan::MATCH_ANNOTATION: status}}});
         Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
-            .patch(&agent.name_any(), &apply_params(), &Patch::Apply(&patch))
+            .patch(
+                &agent.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(|source| Error::Apply {
                 what: format!("Agent {} match annotation", agent.name_any()),
@@ -90,7 +92,9 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     let client = &ctx.client;
     let scope = &ctx.scope;
     let all = kube::runtime::watcher::Config::default().any_semantic();
-    let controller = Controller::new(scope.api::<Agent>(client), scope.watcher_config());
+    // Agents are created by the assisted core and never carry the watch-filter label: they are
+    // watched unfiltered (in the watched namespace) and ignored unless their InfraEnv is ours.
+    let controller = Controller::new(scope.api::<Agent>(client), all.clone());
     let store = controller.store();
     let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
     controller

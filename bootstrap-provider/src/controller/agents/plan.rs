@@ -47,6 +47,10 @@ pub fn plan(d: &Dereferenced) -> Plan {
 
 fn decide(d: &Dereferenced) -> Plan {
     let mut plan = Plan::default();
+    if d.paused {
+        // `clusterctl move` and operators pause a cluster to freeze it: no approvals then.
+        return plan;
+    }
     let Some(infraenv) = &d.infraenv else {
         // Not an Agent of ours (no InfraEnv of a Metal3MachineTemplate): left alone.
         return plan;
@@ -282,7 +286,16 @@ spec:
                 machine("w-0", false, WORKER_MAC),
             ],
             aci_state: state.into(),
+            paused: false,
         }
+    }
+
+    #[test]
+    fn a_paused_cluster_gets_no_approvals() {
+        let mut d = dereferenced(agent("a1", &[CP_MAC], false), &[], "");
+        d.paused = true;
+        let plan = plan(&d);
+        assert!(plan.desired.is_none() && plan.events.is_empty() && plan.match_status.is_none());
     }
 
     /// `agent` with `status` recorded in the match annotation.

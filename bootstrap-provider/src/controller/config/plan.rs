@@ -60,14 +60,13 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         }
         return plan;
     }
-    if !has_finalizer {
-        plan.finalizer = Some(true);
-    }
-
     let paused = config.annotations().contains_key(PAUSED_ANNOTATION)
         || d.cluster.as_ref().is_some_and(|c| {
             c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
         });
+    if !has_finalizer && !paused {
+        plan.finalizer = Some(true);
+    }
     let (data_available, infraenv_problem) = if paused {
         (
             Desired::false_(DATA_SECRET_AVAILABLE, "Paused", "reconciling is paused"),
@@ -85,6 +84,15 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     }
 
     let created = d.data_secret_exists || plan.data_secret.is_some();
+    // Once the Secret exists it stays available (it is never taken back), whatever else waits.
+    let data_available = if created {
+        Desired::true_(
+            DATA_SECRET_AVAILABLE,
+            "the bootstrap data Secret is available",
+        )
+    } else {
+        data_available
+    };
     let ready = if created {
         Desired::true_(READY, "the bootstrap data Secret is available")
     } else {
@@ -538,6 +546,7 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
             aci: Some(aci("insufficient")),
             infraenv: Some(infraenv(Some(ISO))),
             data_secret_exists: false,
+            discovery_ignition: None,
         }
     }
 
@@ -789,33 +798,79 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
 
     const QCOW: &str = "{image: {url: 'http://rhcos/x.qcow2', checksum: 'http://rhcos/x.sha256', checksumType: sha256, diskFormat: qcow2}}";
 
-    #[test]
-    fn a_disk_image_template_gets_no_iso_and_no_secret() {
+    const DISCOVERY_IGNITION: &str = r#"{"ignition":{"version":"3.1.0"},"systemd":{"units":[]}}"#;
+
+    /// Worker `w-0` of a template that boots a qcow2 disk image.
+    fn disk_image() -> Dereferenced {
         let mut d = dereferenced();
         d.template = Some(template(QCOW));
         d.metal3machine = Some(metal3machine("w-0", "", QCOW));
+        d
+    }
+
+    #[test]
+    fn a_disk_image_template_keeps_its_image_and_waits_for_the_discovery_ignition() {
+        let d = disk_image();
         let plan = plan(&d, t0());
         assert!(plan.infraenv.is_some());
         assert_eq!(plan.template_image, None, "the user's image is kept");
         assert_eq!(plan.metal3machine_image, None);
         assert!(plan.data_secret.is_none());
+        assert_eq!(reason(&plan), "WaitingForInfraEnvImage");
+        assert!(
+            condition(&plan, DATA_SECRET_AVAILABLE)
+                .message
+                .contains("discovery ignition")
+        );
         assert_eq!(condition(&plan, READY).status, "False");
+        assert_eq!(plan.requeue, Some(WAIT));
     }
 
     #[test]
-    #[ignore = "bug: the gate is called with discovery_ignition_available: false, so a disk-image \
-                template stops at WaitingForInfraEnvImage and DiskImageNotSupported is unreachable"]
-    fn a_disk_image_template_is_refused_with_disk_image_not_supported() {
-        let mut d = dereferenced();
-        d.template = Some(template(QCOW));
-        d.metal3machine = Some(metal3machine("w-0", "", QCOW));
+    fn a_disk_image_machines_user_data_is_the_discovery_ignition() {
+        let mut d = disk_image();
+        d.discovery_ignition = Some(Ok(DISCOVERY_IGNITION.into()));
         let plan = plan(&d, t0());
-        assert_eq!(reason(&plan), "DiskImageNotSupported");
-        assert!(
-            plan.events
-                .iter()
-                .any(|e| e.warning && e.reason == "DiskImageNotSupported")
+        assert_eq!(plan.template_image, None);
+        assert_eq!(plan.metal3machine_image, None);
+        let secret = plan.data_secret.as_ref().expect("data Secret planned");
+        assert_eq!(
+            secret.data.as_ref().unwrap()["value"].0,
+            DISCOVERY_IGNITION.as_bytes()
         );
+        assert_eq!(reason(&plan), image::DATA_SECRET_AVAILABLE_REASON);
+        assert_eq!(condition(&plan, READY).status, "True");
+        let created = plan
+            .events
+            .iter()
+            .find(|e| e.reason == "DataSecretCreated")
+            .unwrap();
+        assert!(created.note.contains("disk-image flow"), "{}", created.note);
+    }
+
+    #[test]
+    fn a_disk_image_worker_is_held_like_any_other() {
+        let mut d = disk_image();
+        d.discovery_ignition = Some(Ok(DISCOVERY_IGNITION.into()));
+        d.aci = Some(aci("installing"));
+        let plan = plan(&d, t0());
+        assert!(plan.data_secret.is_none());
+        assert_eq!(reason(&plan), "WaitingForInstallComplete");
+    }
+
+    #[test]
+    fn an_unreadable_discovery_ignition_is_shown_with_its_cause() {
+        let mut d = disk_image();
+        d.discovery_ignition = Some(Err("cannot reach assisted.example: timed out".into()));
+        let plan = plan(&d, t0());
+        assert!(plan.data_secret.is_none());
+        assert_eq!(reason(&plan), "DiscoveryIgnitionUnavailable");
+        assert!(
+            condition(&plan, DATA_SECRET_AVAILABLE)
+                .message
+                .contains("timed out")
+        );
+        assert_eq!(plan.requeue, Some(WAIT));
     }
 
     #[test]
