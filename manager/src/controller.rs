@@ -126,3 +126,42 @@ where
         }),
     }
 }
+
+/// One fingerprint per watched object, so a watch mapper passes on only changes of the fields
+/// its controller reads (an AgentClusterInstall's status moves with every install percent; the
+/// configs only care about its state). Memory: one `u64` per watched object.
+#[derive(Clone, Default)]
+pub struct Fingerprints(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>);
+
+impl Fingerprints {
+    /// True when `key` is new or its fingerprint differs from the last one seen.
+    pub fn changed(&self, key: String, fields: impl std::hash::Hash) -> bool {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let fingerprint =
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(fields);
+        match self.0.lock() {
+            Ok(mut seen) => seen.insert(key, fingerprint) != Some(fingerprint),
+            // A poisoned map must not silence the watch: pass everything on.
+            Err(_) => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_pass_on_new_objects_and_changes_only() {
+        let seen = Fingerprints::default();
+        assert!(seen.changed("ns/a".into(), ("installing", 1)));
+        assert!(!seen.changed("ns/a".into(), ("installing", 1)));
+        assert!(seen.changed("ns/a".into(), ("installed", 1)));
+        assert!(seen.changed("ns/b".into(), ("installing", 1)));
+        assert!(
+            !seen.clone().changed("ns/b".into(), ("installing", 1)),
+            "clones share the map"
+        );
+    }
+}

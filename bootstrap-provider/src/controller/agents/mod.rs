@@ -17,8 +17,11 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
+use manager::controller::Fingerprints;
 use serde_json::json;
 use tokio::sync::watch;
+
+use crate::controller::matching::BAREMETALHOST_ANNOTATION;
 
 use super::{Context, Error, apply_params, publish};
 
@@ -78,6 +81,14 @@ fn error_policy(agent: Arc<Agent>, error: &Error, ctx: Arc<Context>) -> Action {
     super::retry(&agent.name_any(), error)
 }
 
+fn key<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.clone().unwrap_or_default(),
+        object.meta().name.clone().unwrap_or_default()
+    )
+}
+
 /// Agents of our InfraEnvs in a namespace: re-matched when a host or Metal3Machine changes.
 fn agents_in(store: &Store<Agent>, namespace: Option<String>) -> Vec<ObjectRef<Agent>> {
     store
@@ -97,15 +108,36 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     let controller = Controller::new(scope.api::<Agent>(client), all.clone());
     let store = controller.store();
     let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
+    // Only the fields matching reads re-queue Agents (see `Fingerprints`).
+    let (seen_m3m, seen_bmh, seen_aci) = (
+        Fingerprints::default(),
+        Fingerprints::default(),
+        Fingerprints::default(),
+    );
     controller
         .watches(scope.api::<Metal3Machine>(client), all.clone(), move |m| {
+            let claim = (
+                m.annotations().get(BAREMETALHOST_ANNOTATION).cloned(),
+                m.metadata.deletion_timestamp.is_some(),
+            );
+            if !seen_m3m.changed(key(&m), claim) {
+                return Vec::new();
+            }
             agents_in(&s1, m.namespace())
         })
         .watches(scope.api::<BareMetalHost>(client), all.clone(), move |h| {
+            let identity = (h.spec.boot_mac_address.clone(), h.uid());
+            if !seen_bmh.changed(key(&h), identity) {
+                return Vec::new();
+            }
             agents_in(&s2, h.namespace())
         })
         // Held workers are approved when their cluster reaches adding-hosts.
         .watches(scope.api::<AgentClusterInstall>(client), all, move |aci| {
+            let state = aci.status.as_ref().and_then(|s| s.debug_info.state.clone());
+            if !seen_aci.changed(key(&aci), state) {
+                return Vec::new();
+            }
             agents_in(&s3, aci.namespace())
         })
         .graceful_shutdown_on(async move {

@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
+use manager::controller::Fingerprints;
 use tokio::sync::watch;
 
 use super::infraenv::CLUSTER_NAME_LABEL;
@@ -35,6 +36,14 @@ async fn reconcile(
 fn error_policy(config: Arc<OpenshiftAssistedConfig>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.config_metrics.failed(error.phase());
     super::retry(&config.name_any(), error)
+}
+
+fn key<K: kube::Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.clone().unwrap_or_default(),
+        object.meta().name.clone().unwrap_or_default()
+    )
 }
 
 /// Every config of a cluster, found in the controller's own store.
@@ -66,6 +75,12 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     );
     let store = controller.store();
     let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
+    // Only the fields the configs read re-queue them (see `Fingerprints`).
+    let (seen_ie, seen_aci, seen_cluster) = (
+        Fingerprints::default(),
+        Fingerprints::default(),
+        Fingerprints::default(),
+    );
     controller
         // A Machine names its config; CAPI names the Metal3Machine like the Machine.
         .watches(scope.api::<Machine>(client), all.clone(), |m| {
@@ -84,16 +99,40 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
         })
         // The ISO URL, the install state and the cluster's readiness concern all its configs.
         .watches(scope.api::<InfraEnv>(client), all.clone(), move |ie| {
+            let urls = ie.status.as_ref().map(|s| {
+                (
+                    s.iso_download_url.clone(),
+                    s.boot_artifacts.discovery_ignition_url.clone(),
+                )
+            });
+            if !seen_ie.changed(key(&ie), urls) {
+                return Vec::new();
+            }
             configs_of_cluster(&s1, ie.namespace(), ie.labels().get(CLUSTER_NAME_LABEL))
         })
         .watches(
             scope.api::<AgentClusterInstall>(client),
             all.clone(),
             move |aci| {
+                let state = aci.status.as_ref().and_then(|s| s.debug_info.state.clone());
+                if !seen_aci.changed(key(&aci), state) {
+                    return Vec::new();
+                }
                 configs_of_cluster(&s2, aci.namespace(), aci.labels().get(CLUSTER_NAME_LABEL))
             },
         )
         .watches(scope.api::<Cluster>(client), all, move |c| {
+            let readiness = (
+                c.spec.paused,
+                c.annotations().contains_key(super::PAUSED_ANNOTATION),
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.initialization.as_ref())
+                    .and_then(|i| i.infrastructure_provisioned),
+            );
+            if !seen_cluster.changed(key(&c), readiness) {
+                return Vec::new();
+            }
             configs_of_cluster(&s3, c.namespace(), Some(&c.name_any()))
         })
         .graceful_shutdown_on(async move {
