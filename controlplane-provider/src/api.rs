@@ -92,6 +92,13 @@ pub const RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION: &str =
         type_ = "string",
         json_path = ".spec.distributionVersion",
         description = "OpenShift version of the control plane"
+    ),
+    printcolumn(
+        name = "Install",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Available\")].message",
+        description = "Install progress (the AgentClusterInstall's state and percentage) or why the control plane waits",
+        priority = 1
     )
 )]
 #[serde(rename_all = "camelCase")]
