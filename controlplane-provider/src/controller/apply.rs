@@ -160,7 +160,9 @@ async fn delete(
                 .await?;
             }
         }
-        Cleanup::Done => {
+        Cleanup::Done { image_set } => {
+            manager::controller::delete(&Api::<ClusterImageSet>::all(client.clone()), image_set)
+                .await?;
             manager::controller::set_finalizer(&ctx.client, oacp, FIELD_MANAGER, FINALIZER, false)
                 .await?;
             return Ok(Action::await_change());

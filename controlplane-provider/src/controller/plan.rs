@@ -40,8 +40,9 @@ pub enum Cleanup {
         name: String,
         image_set: Option<String>,
     },
-    /// Nothing left: release the finalizer.
-    Done,
+    /// Nothing left but the image set (deleted again, in case an earlier step never ran):
+    /// release the finalizer.
+    Done { image_set: String },
 }
 
 pub use manager::controller::PlannedEvent;
@@ -411,7 +412,15 @@ fn cleanup_step(d: &Dereferenced) -> (Cleanup, String) {
             ),
         );
     }
-    (Cleanup::Done, "removing the finalizer".into())
+    (
+        Cleanup::Done {
+            image_set: release::cluster_image_set_name(
+                &d.oacp.namespace().unwrap_or_default(),
+                &d.oacp.name_any(),
+            ),
+        },
+        "removing the finalizer".into(),
+    )
 }
 
 fn status_of(
@@ -705,7 +714,12 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             Some(Cleanup::InstallObjects { .. })
         ));
         d.cluster_deployment_exists = false;
-        assert_eq!(plan(&d, t0()).cleanup, Some(Cleanup::Done));
+        assert_eq!(
+            plan(&d, t0()).cleanup,
+            Some(Cleanup::Done {
+                image_set: "ns.cp".into()
+            })
+        );
     }
 
     #[test]
