@@ -148,11 +148,19 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
                 blocked = desired.machines_blocked;
             }
             Err(b) => {
-                plan.events.push(PlannedEvent {
-                    warning: true,
-                    reason: b.reason,
-                    note: b.message.clone(),
+                // Said once, when the control plane becomes blocked for this reason; the
+                // condition keeps saying it.
+                let already = oacp.status.as_ref().is_some_and(|s| {
+                    conditions::find(&s.conditions, status::AVAILABLE)
+                        .is_some_and(|c| c.reason == b.reason && c.message == b.message)
                 });
+                if !already {
+                    plan.events.push(PlannedEvent {
+                        warning: true,
+                        reason: b.reason,
+                        note: b.message.clone(),
+                    });
+                }
                 blocked = Some(b);
                 // The pull secret and the template are not watched: look again now and then
                 // (once a minute is no retry storm), besides on every change of the object.

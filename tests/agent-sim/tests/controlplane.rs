@@ -530,3 +530,174 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;
     core.kill().await;
 }
+
+/// One cluster's objects for the bad-input test: `version` and the pull secret's name vary.
+fn small_cluster(ns: &str, name: &str, version: &str, pull_secret: &str, workers: i32) -> String {
+    format!(
+        r#"---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterNetwork:
+    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
+    services: {{cidrBlocks: ["172.30.0.0/16"]}}
+  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: {name}}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: {name}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: {name}, namespace: {ns}}}
+spec: {{}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://images.example.com/live.iso", checksum: "", diskFormat: live-iso}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  distributionVersion: "{version}"
+  replicas: 1
+  config:
+    baseDomain: lab.example.com
+    pullSecretRef: {{name: {pull_secret}}}
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: {name}, namespace: {ns}}}
+spec: {{template: {{spec: {{}}}}}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: {name}-workers, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: {name}}}}}
+spec:
+  clusterName: {name}
+  replicas: {workers}
+  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
+  template:
+    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
+    spec:
+      clusterName: {name}
+      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {name}}}}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
+"#
+    )
+}
+
+/// Bad input gets a condition a user can act on, and nobody retries in a loop: an unknown
+/// `distributionVersion`, a pull secret that does not exist; and another cluster's
+/// MachineDeployment in the same namespace does not count towards this cluster's workers.
+#[tokio::test]
+async fn bad_input_gets_a_condition_and_no_retry_storm() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    const NS: &str = "cp-bad";
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .crds_from(repo_root().join("config/testing/metal3"))
+        .capi()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let (stop, stopped) = watch::channel(false);
+    let registry = std::sync::Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let provider = tokio::spawn(controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped,
+    ));
+    let mut yaml = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{}}}}'\n"
+    );
+    yaml.push_str(&small_cluster(
+        NS,
+        "bad-version",
+        "latest",
+        "pull-secret",
+        0,
+    ));
+    yaml.push_str(&small_cluster(NS, "no-secret", "4.17.3", "missing", 0));
+    yaml.push_str(&small_cluster(NS, "good", "4.17.3", "pull-secret", 2));
+    yaml.push_str(&small_cluster(NS, "other", "4.17.3", "pull-secret", 5));
+    tb.apply_yaml(&yaml).await.expect("apply");
+
+    let oacps: Api<OpenshiftAssistedControlPlane> = Api::namespaced(client.clone(), NS);
+    for (name, reason) in [
+        ("bad-version", "InvalidDistributionVersion"),
+        ("no-secret", "PullSecretNotFound"),
+    ] {
+        let o = wait_for(
+            &format!("{name}: Available False/{reason}"),
+            Duration::from_secs(60),
+            || async {
+                let o = oacps.get(name).await.ok()?;
+                (condition(&o, "Available")? == ("False".to_string(), reason.to_string()))
+                    .then_some(o)
+            },
+        )
+        .await;
+        let message = &o
+            .status
+            .unwrap()
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Available")
+            .unwrap()
+            .message
+            .clone();
+        eprintln!("{name}: {message}");
+        assert!(
+            Api::<AgentClusterInstall>::namespaced(client.clone(), NS)
+                .get_opt(name)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
+    let good = wait_for("good cluster's ACI", Duration::from_secs(60), || async {
+        acis.get_opt("good").await.ok()?
+    })
+    .await;
+    assert_eq!(
+        good.spec.provision_requirements.worker_agents, 2,
+        "only its own MachineDeployment counts"
+    );
+
+    // Steady state: blocked control planes are looked at once a minute, not in a loop.
+    let count = |registry: &std::sync::Arc<
+        std::sync::Mutex<prometheus_client::registry::Registry>,
+    >| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry.lock().unwrap()).unwrap();
+        text.lines()
+            .find(|l| l.starts_with("reconciles_total"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = count(&registry);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let during = count(&registry) - before;
+    eprintln!("reconciles in 15 s of steady state with 4 control planes: {during}");
+    assert!(during <= 8, "{during} reconciles in 15 s: a retry loop");
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;
+}
