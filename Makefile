@@ -1,9 +1,11 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed generate check-generated fmt clippy
+.PHONY: test testbed generate check-generated fmt clippy lab
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
-# the repo, then runs every Rust test against it.
+# the repo, then runs every Rust test against it. The lab's test runs our managers as processes
+# from target/debug, and `cargo test` alone does not build another package's binaries.
 test: testbed
+	cargo build --locked --bins -p bootstrap-provider -p controlplane-provider
 	cargo test --workspace --locked
 
 testbed:
@@ -19,3 +21,8 @@ fmt:
 
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The lab (docs/lab.md): builds the testbed and our binaries, then installs a 3+2 cluster on a
+# simulated Metal3 site. Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
+lab:
+	bash tests/testbed/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)

@@ -196,7 +196,7 @@ impl Testbed {
     }
 
     /// Keeps the testbed directory after drop and prints where its logs are.
-    fn keep_dir(&mut self) {
+    pub fn keep_dir(&mut self) {
         if let Some(tmp) = self.tmp.take() {
             let dir = tmp.keep();
             let logs = std::fs::read_dir(dir.join("logs"))

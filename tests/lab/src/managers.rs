@@ -1,0 +1,131 @@
+//! Our two managers as processes, the binaries next to the lab's own: the control-plane
+//! manager with the embedded assisted-core (lab install backend) and the bootstrap manager.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use testbed::process::{Process, free_port, http_get, wait_until};
+
+pub const CONTROLPLANE: &str = "controlplane-provider";
+pub const BOOTSTRAP: &str = "bootstrap-provider";
+
+/// Where the workload cluster is and which CA makes the published admin kubeconfig valid there.
+pub struct WorkloadAccess {
+    pub api_url: String,
+    pub ca_file: PathBuf,
+    pub ca_key_file: PathBuf,
+}
+
+pub struct Managers {
+    pub procs: Vec<Process>,
+    /// The agent REST API as hosts reach it.
+    pub agent_api_url: String,
+}
+
+impl Managers {
+    pub fn logs(&self) -> Vec<PathBuf> {
+        self.procs.iter().map(|p| p.log.clone()).collect()
+    }
+
+    /// Fails if a manager has exited, quoting the end of its log.
+    pub fn check_running(&mut self) -> Result<()> {
+        self.procs.iter_mut().try_for_each(Process::check_running)
+    }
+}
+
+fn addr() -> Result<String> {
+    Ok(format!("127.0.0.1:{}", free_port()?))
+}
+
+/// Starts both managers against the management apiserver (`kubeconfig`) and waits until they
+/// answer `/readyz`.
+pub async fn start(
+    bin_dir: &Path,
+    dir: &Path,
+    kubeconfig: &Path,
+    iso: &Path,
+    workload: &WorkloadAccess,
+) -> Result<Managers> {
+    for bin in [CONTROLPLANE, BOOTSTRAP] {
+        if !bin_dir.join(bin).is_file() {
+            bail!(
+                "{} is missing: build the providers first with \
+                 `cargo build --bins -p bootstrap-provider -p controlplane-provider` (or `make lab`)",
+                bin_dir.join(bin).display()
+            );
+        }
+    }
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    let data = dir.join("data");
+    let agent_api = addr()?;
+    let images = addr()?;
+    let os_images = serde_json::json!([{
+        "openshift_version": "4.17",
+        "cpu_architecture": "x86_64",
+        "url": format!("file://{}", iso.display()),
+        "version": "417.94.202410090854-0",
+    }])
+    .to_string();
+    let common = |health: &str| -> Result<Vec<String>> {
+        Ok(vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--metrics-bind-address={}", addr()?),
+            format!("--health-probe-bind-address={health}"),
+            "--log-level=info,kube=warn,tower=warn,hyper=warn".into(),
+        ])
+    };
+    let cp_health = addr()?;
+    let mut cp_args = common(&cp_health)?;
+    cp_args.extend([
+        "--install-backend=lab".into(),
+        format!("--lab-api-url={}", workload.api_url),
+        format!("--lab-server-ca-file={}", workload.ca_file.display()),
+        format!("--lab-client-ca-cert-file={}", workload.ca_file.display()),
+        format!(
+            "--lab-client-ca-key-file={}",
+            workload.ca_key_file.display()
+        ),
+        format!("--data-dir={}", data.display()),
+        format!("--os-images={os_images}"),
+        format!("--agent-api-bind-address={agent_api}"),
+        format!("--images-bind-address={images}"),
+        format!("--agent-api-url=http://{agent_api}"),
+        format!("--images-url=http://{images}"),
+        "--keys-namespace=default".into(),
+        // Reacts within a second of a host's report instead of the default two.
+        "--monitor-interval-seconds=1".into(),
+    ]);
+    let bs_health = addr()?;
+    let bs_args = common(&bs_health)?;
+    // Log files are read by people, not terminals.
+    let envs = [("NO_COLOR", "1")];
+    let mut procs = Vec::new();
+    for (name, args, health) in [
+        (CONTROLPLANE, cp_args, cp_health),
+        (BOOTSTRAP, bs_args, bs_health),
+    ] {
+        let mut p = Process::spawn(
+            name,
+            &bin_dir.join(name),
+            &args,
+            &envs,
+            logs.join(format!("{name}.log")),
+        )?;
+        let port: u16 = health
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .context("health port")?;
+        wait_until(name, &mut p, Duration::from_secs(60), async || {
+            Ok(http_get(port, "/readyz")?.0 == 200)
+        })
+        .await?;
+        procs.push(p);
+    }
+    Ok(Managers {
+        procs,
+        agent_api_url: format!("http://{agent_api}"),
+    })
+}

@@ -1,0 +1,288 @@
+//! What the lab watches: one read of every object the progress line, the milestones and the
+//! diagnostics look at.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use assisted_core::api::agent::Agent;
+use assisted_core::api::agentclusterinstall::AgentClusterInstall;
+use assisted_core::api::infraenv::InfraEnv;
+use external_types::capi::Machine;
+use external_types::capi::machine::MachineStatusPhase;
+use external_types::metal3_io::BareMetalHost;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+
+use crate::manifests::NS;
+
+/// The Agent kind of a host added to an installed cluster.
+pub const DAY2_KIND: &str = "AddToExistingClusterHost";
+
+#[derive(Default)]
+pub struct Snapshot {
+    pub bmhs: Vec<BareMetalHost>,
+    pub infraenvs: Vec<InfraEnv>,
+    pub machines: Vec<Machine>,
+    pub agents: Vec<Agent>,
+    pub aci: Option<AgentClusterInstall>,
+    pub nodes: Vec<Node>,
+}
+
+impl Snapshot {
+    pub async fn take(client: &Client, workload: &Client, aci: &str) -> Result<Snapshot> {
+        let lp = ListParams::default();
+        Ok(Snapshot {
+            bmhs: Api::<BareMetalHost>::namespaced(client.clone(), NS)
+                .list(&lp)
+                .await
+                .context("listing BareMetalHosts")?
+                .items,
+            infraenvs: Api::<InfraEnv>::namespaced(client.clone(), NS)
+                .list(&lp)
+                .await
+                .context("listing InfraEnvs")?
+                .items,
+            machines: Api::<Machine>::namespaced(client.clone(), NS)
+                .list(&lp)
+                .await
+                .context("listing Machines")?
+                .items,
+            agents: Api::<Agent>::namespaced(client.clone(), NS)
+                .list(&lp)
+                .await
+                .context("listing Agents")?
+                .items,
+            aci: Api::<AgentClusterInstall>::namespaced(client.clone(), NS)
+                .get_opt(aci)
+                .await
+                .context("reading the AgentClusterInstall")?,
+            nodes: Api::<Node>::all(workload.clone())
+                .list(&lp)
+                .await
+                .context("listing the workload cluster's Nodes")?
+                .items,
+        })
+    }
+
+    pub fn bmh_state(bmh: &BareMetalHost) -> &str {
+        bmh.status
+            .as_ref()
+            .map(|s| s.provisioning.state.as_str())
+            .unwrap_or_default()
+    }
+
+    pub fn bmhs_in(&self, state: &str) -> usize {
+        self.bmhs
+            .iter()
+            .filter(|b| Self::bmh_state(b) == state)
+            .count()
+    }
+
+    pub fn infraenvs_ready(&self) -> usize {
+        self.infraenvs
+            .iter()
+            .filter(|i| {
+                i.status
+                    .as_ref()
+                    .is_some_and(|s| s.iso_download_url.is_some())
+            })
+            .count()
+    }
+
+    pub fn machine_running(m: &Machine) -> bool {
+        m.status.as_ref().and_then(|s| s.phase.as_ref()) == Some(&MachineStatusPhase::Running)
+    }
+
+    pub fn machines_running(&self) -> usize {
+        self.machines
+            .iter()
+            .filter(|m| Self::machine_running(m))
+            .count()
+    }
+
+    pub fn agents_approved(&self) -> usize {
+        self.agents.iter().filter(|a| a.spec.approved).count()
+    }
+
+    pub fn agent_state(a: &Agent) -> &str {
+        a.status
+            .as_ref()
+            .and_then(|s| s.debug_info.state.as_deref())
+            .unwrap_or_default()
+    }
+
+    pub fn is_day2(a: &Agent) -> bool {
+        a.status.as_ref().and_then(|s| s.kind.as_deref()) == Some(DAY2_KIND)
+    }
+
+    pub fn aci_state(&self) -> &str {
+        self.aci
+            .as_ref()
+            .and_then(|a| a.status.as_ref()?.debug_info.state.as_deref())
+            .unwrap_or_default()
+    }
+
+    pub fn aci_percent(&self) -> i64 {
+        self.aci
+            .as_ref()
+            .and_then(|a| a.status.as_ref())
+            .map(|s| s.progress.total_percentage)
+            .unwrap_or_default()
+    }
+
+    pub fn nodes_ready(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_deref())
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+            .count()
+    }
+
+    /// The progress line: hosts by state, InfraEnvs, Machines, Agents, install, Nodes.
+    pub fn summary(&self, cluster: &str) -> String {
+        let mut hosts: BTreeMap<&str, usize> = BTreeMap::new();
+        for b in &self.bmhs {
+            let s = Self::bmh_state(b);
+            *hosts
+                .entry(if s.is_empty() { "new" } else { s })
+                .or_default() += 1;
+        }
+        let hosts = hosts
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut agents: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in &self.agents {
+            let s = Self::agent_state(a);
+            *agents
+                .entry(if s.is_empty() { "new" } else { s })
+                .or_default() += 1;
+        }
+        let agents = agents
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let install = match self.aci_state() {
+            "" => "not started".to_string(),
+            s => format!("{}% {s}", self.aci_percent()),
+        };
+        format!(
+            "cluster {cluster}: hosts [{hosts}], InfraEnvs {}, Machines {}/{} Running, Agents {} ({} approved{}{agents}), install {install}, Nodes {}/{} Ready",
+            self.infraenvs_ready(),
+            self.machines_running(),
+            self.machines.len(),
+            self.agents.len(),
+            self.agents_approved(),
+            if agents.is_empty() { "" } else { "; " },
+            self.nodes_ready(),
+            self.nodes.len(),
+        )
+    }
+}
+
+/// `status.conditions` of any object, one line each, not-True ones first.
+pub fn conditions<K: serde::Serialize>(obj: &K) -> Vec<String> {
+    let v = serde_json::to_value(obj).unwrap_or_default();
+    let mut out: Vec<(bool, String)> = v
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+            let mut msg = s("message")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if msg.len() > 240 {
+                let cut = (0..=240)
+                    .rev()
+                    .find(|i| msg.is_char_boundary(*i))
+                    .unwrap_or(0);
+                msg.truncate(cut);
+                msg.push('…');
+            }
+            (
+                s("status") == "True",
+                format!("{}={} {}: {msg}", s("type"), s("status"), s("reason")),
+            )
+        })
+        .collect();
+    out.sort_by_key(|(ok, _)| *ok);
+    out.into_iter().map(|(_, l)| l).collect()
+}
+
+/// What changed between two reads, one line per object: Machines created, Running and deleted;
+/// Agents registered, approved and removed; Nodes removed (the site reports registrations).
+pub fn changes(prev: &Snapshot, cur: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    let machines = |s: &Snapshot| -> BTreeMap<String, (bool, String)> {
+        s.machines
+            .iter()
+            .map(|m| {
+                let node = m
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.node_ref.as_ref())
+                    .map(|n| n.name.clone())
+                    .unwrap_or_default();
+                (m.name_any(), (Snapshot::machine_running(m), node))
+            })
+            .collect()
+    };
+    let (before, after) = (machines(prev), machines(cur));
+    for (name, (running, node)) in &after {
+        match before.get(name) {
+            None => out.push(format!("Machine {name} created")),
+            Some((was, _)) if *running && !was => {
+                out.push(format!("Machine {name} Running (nodeRef {node})"))
+            }
+            _ => {}
+        }
+        if *running && !before.contains_key(name) {
+            out.push(format!("Machine {name} Running (nodeRef {node})"));
+        }
+    }
+    for name in before.keys().filter(|n| !after.contains_key(*n)) {
+        out.push(format!("Machine {name} deleted"));
+    }
+    let agents = |s: &Snapshot| -> BTreeMap<String, (bool, String)> {
+        s.agents
+            .iter()
+            .map(|a| {
+                let host = a.spec.hostname.clone().unwrap_or_else(|| a.name_any());
+                (a.name_any(), (a.spec.approved, host))
+            })
+            .collect()
+    };
+    let (before, after) = (agents(prev), agents(cur));
+    for (name, (approved, host)) in &after {
+        match before.get(name) {
+            None if *approved => out.push(format!("Agent {name} registered and approved ({host})")),
+            None => out.push(format!("Agent {name} registered")),
+            Some((was, _)) if *approved && !was => {
+                out.push(format!("Agent {name} approved ({host})"))
+            }
+            _ => {}
+        }
+    }
+    for (name, (_, host)) in before.iter().filter(|(n, _)| !after.contains_key(*n)) {
+        out.push(format!("Agent {name} removed ({host})"));
+    }
+    let nodes = |s: &Snapshot| -> Vec<String> { s.nodes.iter().map(|n| n.name_any()).collect() };
+    let after = nodes(cur);
+    for name in nodes(prev).iter().filter(|n| !after.contains(n)) {
+        out.push(format!("Node {name} removed from the workload cluster"));
+    }
+    out
+}

@@ -1,0 +1,393 @@
+//! The simulated site: the servers behind the BareMetalHosts and, after install, their kubelets.
+//!
+//! When baremetal-operator reports a host `provisioned`, the site boots it from what Metal3
+//! handed it (a live ISO: download it and read the embedded ignition; a disk image: the
+//! discovery ignition in the user-data Secret) as the agent-sim host with that boot MAC. Once
+//! the host has rebooted into the installed OS its Node appears in the workload apiserver,
+//! labelled `metal3.io/uuid=<BareMetalHost UID>`. When the host is deprovisioned the site
+//! powers it off and its Node goes.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use agent_sim::kubelet::{Kubelet, node_name, node_object, node_user, ready_status};
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx};
+use anyhow::{Context, Result, anyhow, bail};
+use assisted_core::api::agent::Agent;
+use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
+use assisted_core::service::kube::day2::NODE_BOOTSTRAPPER;
+use external_types::metal3_io::BareMetalHost;
+use k8s_openapi::api::core::v1::{Node, Secret};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+use testbed::Testbed;
+use tokio::task::JoinHandle;
+
+use crate::manifests::{self, NS};
+
+/// A server of the site: its BareMetalHost name, role label and simulated hardware.
+#[derive(Clone)]
+pub struct Server {
+    pub name: String,
+    pub role: &'static str,
+    pub profile: HostProfile,
+}
+
+/// A powered-on server running the discovery ISO or, after its reboot, the installed OS.
+struct Booted {
+    host: Host,
+    bmh_uid: String,
+    role: &'static str,
+    /// The Node's name once it is registered (or a day-2 kubelet is joining).
+    node: Option<String>,
+    /// A day-2 kubelet's TLS bootstrap, running.
+    kubelet: Option<JoinHandle<Result<()>>>,
+}
+
+pub struct Site {
+    client: Client,
+    workload: Client,
+    servers: BTreeMap<String, Server>,
+    peers: Arc<RwLock<Vec<HostProfile>>>,
+    reply_ctx: Arc<RwLock<ReplyCtx>>,
+    booted: BTreeMap<String, Booted>,
+}
+
+/// The site's servers for `masters` + `workers` (workers include the day-2 spare).
+pub fn servers(masters: u32, workers: u32, sno: bool) -> Result<Vec<Server>> {
+    let mut out = Vec::new();
+    for i in 0..masters {
+        let profile = if sno {
+            HostProfile::sno_like(i, manifests::MACHINE_CIDR)
+        } else {
+            HostProfile::master_like(i, manifests::MACHINE_CIDR)
+        }
+        .map_err(|e| anyhow!("host profile: {e}"))?;
+        out.push(Server {
+            name: format!("master-{i}"),
+            role: "master",
+            profile,
+        });
+    }
+    for i in 0..workers {
+        let profile = HostProfile::worker_like(i, manifests::MACHINE_CIDR)
+            .map_err(|e| anyhow!("host profile: {e}"))?;
+        out.push(Server {
+            name: format!("worker-{i}"),
+            role: "worker",
+            profile,
+        });
+    }
+    Ok(out)
+}
+
+/// The BareMetalHosts and BMC Secrets for `servers`.
+pub fn site_yaml(servers: &[Server]) -> Result<String> {
+    let mut yaml = manifests::namespace_yaml();
+    for s in servers {
+        let mac = &s
+            .profile
+            .nics
+            .first()
+            .with_context(|| format!("host profile of {} has no NIC", s.name))?
+            .mac;
+        yaml.push_str(&manifests::host_yaml(&s.name, s.role, mac));
+    }
+    Ok(yaml)
+}
+
+/// What a host's discovery ignition says: where the agent API is and who the host is.
+async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, String, String)> {
+    let name = bmh.name_any();
+    let image = bmh
+        .spec
+        .image
+        .as_ref()
+        .with_context(|| format!("BareMetalHost {name} is provisioned without an image"))?;
+    let format = serde_json::to_value(&image.format)?;
+    let ignition = if format.as_str() == Some("live-iso") {
+        if image.url.contains("placeholder.invalid") {
+            bail!(
+                "BareMetalHost {name} got the template's placeholder image, not the InfraEnv's ISO"
+            );
+        }
+        let (status, iso) = agent_sim::call(http::Method::GET, &image.url, "", None)
+            .await
+            .map_err(|e| anyhow!("downloading the ISO of {name} from {}: {e}", image.url))?;
+        if !status.is_success() {
+            bail!(
+                "downloading the ISO of {name} from {}: HTTP {status}",
+                image.url
+            );
+        }
+        extract_embedded_ignition(std::io::Cursor::new(iso))
+            .map_err(|e| anyhow!("reading the ISO of {name}: {e}"))?
+            .with_context(|| format!("the ISO of {name} carries no ignition"))?
+    } else {
+        // A disk image boots with the user data BMO puts on its config drive.
+        let secret = bmh
+            .spec
+            .user_data
+            .as_ref()
+            .and_then(|u| u.name.clone())
+            .with_context(|| {
+                format!("BareMetalHost {name} boots a disk image without user data")
+            })?;
+        let s = Api::<Secret>::namespaced(client.clone(), NS)
+            .get(&secret)
+            .await
+            .with_context(|| format!("reading user-data Secret {secret}"))?;
+        let data = s.data.unwrap_or_default();
+        let bytes = data
+            .get("value")
+            .or_else(|| data.get("userData"))
+            .with_context(|| format!("user-data Secret {secret} has no `value`"))?;
+        String::from_utf8(bytes.0.clone()).context("user data is not UTF-8")?
+    };
+    let cfg = parse_discovery_ignition(&ignition)
+        .map_err(|e| anyhow!("the ignition {name} booted is not a discovery ignition: {e}"))?;
+    Ok((cfg.service_url, cfg.infra_env_id, cfg.token))
+}
+
+/// A healthy kubelet's Node status: Ready and no pressure. CAPI's Machine `NodeHealthy` waits
+/// for all four conditions, which agent-sim's kubelet (Ready only) does not report.
+fn healthy_status(addresses: &[String]) -> Value {
+    let now = jiff::Timestamp::now().to_string();
+    let mut status = ready_status(addresses, &now);
+    if let Some(conds) = status
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for (t, reason) in [
+            ("MemoryPressure", "KubeletHasSufficientMemory"),
+            ("DiskPressure", "KubeletHasNoDiskPressure"),
+            ("PIDPressure", "KubeletHasSufficientPID"),
+        ] {
+            conds.push(serde_json::json!({
+                "type": t, "status": "False", "reason": reason,
+                "message": "simulated", "lastHeartbeatTime": now, "lastTransitionTime": now,
+            }));
+        }
+    }
+    status
+}
+
+/// Something the site did, for the progress output.
+pub type Event = String;
+
+impl Site {
+    pub fn new(client: Client, workload: Client, servers: &[Server], reply_ctx: ReplyCtx) -> Site {
+        Site {
+            client,
+            workload,
+            servers: servers
+                .iter()
+                .map(|s| (s.name.clone(), s.clone()))
+                .collect(),
+            peers: Arc::new(RwLock::new(Vec::new())),
+            reply_ctx: Arc::new(RwLock::new(reply_ctx)),
+            booted: BTreeMap::new(),
+        }
+    }
+
+    /// Hosts powered on now.
+    pub fn powered_on(&self) -> usize {
+        self.booted.len()
+    }
+
+    /// True when every powered-on host has rebooted into the installed OS.
+    pub fn all_rebooted(&self) -> bool {
+        self.booted
+            .values()
+            .all(|b| matches!(b.host.status(), AgentStatus::Rebooted))
+    }
+
+    /// Powered-on hosts by agent-sim status (for diagnostics).
+    pub fn host_states(&self) -> Vec<String> {
+        self.booted
+            .iter()
+            .map(|(n, b)| format!("{n}: {:?}", b.host.status()))
+            .collect()
+    }
+
+    /// One pass: boot what was provisioned, power off what was deprovisioned, register the
+    /// Nodes of rebooted hosts.
+    pub async fn tick(&mut self, workload_tb: &Testbed) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let bmhs = Api::<BareMetalHost>::namespaced(self.client.clone(), NS)
+            .list(&ListParams::default())
+            .await
+            .context("listing BareMetalHosts")?
+            .items;
+        for bmh in &bmhs {
+            let name = bmh.name_any();
+            let state = bmh
+                .status
+                .as_ref()
+                .map(|s| s.provisioning.state.as_str())
+                .unwrap_or_default();
+            let Some(server) = self.servers.get(&name).cloned() else {
+                continue;
+            };
+            if state == "provisioned" && !self.booted.contains_key(&name) {
+                let (url, infra_env, token) = boot_config(&self.client, bmh).await?;
+                if let Ok(mut p) = self.peers.write() {
+                    p.push(server.profile.clone());
+                }
+                let mut cfg = AgentConfig::new(&url, &infra_env, &token, server.profile.clone())
+                    .with_peers(self.peers.clone())
+                    .with_speed(0.0);
+                cfg.reply_ctx = self.reply_ctx.clone();
+                self.booted.insert(
+                    name.clone(),
+                    Booted {
+                        host: Host::spawn(cfg),
+                        bmh_uid: bmh.uid().unwrap_or_default(),
+                        role: server.role,
+                        node: None,
+                        kubelet: None,
+                    },
+                );
+                events.push(format!(
+                    "site: {name} powered on, booting the discovery image"
+                ));
+            } else if state != "provisioned"
+                && let Some(b) = self.booted.remove(&name)
+            {
+                // Deprovisioned: the server is powered off; its kubelet is gone with it.
+                if let Ok(mut p) = self.peers.write() {
+                    p.retain(|h| h.uuid != server.profile.uuid);
+                }
+                if let Some(k) = &b.kubelet {
+                    k.abort();
+                }
+                if let Some(node) = &b.node {
+                    self.delete_node(node).await?;
+                }
+                events.push(format!("site: {name} deprovisioned ({state}), powered off"));
+            }
+        }
+        let rebooted: Vec<String> = self
+            .booted
+            .iter()
+            .filter(|(_, b)| b.node.is_none() && matches!(b.host.status(), AgentStatus::Rebooted))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in rebooted {
+            if let Some(e) = self.register_node(&name, workload_tb).await? {
+                events.push(e);
+            }
+        }
+        for (name, b) in &mut self.booted {
+            if let Some(k) = b.kubelet.take_if(|k| k.is_finished()) {
+                match k.await {
+                    Ok(Ok(())) => events.push(format!(
+                        "site: {name}'s kubelet joined (CSRs approved by assisted-core)"
+                    )),
+                    Ok(Err(e)) => bail!("the day-2 kubelet of {name} failed: {e:#}"),
+                    Err(e) => bail!("the day-2 kubelet of {name} panicked: {e}"),
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    async fn delete_node(&self, node: &str) -> Result<()> {
+        match Api::<Node>::all(self.workload.clone())
+            .delete(node, &DeleteParams::default())
+            .await
+        {
+            // CAPI deletes a removed Machine's Node itself; either of us may be first.
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("deleting Node {node}")),
+        }
+    }
+
+    /// The host's kubelet registers its Node. A day-1 host's Node is created directly with the
+    /// workload admin client (a simplified kubelet: nobody approves day-1 CSRs here); a day-2
+    /// host runs agent-sim's kubelet TLS bootstrap, whose CSRs assisted-core approves.
+    async fn register_node(&mut self, name: &str, workload_tb: &Testbed) -> Result<Option<Event>> {
+        let Some(b) = self.booted.get_mut(name) else {
+            return Ok(None);
+        };
+        let profile = b.host.profile().clone();
+        let agent = Api::<Agent>::namespaced(self.client.clone(), NS)
+            .get_opt(&profile.uuid)
+            .await
+            .with_context(|| format!("reading the Agent of {name}"))?;
+        let hostname = agent
+            .as_ref()
+            .and_then(|a| a.spec.hostname.clone())
+            .unwrap_or_else(|| profile.hostname.clone());
+        let day2 = agent
+            .as_ref()
+            .and_then(|a| a.status.as_ref()?.kind.clone())
+            .is_some_and(|k| k == "AddToExistingClusterHost");
+        let addresses: Vec<String> = profile
+            .primary_ipv4()
+            .map(|a| a.split('/').next().unwrap_or(a).to_string())
+            .into_iter()
+            .collect();
+        let node = node_name(&hostname);
+        if day2 {
+            let bootstrap = workload_tb.client_as(NODE_BOOTSTRAPPER, None).await?;
+            let node_client = workload_tb
+                .client_as(&node_user(&hostname), Some("system:nodes"))
+                .await?;
+            // The Node's metal3.io/uuid is the BareMetalHost's UID, as CAPM3's metadata gave it.
+            let kubelet = Kubelet::new(&hostname, &b.bmh_uid, bootstrap, node_client)
+                .with_addresses(addresses);
+            let nodes = Api::<Node>::all(self.workload.clone());
+            let node_name = node.clone();
+            b.kubelet = Some(tokio::spawn(async move {
+                kubelet.join().await?;
+                nodes
+                    .patch_status(
+                        &node_name,
+                        &PatchParams::default(),
+                        &Patch::Merge(healthy_status(&kubelet.addresses)),
+                    )
+                    .await
+                    .with_context(|| format!("reporting Node {node_name} healthy"))?;
+                Ok(())
+            }));
+            b.node = Some(node.clone());
+            return Ok(Some(format!(
+                "site: {name} rebooted into the cluster (day-2); its kubelet asks to join as Node {node}"
+            )));
+        }
+        let mut obj = node_object(&hostname, &b.bmh_uid);
+        if b.role == "master"
+            && let Some(labels) = obj.metadata.labels.as_mut()
+        {
+            labels.remove("node-role.kubernetes.io/worker");
+            labels.insert("node-role.kubernetes.io/master".into(), String::new());
+            labels.insert(
+                "node-role.kubernetes.io/control-plane".into(),
+                String::new(),
+            );
+        }
+        let nodes = Api::<Node>::all(self.workload.clone());
+        match nodes.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            // Registered by an earlier pass whose status report failed.
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e).with_context(|| format!("registering Node {node}")),
+        }
+        nodes
+            .patch_status(
+                &node,
+                &PatchParams::default(),
+                &Patch::Merge(healthy_status(&addresses)),
+            )
+            .await
+            .with_context(|| format!("reporting Node {node} Ready"))?;
+        b.node = Some(node.clone());
+        Ok(Some(format!(
+            "site: {name} rebooted into the cluster; Node {node} registered Ready (metal3.io/uuid={})",
+            b.bmh_uid
+        )))
+    }
+}
