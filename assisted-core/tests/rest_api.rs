@@ -914,3 +914,45 @@ async fn tokens_are_isolated_per_infra_env_and_cluster() {
     let r = api.json(Method::POST, "/events", &tb, json!({})).await;
     assert_eq!(r.status, StatusCode::CREATED);
 }
+
+/// Parallel uploads of the same host's logs all succeed (they once shared one temporary file
+/// name and about one in twenty failed with 500 "cannot store logs").
+#[tokio::test]
+async fn concurrent_log_uploads_all_succeed() {
+    let api = Arc::new(start().await);
+    let ta = api.token(Claims::infra_env(IE_A));
+    let uploads: Vec<_> = (0..40u8)
+        .map(|i| {
+            let api = api.clone();
+            let ta = ta.clone();
+            tokio::spawn(async move {
+                api.call(
+                    Method::POST,
+                    &format!(
+                        "/clusters/{CL_A}/logs?logs_type=host&host_id={H1}&infra_env_id={IE_A}"
+                    ),
+                    Some(&ta),
+                    Some(("application/octet-stream", vec![i; 50_000])),
+                )
+                .await
+                .status
+            })
+        })
+        .collect();
+    for upload in uploads {
+        assert_eq!(upload.await.unwrap(), StatusCode::NO_CONTENT);
+    }
+    let logs = api.root.join(CL_A).join("logs");
+    let stored = std::fs::read(logs.join(format!("host_{H1}.tar.gz"))).unwrap();
+    assert_eq!(stored.len(), 50_000, "one whole upload, not a mix");
+    assert!(
+        stored.iter().all(|b| *b == stored[0]),
+        "one whole upload, not a mix"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&logs)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("tmp-upload"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}

@@ -112,6 +112,18 @@ pub async fn stream_file(path: &Path, download_name: &str) -> Result<Response, A
         .into_response())
 }
 
+/// A temporary file name next to `path`, unique per call: concurrent uploads of the same file
+/// each write their own and the last rename wins (one shared name made parallel uploads race).
+pub fn temp_path(path: &Path) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}-{n}.tmp-upload", std::process::id()))
+}
+
 /// Writes through a temporary file and a rename, so readers never see half a file.
 pub async fn write_atomic(path: &Path, data: &[u8]) -> Result<(), ApiError> {
     let dir = path
@@ -120,7 +132,7 @@ pub async fn write_atomic(path: &Path, data: &[u8]) -> Result<(), ApiError> {
     tokio::fs::create_dir_all(dir)
         .await
         .map_err(|e| ApiError::internal(format!("cannot create {}: {e}", dir.display())))?;
-    let tmp = path.with_extension("tmp-upload");
+    let tmp = temp_path(path);
     tokio::fs::write(&tmp, data)
         .await
         .map_err(|e| ApiError::internal(format!("cannot write file: {e}")))?;

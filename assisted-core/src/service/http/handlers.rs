@@ -397,7 +397,7 @@ pub async fn upload_logs(
         .await
         .map_err(|e| ApiError::internal(format!("cannot create log directory: {e}")))?;
     let path = dir.join(format!("{kind}_{who}.tar.gz"));
-    let tmp = dir.join(format!("{kind}_{who}.tar.gz.tmp-upload"));
+    let tmp = files::temp_path(&path);
     let r = write_limited(req, &tmp).await;
     if r.is_err() {
         let _ = tokio::fs::remove_file(&tmp).await;
