@@ -48,6 +48,7 @@ type Case<'a> = (
 
 struct Resp {
     status: StatusCode,
+    content_type: String,
     body: Bytes,
 }
 
@@ -184,8 +185,18 @@ impl Api {
             .await
             .unwrap();
         let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
-        Resp { status, body }
+        Resp {
+            status,
+            content_type,
+            body,
+        }
     }
 
     async fn get(&self, path: &str, token: Option<&str>) -> Resp {
@@ -444,6 +455,9 @@ async fn happy_path_register_instructions_inventory() {
         )
         .await;
     assert_eq!(r.json()["ie"], IE_A);
+    // Upstream's generated client reads these as a byte stream: with another content type it
+    // hands back an empty discovery.ign and fails on the iPXE script.
+    assert_eq!(r.content_type, "application/octet-stream");
     let r = api
         .get(
             &format!("/infra-envs/{IE_A}/downloads/files?file_name=ipxe-script"),
@@ -451,6 +465,7 @@ async fn happy_path_register_instructions_inventory() {
         )
         .await;
     assert_eq!(&r.body[..], b"#!ipxe\n");
+    assert_eq!(r.content_type, "application/octet-stream");
     let r = api
         .get(
             &format!("/infra-envs/{IE_A}/downloads/minimal-initrd"),

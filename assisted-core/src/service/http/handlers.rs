@@ -248,10 +248,15 @@ pub async fn infra_env_files(
     ApiQuery(q): ApiQuery<FileNameQuery>,
 ) -> ApiResult<Response> {
     let ie = st.store.infra_env_record(&infra_env_id)?;
+    // Upstream declares every infra-env file `application/octet-stream`; its generated client
+    // reads the body as a byte stream only under that type.
     let (ctype, body) = match q.file_name.as_str() {
-        "discovery.ign" => ("application/json", ie.discovery_ignition.to_string()),
-        "ipxe-script" => ("text/plain", ie.ipxe_script),
-        "static-network-config" => ("application/json", ie.static_network_config),
+        "discovery.ign" => (
+            "application/octet-stream",
+            ie.discovery_ignition.to_string(),
+        ),
+        "ipxe-script" => ("application/octet-stream", ie.ipxe_script),
+        "static-network-config" => ("application/octet-stream", ie.static_network_config),
         other => {
             return Err(ApiError::bad_request(format!(
                 "unknown infra-env file {other:?}"
