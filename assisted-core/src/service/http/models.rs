@@ -198,6 +198,15 @@ fn logs_info(s: LogsState) -> &'static str {
     }
 }
 
+/// From `preparing-for-installation` on, the host's role is fixed.
+fn install_started(status: HostStatus) -> bool {
+    status.is_installing_or_later()
+        || matches!(
+            status,
+            HostStatus::PreparingForInstallation | HostStatus::PreparingSuccessful
+        )
+}
+
 /// Builds the `host` model. `sno` picks the stage list; `min_disk_gb` the default disk.
 pub fn host_model(
     h: &HostSnapshot,
@@ -233,7 +242,15 @@ pub fn host_model(
         status: h.status.as_str().to_string(),
         status_info: h.status_info.clone(),
         status_updated_at: ts(h.status_updated_at),
-        role: h.role.as_str().to_string(),
+        // Upstream writes the suggested role into `role` when the install starts, so agents and
+        // installers see `master`/`worker` from then on (the Agent's spec keeps what was asked).
+        role: if install_started(h.status) {
+            h.effective_role()
+        } else {
+            h.role
+        }
+        .as_str()
+        .to_string(),
         suggested_role: h.suggested_role.map(|r| r.as_str().to_string()),
         bootstrap: h.bootstrap,
         inventory: h
@@ -505,6 +522,26 @@ mod tests {
         assert_eq!(m.progress.current_stage.as_deref(), Some("Rebooting"));
         assert_eq!(m.progress_stages.len(), 8);
         assert_eq!(m.suggested_role.as_deref(), Some("master"));
+        assert_eq!(
+            m.role, "master",
+            "the suggested role is the role once installing"
+        );
+    }
+
+    #[test]
+    fn an_auto_assign_host_reports_its_suggested_role_from_install_start() {
+        let mut r = rec();
+        let h = &mut r.snapshot.hosts[0];
+        h.suggested_role = Some(HostRole::Worker);
+        for (status, role) in [
+            (HostStatus::Known, "auto-assign"),
+            (HostStatus::PreparingForInstallation, "worker"),
+            (HostStatus::Installing, "worker"),
+            (HostStatus::Installed, "worker"),
+        ] {
+            h.status = status;
+            assert_eq!(host_model(h, None, false, 20).role, role, "{status:?}");
+        }
     }
 
     #[test]
