@@ -66,6 +66,10 @@ pub struct HostSnapshot {
     pub requested_hostname: Option<String>,
     pub installation_disk_id: Option<String>,
     pub machine_config_pool: Option<String>,
+    /// Extra coreos-installer arguments, a JSON array as a string (the Agent's `installerArgs`);
+    /// `default` so snapshots saved before the field existed still load.
+    #[serde(default)]
+    pub installer_args: Option<String>,
     pub discovery_agent_version: String,
     /// Last GET next-steps; `None` before the first one.
     pub checked_in_at: Option<Timestamp>,
@@ -130,6 +134,7 @@ impl HostSnapshot {
             requested_hostname: None,
             installation_disk_id: None,
             machine_config_pool: if day2 { Some("worker".into()) } else { None },
+            installer_args: None,
             discovery_agent_version: String::new(),
             checked_in_at: Some(now),
             host_timestamp: Some(now),

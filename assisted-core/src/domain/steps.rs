@@ -53,7 +53,11 @@ pub struct InstallCmdRequest {
     pub mco_image: String,
     pub openshift_version: String,
     pub service_ips: Vec<String>,
-    pub installer_args: Vec<String>,
+    /// Upstream's model declares a string: the host's installer arguments as a JSON array.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub installer_args: String,
+    /// `Full`, or `None` for a single-node cluster (upstream's enum).
+    pub high_availability_mode: String,
     pub skip_installation_disk_cleanup: bool,
     pub enable_skip_mco_reboot: bool,
     pub notify_num_reboots: bool,
@@ -132,8 +136,9 @@ pub struct VerifyVip {
     pub vip_type: String,
 }
 
-/// `verify_vips_request`
+/// `verify_vips_request`: upstream's model is a bare array of `verify_vip`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct VerifyVipsRequest {
     pub vips: Vec<VerifyVip>,
 }
@@ -637,7 +642,13 @@ pub fn install_request(
         mco_image: c.release.mco_image.clone(),
         openshift_version: c.openshift_version.clone(),
         service_ips: Vec::new(),
-        installer_args: Vec::new(),
+        installer_args: h.installer_args.clone().unwrap_or_default(),
+        high_availability_mode: if c.control_plane_count == 1 {
+            "None"
+        } else {
+            "Full"
+        }
+        .into(),
         skip_installation_disk_cleanup: false,
         enable_skip_mco_reboot: false,
         notify_num_reboots: true,

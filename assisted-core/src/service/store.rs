@@ -118,6 +118,7 @@ pub struct HostSpec {
     pub approved: bool,
     pub installation_disk_id: Option<String>,
     pub machine_config_pool: Option<String>,
+    pub installer_args: Option<String>,
 }
 
 #[derive(Default)]
@@ -783,6 +784,7 @@ impl Store {
             if spec.machine_config_pool.is_some() {
                 h.machine_config_pool = spec.machine_config_pool.clone();
             }
+            h.installer_args = spec.installer_args.clone();
         }
         h.approved = spec.approved;
         let changed = *h != before;

@@ -182,6 +182,10 @@ pub struct InstallCmdRequest {
     pub controller_image: String,
     pub installer_image: String,
     pub disks_to_format: Vec<String>,
+    /// A string (a JSON array inside), as upstream's model: decoding fails on anything else.
+    pub installer_args: String,
+    /// `Full` or `None`.
+    pub high_availability_mode: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,8 +256,9 @@ pub struct VerifyVip {
     pub vip_type: String,
 }
 
+/// `verify_vips_request`: a bare array of `verify_vip`, as upstream's model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(transparent)]
 pub struct VerifyVipsRequest {
     pub vips: Vec<VerifyVip>,
 }

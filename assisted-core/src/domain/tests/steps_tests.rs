@@ -54,6 +54,15 @@ fn known_host_discovery_steps() {
         types(&steps_for(&in_state(S::PendingForInput), 0, &cfg)),
         types(&s)
     );
+    // verify-vips takes upstream's `verify_vips_request`: a bare array, not an object.
+    let vips: serde_json::Value = serde_json::from_str(&s.instructions[5].args[0]).unwrap();
+    assert_eq!(
+        vips,
+        serde_json::json!([
+            {"vip": "192.168.1.100", "vip_type": "api"},
+            {"vip": "192.168.1.101", "vip_type": "ingress"}
+        ])
+    );
     let peers: Vec<ConnectivityCheckHost> =
         serde_json::from_str(&s.instructions[0].args[0]).unwrap();
     assert_eq!(peers.len(), 4);
@@ -173,7 +182,7 @@ fn install_step_document() {
         "mco_image",
         "openshift_version",
         "service_ips",
-        "installer_args",
+        "high_availability_mode",
         "skip_installation_disk_cleanup",
         "enable_skip_mco_reboot",
         "notify_num_reboots",
@@ -184,6 +193,16 @@ fn install_step_document() {
     assert_eq!(v["role"], "bootstrap");
     assert_eq!(v["boot_device"], "/dev/disk/by-id/wwn-0x01");
     assert_eq!(v["control_plane_count"], 3);
+    assert_eq!(v["high_availability_mode"], "Full");
+    assert!(
+        v.get("installer_args").is_none(),
+        "omitted when the host has none"
+    );
+    // The Agent's installerArgs reach the install command as upstream's string.
+    c.hosts[0].installer_args = Some(r#"["--append-karg","ip=dhcp"]"#.into());
+    let s = steps_for(&c, 0, &cfg);
+    let v: serde_json::Value = serde_json::from_str(&s.instructions[0].args[0]).unwrap();
+    assert_eq!(v["installer_args"], r#"["--append-karg","ip=dhcp"]"#);
     assert_eq!(
         types(&steps_for(&in_state(S::InstallingInProgress), 0, &cfg)),
         Vec::<StepType>::new()

@@ -49,6 +49,12 @@ pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
                 .or_else(|| spec.installation_disk_path.clone())
                 .filter(|d| !d.is_empty()),
             machine_config_pool: spec.machine_config_pool.clone().filter(|p| !p.is_empty()),
+            // Only a valid JSON array reaches the install command (an invalid one is the
+            // input error above).
+            installer_args: spec
+                .installer_args
+                .clone()
+                .filter(|a| serde_json::from_str::<Vec<String>>(a).is_ok()),
         },
         error,
     )

@@ -309,8 +309,9 @@ fn api_vip_connectivity_succeeds() {
 fn verify_vips_all_succeeded() {
     let (_, v) = reply_of(
         StepKind::VerifyVips,
-        Some(json!({"vips": [{"vip": "192.168.111.5", "vip_type": "api"},
-                             {"vip": "192.168.111.6", "vip_type": "ingress"}]})),
+        // upstream's verify_vips_request is a bare array
+        Some(json!([{"vip": "192.168.111.5", "vip_type": "api"},
+                    {"vip": "192.168.111.6", "vip_type": "ingress"}])),
     );
     assert_eq!(
         v,
