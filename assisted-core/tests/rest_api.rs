@@ -627,6 +627,39 @@ async fn bad_input_answers_json_errors() {
             400,
         ),
         (
+            "step reply with an unknown step_type",
+            Method::POST,
+            instr(IE_A, H1),
+            &ta,
+            Some((
+                json_ct,
+                br#"{"step_type":"format-the-disk","step_id":"x","exit_code":0,"output":""}"#.to_vec(),
+            )),
+            422,
+        ),
+        (
+            "step reply with exit_code 2^63",
+            Method::POST,
+            instr(IE_A, H1),
+            &ta,
+            Some((
+                json_ct,
+                br#"{"step_type":"inventory","step_id":"x","exit_code":9223372036854775808,"output":"{}"}"#.to_vec(),
+            )),
+            400,
+        ),
+        (
+            "inventory reply whose output is not a JSON object",
+            Method::POST,
+            instr(IE_A, H1),
+            &ta,
+            Some((
+                json_ct,
+                br#"{"step_type":"inventory","step_id":"x","exit_code":0,"output":"[1,2]"}"#.to_vec(),
+            )),
+            400,
+        ),
+        (
             "unknown stage",
             Method::PUT,
             progress.clone(),

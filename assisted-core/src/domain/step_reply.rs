@@ -36,6 +36,56 @@ impl StepReply {
     }
 }
 
+/// Why a step reply is refused, as upstream's server refuses it: a value outside the model
+/// (an unknown `step_type`) is a validation error (422), a body that does not decode into the
+/// model (an `exit_code` beyond 64 bits, an inventory that is not a JSON object) a 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepReplyError {
+    #[error("the step reply is not a JSON object")]
+    NotAnObject,
+    #[error("step_type {0:?} is not a known step type")]
+    UnknownStepType(String),
+    #[error("exit_code must be a 64-bit integer")]
+    BadExitCode,
+    #[error("the inventory reply's output is not a JSON object")]
+    InventoryNotAnObject,
+}
+
+impl StepReplyError {
+    /// Upstream's status: 422 for values the model forbids, 400 for bodies it cannot decode.
+    pub fn is_validation(&self) -> bool {
+        matches!(self, StepReplyError::UnknownStepType(_))
+    }
+}
+
+impl StepReply {
+    /// [`StepReply::parse`] plus the checks upstream's model and handlers make.
+    pub fn parse_checked(bytes: &[u8]) -> Result<StepReply, StepReplyError> {
+        let v: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|_| StepReplyError::NotAnObject)?;
+        let o = v.as_object().ok_or(StepReplyError::NotAnObject)?;
+        if let Some(code) = o.get("exit_code")
+            && code.as_i64().is_none()
+        {
+            return Err(StepReplyError::BadExitCode);
+        }
+        let reply = StepReply::parse(bytes).ok_or(StepReplyError::NotAnObject)?;
+        let Some(step_type) = StepType::parse(&reply.step_type) else {
+            return Err(StepReplyError::UnknownStepType(reply.step_type));
+        };
+        if step_type == StepType::Inventory
+            && reply.exit_code == 0
+            && !matches!(
+                serde_json::from_str::<serde_json::Value>(&reply.output),
+                Ok(serde_json::Value::Object(_))
+            )
+        {
+            return Err(StepReplyError::InventoryNotAnObject);
+        }
+        Ok(reply)
+    }
+}
+
 /// What applying a reply did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StepReplyOutcome {

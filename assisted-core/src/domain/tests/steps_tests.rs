@@ -444,3 +444,42 @@ fn auto_start_rule() {
         "only a ready cluster starts"
     );
 }
+
+#[test]
+fn step_replies_are_checked_as_upstream_checks_them() {
+    use crate::domain::step_reply::{StepReply, StepReplyError as E};
+    let parse = |body: &str| StepReply::parse_checked(body.as_bytes());
+    // (body, expected error; None = accepted)
+    let rows: [(&str, Option<E>); 7] = [
+        (
+            r#"{"step_type":"inventory","exit_code":0,"output":"{}"}"#,
+            None,
+        ),
+        (
+            r#"{"step_type":"inventory","exit_code":1,"output":"","error":"boom"}"#,
+            None,
+        ),
+        (
+            r#"{"step_type":"free-network-addresses","exit_code":0,"output":"[]"}"#,
+            None,
+        ),
+        ("[1]", Some(E::NotAnObject)),
+        (
+            r#"{"step_type":"nope","exit_code":0}"#,
+            Some(E::UnknownStepType("nope".into())),
+        ),
+        (
+            r#"{"step_type":"inventory","exit_code":9223372036854775808}"#,
+            Some(E::BadExitCode),
+        ),
+        (
+            r#"{"step_type":"inventory","exit_code":0,"output":"\"x\""}"#,
+            Some(E::InventoryNotAnObject),
+        ),
+    ];
+    for (body, expected) in rows {
+        assert_eq!(parse(body).err(), expected, "{body}");
+    }
+    assert!(E::UnknownStepType("x".into()).is_validation());
+    assert!(!E::BadExitCode.is_validation());
+}

@@ -186,8 +186,13 @@ pub async fn step_reply(
     ApiPath((infra_env_id, host_id)): ApiPath<(String, String)>,
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<StatusCode> {
-    let reply = StepReply::parse(&body)
-        .ok_or_else(|| ApiError::bad_request("the step reply is not a JSON object"))?;
+    let reply = StepReply::parse_checked(&body).map_err(|e| {
+        if e.is_validation() {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        } else {
+            ApiError::bad_request(e.to_string())
+        }
+    })?;
     st.store
         .step_reply(&infra_env_id, &host_id, &reply, now())?;
     Ok(StatusCode::NO_CONTENT)
