@@ -546,12 +546,13 @@ async fn bad_input_answers_json_errors() {
             400,
         ),
         (
+            // upstream's model validation: "host_id in body is required"
             "missing host_id",
             Method::POST,
             reg.clone(),
             &ta,
             Some((json_ct, b"{}".to_vec())),
-            400,
+            422,
         ),
         (
             "JSON array body",

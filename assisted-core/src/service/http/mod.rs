@@ -241,16 +241,30 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     }
 }
 
-/// A JSON body decoded into `T`; malformed or mistyped JSON is a 400.
+/// A JSON body decoded into `T`; malformed or mistyped JSON is a 400, a missing required
+/// field a 422 (upstream's go-swagger validation: "<field> in body is required").
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let JsonBytes(b) = JsonBytes::from_request(req, state).await?;
-        serde_json::from_slice(&b)
-            .map(ApiJson)
-            .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+        serde_json::from_slice(&b).map(ApiJson).map_err(body_error)
+    }
+}
+
+/// The error for a body that does not decode into the model.
+fn body_error(e: serde_json::Error) -> ApiError {
+    let text = e.to_string();
+    match text
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        Some(field) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{field} in body is required"),
+        ),
+        None => ApiError::bad_request(format!("invalid request body: {text}")),
     }
 }
 
