@@ -628,6 +628,22 @@ async fn bad_input_answers_json_errors() {
             400,
         ),
         (
+            "unknown ipxe_script_type",
+            Method::GET,
+            format!("/infra-envs/{IE_A}/downloads/files?file_name=ipxe-script&ipxe_script_type=fancy"),
+            &ta,
+            None,
+            422,
+        ),
+        (
+            "unknown discovery_iso_type",
+            Method::GET,
+            format!("/infra-envs/{IE_A}/downloads/files?file_name=discovery.ign&discovery_iso_type=tiny-iso"),
+            &ta,
+            None,
+            422,
+        ),
+        (
             "step reply with an unknown step_type",
             Method::POST,
             instr(IE_A, H1),

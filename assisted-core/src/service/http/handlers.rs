@@ -239,6 +239,22 @@ pub async fn host_logs_progress(
 #[into_params(parameter_in = Query)]
 pub struct FileNameQuery {
     file_name: String,
+    /// Upstream's enums; checked so a typo is an error rather than ignored.
+    #[serde(default)]
+    ipxe_script_type: Option<String>,
+    #[serde(default)]
+    discovery_iso_type: Option<String>,
+}
+
+/// A query value outside upstream's enum is a validation error (422), as go-swagger answers.
+fn check_enum(name: &str, value: Option<&str>, allowed: &[&str]) -> ApiResult<()> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{name} in query should be one of {allowed:?}, got {v:?}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[utoipa::path(get, path = "/infra-envs/{infra_env_id}/downloads/files",
@@ -252,6 +268,16 @@ pub async fn infra_env_files(
     ApiPath(infra_env_id): ApiPath<String>,
     ApiQuery(q): ApiQuery<FileNameQuery>,
 ) -> ApiResult<Response> {
+    check_enum(
+        "ipxe_script_type",
+        q.ipxe_script_type.as_deref(),
+        &["discovery-image-always", "boot-order-control"],
+    )?;
+    check_enum(
+        "discovery_iso_type",
+        q.discovery_iso_type.as_deref(),
+        &["full-iso", "minimal-iso"],
+    )?;
     let ie = st.store.infra_env_record(&infra_env_id)?;
     // Upstream declares every infra-env file `application/octet-stream`; its generated client
     // reads the body as a byte stream only under that type.
