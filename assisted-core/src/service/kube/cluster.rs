@@ -147,6 +147,17 @@ pub fn cluster_config(
     version: (String, String),
 ) -> Result<ClusterConfig, String> {
     let s = &aci.spec;
+    check_networks(aci)?;
+    if let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
+        && !matches!(
+            serde_json::from_str::<serde_json::Value>(overrides),
+            Ok(serde_json::Value::Object(_))
+        )
+    {
+        return Err(format!(
+            "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
+        ));
+    }
     let req = &s.provision_requirements;
     let cp = u32::try_from(req.control_plane_agents)
         .map_err(|_| "provisionRequirements.controlPlaneAgents must not be negative".to_string())?;
@@ -223,6 +234,46 @@ pub fn cluster_config(
         schedulable_masters: s.masters_schedulable,
         ntp: s.ntp_sources.join(","),
     })
+}
+
+/// Every CIDR and VIP of the networking section must parse (upstream's ACI controller answers
+/// SpecSynced False / InputError; they were dropped silently).
+fn check_networks(aci: &AgentClusterInstall) -> Result<(), String> {
+    use crate::domain::net::{Cidr, parse_ip};
+    let n = &aci.spec.networking;
+    let cidrs = n
+        .cluster_network
+        .iter()
+        .map(|c| ("clusterNetwork", c.cidr.as_str()))
+        .chain(
+            n.service_network
+                .iter()
+                .map(|c| ("serviceNetwork", c.as_str())),
+        )
+        .chain(
+            n.machine_network
+                .iter()
+                .map(|m| ("machineNetwork", m.cidr.as_str())),
+        );
+    for (field, cidr) in cidrs {
+        if !cidr.contains('/') || Cidr::parse(cidr).is_none() {
+            return Err(format!(
+                "networking.{field} {cidr:?} is not a CIDR (address/prefix)"
+            ));
+        }
+    }
+    let vips = aci
+        .spec
+        .api_vips
+        .iter()
+        .map(|v| ("apiVIPs", v))
+        .chain(aci.spec.ingress_vips.iter().map(|v| ("ingressVIPs", v)));
+    for (field, vip) in vips {
+        if vip.contains('/') || parse_ip(vip).is_none() {
+            return Err(format!("{field} {vip:?} is not an IP address"));
+        }
+    }
+    Ok(())
 }
 
 fn is_ours(cd: &ClusterDeployment) -> Option<String> {
@@ -702,5 +753,34 @@ mod tests {
         a.spec.api_vips.clear();
         let e = cluster_config(&cd(), &a, ("4.17".into(), "x86_64".into())).unwrap_err();
         assert!(e.contains("apiVIPs"), "{e}");
+    }
+
+    #[test]
+    fn config_rejects_networks_that_do_not_parse_and_bad_overrides() {
+        let version = || ("4.17".to_string(), "x86_64".to_string());
+        for bad in ["300.1.1.0/24", "banana", "10.0.0.0/33", "10.0.0.0"] {
+            let mut a = aci(3, 2);
+            a.spec.networking.service_network = vec![bad.into()];
+            let e = cluster_config(&cd(), &a, version()).unwrap_err();
+            assert!(e.contains("serviceNetwork") && e.contains(bad), "{e}");
+        }
+        let mut a = aci(3, 2);
+        a.spec.api_vips = vec!["not-an-ip".into()];
+        assert!(
+            cluster_config(&cd(), &a, version())
+                .unwrap_err()
+                .contains("apiVIPs")
+        );
+        let mut a = aci(3, 2);
+        a.metadata.annotations = Some(BTreeMap::from([(
+            INSTALL_CONFIG_OVERRIDES_ANNOTATION.to_string(),
+            "{not json".to_string(),
+        )]));
+        assert!(
+            cluster_config(&cd(), &a, version())
+                .unwrap_err()
+                .contains(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
+        );
+        assert!(cluster_config(&cd(), &aci(3, 2), version()).is_ok());
     }
 }
