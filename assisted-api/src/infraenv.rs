@@ -165,7 +165,9 @@ pub enum ImageType {
     MinimalIso,
 }
 
-/// A kernel argument operation (`append`, `replace` or `delete` of `<param>[=<value>]`).
+/// A kernel argument of the discovery image. Upstream's CRD allows only `append`: the live ISO
+/// can add arguments, replacing or deleting them is for the installed OS (the Agent's
+/// `installerArgs`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct KernelArgument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,8 +181,6 @@ pub struct KernelArgument {
 #[serde(rename_all = "lowercase")]
 pub enum KernelArgumentOperation {
     Append,
-    Replace,
-    Delete,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
