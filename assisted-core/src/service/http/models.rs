@@ -322,6 +322,11 @@ pub struct MonitoredOperatorModel {
     pub status: Option<String>,
 }
 
+/// `image_info`: required in upstream's `cluster` model; its fields describe a cluster-level
+/// discovery ISO, which the v2 API (one image per infra-env) leaves empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ImageInfo {}
+
 /// `cluster`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Cluster {
@@ -357,6 +362,8 @@ pub struct Cluster {
     pub ready_host_count: usize,
     pub enabled_host_count: usize,
     pub monitored_operators: Vec<MonitoredOperatorModel>,
+    /// Required by upstream's model (its client rejects a cluster without it).
+    pub image_info: ImageInfo,
 }
 
 pub fn operator_models(c: &ClusterSnapshot) -> Vec<MonitoredOperatorModel> {
@@ -461,6 +468,7 @@ pub fn cluster_model<'a>(
         enabled_host_count: hosts.len(),
         hosts,
         monitored_operators: operator_models(c),
+        image_info: ImageInfo::default(),
     }
 }
 
@@ -542,6 +550,13 @@ mod tests {
             h.status = status;
             assert_eq!(host_model(h, None, false, 20).role, role, "{status:?}");
         }
+    }
+
+    #[test]
+    fn cluster_model_carries_the_required_image_info() {
+        let r = rec();
+        let v = serde_json::to_value(cluster_model(&r, |_| None, 20)).unwrap();
+        assert_eq!(v["image_info"], serde_json::json!({}));
     }
 
     #[test]
