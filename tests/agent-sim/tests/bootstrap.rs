@@ -721,3 +721,142 @@ spec:
     let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
     core.kill().await;
 }
+
+/// Bad input gets a condition and no retry storm: a config no Machine owns, and a worker of a
+/// cluster that has no ClusterDeployment (no control plane yet).
+#[tokio::test]
+async fn bad_input_gets_a_condition_and_no_retry_storm() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    const NS: &str = "bs-bad";
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .metal3()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let (stop, stopped) = watch::channel(false);
+    let registry = Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
+        client.clone(),
+        WatchScope::default(),
+        registry.clone(),
+        stopped,
+    ));
+    tb.apply_yaml(&format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfig
+metadata: {{name: lonely, namespace: {NS}}}
+spec: {{sshAuthorizedKey: ssh-ed25519 AAAA}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: headless, namespace: {NS}}}
+spec:
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: headless}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: headless, namespace: {NS}}}
+spec:
+  controlPlaneEndpoint: {{host: 192.0.2.10, port: 6443}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: headless-workers, namespace: {NS}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: headless-workers, namespace: {NS}}}
+spec: {{template: {{spec: {{}}}}}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: headless-workers, namespace: {NS}, labels: {{cluster.x-k8s.io/cluster-name: headless}}}}
+spec:
+  clusterName: headless
+  replicas: 1
+  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: headless-workers}}}}
+  template:
+    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: headless-workers}}}}
+    spec:
+      clusterName: headless
+      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: headless-workers}}}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: headless-workers}}
+"#
+    ))
+    .await
+    .expect("apply");
+
+    let configs: Api<OpenshiftAssistedConfig> = Api::namespaced(client.clone(), NS);
+    let reason_of = |c: &OpenshiftAssistedConfig| {
+        c.status.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == "DataSecretAvailable")
+                .map(|c| (c.reason.clone(), c.message.clone()))
+        })
+    };
+    let (reason, message) = wait_for(
+        "the lonely config waits for a Machine",
+        Duration::from_secs(60),
+        || async { reason_of(&configs.get("lonely").await.ok()?) },
+    )
+    .await;
+    assert_eq!(reason, "WaitingForMachine", "{message}");
+    let (reason, message) = wait_for(
+        "the worker's config waits for a ClusterDeployment",
+        Duration::from_secs(120),
+        || async {
+            let l = configs
+                .list(&ListParams::default().labels("cluster.x-k8s.io/cluster-name=headless"))
+                .await
+                .ok()?;
+            let (reason, message) = reason_of(l.items.first()?)?;
+            (reason == "WaitingForClusterDeployment").then_some((reason, message))
+        },
+    )
+    .await;
+    assert!(message.contains("headless"), "{reason}: {message}");
+    let secrets = Api::<Secret>::namespaced(client.clone(), NS)
+        .list(&ListParams::default().labels("cluster.x-k8s.io/cluster-name=headless"))
+        .await
+        .unwrap();
+    assert!(
+        secrets.items.is_empty(),
+        "no data Secret while the cluster has no install objects"
+    );
+
+    // Steady state: the waiting configs are looked at every 30 s, not in a loop.
+    let count = || {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry.lock().unwrap()).unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("reconciles_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = count();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let during = count() - before;
+    eprintln!("reconciles in 15 s of steady state with 2 waiting configs: {during}");
+    assert!(during <= 6, "{during} reconciles in 15 s: a retry loop");
+
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+}
