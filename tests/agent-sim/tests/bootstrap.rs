@@ -24,14 +24,13 @@ use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use manager::runtime::WatchScope;
 use serde_json::json;
 use testbed::Testbed;
-use tokio::sync::watch;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, boot_iso, free_port, init_logs, start_core, state, test_iso, wait_for,
+    LabFlags, MACHINE_CIDR, Run, boot_iso, free_port, init_logs, start_core, start_providers,
+    state, test_iso, wait_for,
 };
 
 const NS: &str = "bs-e2e";
@@ -244,22 +243,7 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         &LabFlags::default(),
     )
     .await;
-    let (stop, stopped) = watch::channel(false);
-    let registry = Arc::new(std::sync::Mutex::new(
-        prometheus_client::registry::Registry::default(),
-    ));
-    let controlplane = tokio::spawn(controlplane_provider::controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped.clone(),
-    ));
-    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped,
-    ));
+    let providers = start_providers(&client, Run::Both);
 
     // Four servers for day-1 (three masters, one worker) and a spare for the day-2 worker.
     let mut profiles = BTreeMap::new();
@@ -523,15 +507,9 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     .await;
     eprintln!("scaled down after {:?}", started.elapsed());
     // Reconciles per controller over the whole scenario (reported in docs/benchmarks.md).
-    let mut metrics = String::new();
-    prometheus_client::encoding::text::encode(&mut metrics, &registry.lock().unwrap()).unwrap();
-    for line in metrics.lines().filter(|l| l.starts_with("reconcile")) {
-        eprintln!("metric {line}");
-    }
+    providers.print_reconciles();
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), controlplane).await;
-    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+    providers.stop().await;
     core.kill().await;
 }
 
@@ -564,22 +542,7 @@ async fn sno_from_a_disk_image_with_the_discovery_ignition_as_user_data() {
         &LabFlags::default(),
     )
     .await;
-    let (stop, stopped) = watch::channel(false);
-    let registry = Arc::new(std::sync::Mutex::new(
-        prometheus_client::registry::Registry::default(),
-    ));
-    let controlplane = tokio::spawn(controlplane_provider::controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped.clone(),
-    ));
-    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped,
-    ));
+    let providers = start_providers(&client, Run::Both);
     let profile = HostProfile::sno_like(0, MACHINE_CIDR).unwrap();
     let image = "https://mirror.example.com/rhcos-4.17-nutanix.x86_64.qcow2";
     tb.apply_yaml(&format!(
@@ -716,9 +679,7 @@ spec:
     )
     .await;
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), controlplane).await;
-    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+    providers.stop().await;
     core.kill().await;
 }
 
@@ -739,16 +700,7 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let (stop, stopped) = watch::channel(false);
-    let registry = Arc::new(std::sync::Mutex::new(
-        prometheus_client::registry::Registry::default(),
-    ));
-    let bootstrap = tokio::spawn(bootstrap_provider::controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped,
-    ));
+    let providers = start_providers(&client, Run::Bootstrap);
     tb.apply_yaml(&format!(
         r#"apiVersion: v1
 kind: Namespace
@@ -842,21 +794,12 @@ spec:
     );
 
     // Steady state: the waiting configs are looked at every 30 s, not in a loop.
-    let count = || {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry.lock().unwrap()).unwrap();
-        text.lines()
-            .filter(|l| l.starts_with("reconciles_total"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum::<u64>()
-    };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let before = count();
+    let before = providers.total_reconciles();
     tokio::time::sleep(Duration::from_secs(15)).await;
-    let during = count() - before;
+    let during = providers.total_reconciles() - before;
     eprintln!("reconciles in 15 s of steady state with 2 waiting configs: {during}");
     assert!(during <= 6, "{during} reconciles in 15 s: a retry loop");
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), bootstrap).await;
+    providers.stop().await;
 }

@@ -16,20 +16,18 @@ use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::{ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
-use controlplane_provider::controller;
 use external_types::capi::{Cluster, Machine, MachineDeployment};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use manager::runtime::WatchScope;
 use serde_json::json;
 use testbed::Testbed;
 use testbed::cache::repo_root;
-use tokio::sync::watch;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, boot_hosts, free_port, init_logs, start_core, state, test_iso, wait_for,
+    LabFlags, MACHINE_CIDR, Run, boot_hosts, free_port, init_logs, start_core, start_providers,
+    state, test_iso, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -252,16 +250,7 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         &LabFlags::default(),
     )
     .await;
-    let (stop, stopped) = watch::channel(false);
-    let registry = std::sync::Arc::new(std::sync::Mutex::new(
-        prometheus_client::registry::Registry::default(),
-    ));
-    let provider = tokio::spawn(controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped,
-    ));
+    let providers = start_providers(&client, Run::ControlPlane);
     tb.apply_yaml(&objects()).await.expect("apply cluster");
     eprintln!("objects applied after {:?}", started.elapsed());
 
@@ -520,14 +509,9 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     .await;
     eprintln!("deleted after {:?}", started.elapsed());
     // Reconciles per controller over the whole scenario (reported in docs/benchmarks.md).
-    let mut metrics = String::new();
-    prometheus_client::encoding::text::encode(&mut metrics, &registry.lock().unwrap()).unwrap();
-    for line in metrics.lines().filter(|l| l.starts_with("reconcile")) {
-        eprintln!("metric {line}");
-    }
+    providers.print_reconciles();
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;
+    providers.stop().await;
     core.kill().await;
 }
 
@@ -611,16 +595,7 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let (stop, stopped) = watch::channel(false);
-    let registry = std::sync::Arc::new(std::sync::Mutex::new(
-        prometheus_client::registry::Registry::default(),
-    ));
-    let provider = tokio::spawn(controller::run(
-        client.clone(),
-        WatchScope::default(),
-        registry.clone(),
-        stopped,
-    ));
+    let providers = start_providers(&client, Run::ControlPlane);
     let mut yaml = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{}}}}'\n"
     );
@@ -680,24 +655,12 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
     );
 
     // Steady state: blocked control planes are looked at once a minute, not in a loop.
-    let count = |registry: &std::sync::Arc<
-        std::sync::Mutex<prometheus_client::registry::Registry>,
-    >| {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry.lock().unwrap()).unwrap();
-        text.lines()
-            .find(|l| l.starts_with("reconciles_total"))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let before = count(&registry);
+    let before = providers.total_reconciles();
     tokio::time::sleep(Duration::from_secs(15)).await;
-    let during = count(&registry) - before;
+    let during = providers.total_reconciles() - before;
     eprintln!("reconciles in 15 s of steady state with 4 control planes: {during}");
     assert!(during <= 8, "{during} reconciles in 15 s: a retry loop");
 
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), provider).await;
+    providers.stop().await;
 }

@@ -307,3 +307,84 @@ pub async fn boot_hosts(
         token,
     }
 }
+
+/// Which provider controllers a test runs in-process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    ControlPlane,
+    Bootstrap,
+    Both,
+}
+
+/// Our provider controllers running in-process against a testbed, with their metrics.
+pub struct Providers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    registry: manager::runtime::SharedRegistry,
+}
+
+pub fn start_providers(client: &Client, run: Run) -> Providers {
+    let (stop, stopped) = watch::channel(false);
+    let registry: manager::runtime::SharedRegistry = Arc::new(std::sync::Mutex::new(
+        prometheus_client::registry::Registry::default(),
+    ));
+    let scope = manager::runtime::WatchScope::default;
+    let mut tasks = Vec::new();
+    if run != Run::Bootstrap {
+        tasks.push(tokio::spawn(controlplane_provider::controller::run(
+            client.clone(),
+            scope(),
+            registry.clone(),
+            stopped.clone(),
+        )));
+    }
+    if run != Run::ControlPlane {
+        tasks.push(tokio::spawn(bootstrap_provider::controller::run(
+            client.clone(),
+            scope(),
+            registry.clone(),
+            stopped,
+        )));
+    }
+    Providers {
+        stop,
+        tasks,
+        registry,
+    }
+}
+
+impl Providers {
+    /// `reconciles_total` per controller, from the controllers' own metrics.
+    pub fn reconciles(&self) -> Vec<(String, u64)> {
+        let mut text = String::new();
+        if let Ok(registry) = self.registry.lock() {
+            let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+        }
+        text.lines()
+            .filter(|l| l.starts_with("reconciles_total"))
+            .filter_map(|l| {
+                let (labels, value) = l.rsplit_once(' ')?;
+                Some((labels.to_string(), value.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// All controllers' reconciles together.
+    pub fn total_reconciles(&self) -> u64 {
+        self.reconciles().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Prints the counters (the figures docs/benchmarks.md reports).
+    pub fn print_reconciles(&self) {
+        for (labels, n) in self.reconciles() {
+            eprintln!("metric {labels} {n}");
+        }
+    }
+
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+    }
+}
