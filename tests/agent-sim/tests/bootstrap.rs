@@ -18,19 +18,18 @@ use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::auth::{Claims, Keys, PRIVATE_KEY_FIELD};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use bootstrap_provider::controller::agent::MACHINE_NAME_LABEL;
-use external_types::capi::{Machine, MachineDeployment};
+use external_types::capi::Machine;
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
-use serde_json::json;
 use testbed::Testbed;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, Run, boot_iso, free_port, init_logs, start_core, start_providers,
-    state, test_iso, wait_for,
+    LabFlags, MACHINE_CIDR, Run, boot_iso, free_port, init_logs, scale_machine_deployment,
+    start_core, start_providers, state, test_iso, wait_for,
 };
 
 const NS: &str = "bs-e2e";
@@ -204,17 +203,6 @@ async fn agents_by_machine(client: &Client) -> BTreeMap<String, Agent> {
         .into_iter()
         .filter_map(|a| Some((a.labels().get(MACHINE_NAME_LABEL)?.clone(), a)))
         .collect()
-}
-
-async fn scale_workers(client: &Client, replicas: i32) {
-    Api::<MachineDeployment>::namespaced(client.clone(), NS)
-        .patch(
-            &format!("{CLUSTER}-workers"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-        )
-        .await
-        .expect("scale MachineDeployment");
 }
 
 #[tokio::test]
@@ -408,7 +396,7 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     .await;
 
     // A worker added now is held until day-2.
-    scale_workers(&client, 2).await;
+    scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 2).await;
     let late = wait_for(
         "the late worker's config held",
         Duration::from_secs(60),
@@ -481,7 +469,7 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     eprintln!("day-2 worker approved after {:?}", started.elapsed());
 
     // Scale-down: the removed Machine's Agent goes with it.
-    scale_workers(&client, 1).await;
+    scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 1).await;
     wait_for(
         "four Agents after scale-down",
         Duration::from_secs(90),

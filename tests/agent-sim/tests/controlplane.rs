@@ -16,7 +16,7 @@ use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::{ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
-use external_types::capi::{Cluster, Machine, MachineDeployment};
+use external_types::capi::{Cluster, Machine};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -26,8 +26,8 @@ use testbed::cache::repo_root;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, Run, boot_hosts, free_port, init_logs, start_core, start_providers,
-    state, test_iso, wait_for,
+    LabFlags, MACHINE_CIDR, Run, boot_hosts, free_port, init_logs, scale_machine_deployment,
+    start_core, start_providers, state, test_iso, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -212,17 +212,6 @@ async fn aci_counts(client: &Client) -> Option<(i32, i32)> {
     Some((r.control_plane_agents, r.worker_agents))
 }
 
-async fn scale_workers(client: &Client, replicas: i32) {
-    Api::<MachineDeployment>::namespaced(client.clone(), NS)
-        .patch(
-            &format!("{CLUSTER}-workers"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-        )
-        .await
-        .expect("scale MachineDeployment");
-}
-
 #[tokio::test]
 async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     if testbed::skip() {
@@ -340,12 +329,12 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     );
 
     // The worker count follows the MachineDeployment.
-    scale_workers(&client, 3).await;
+    scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 3).await;
     wait_for("ACI workerAgents 3", Duration::from_secs(30), || async {
         (aci_counts(&client).await? == (3, 3)).then_some(())
     })
     .await;
-    scale_workers(&client, 2).await;
+    scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 2).await;
     wait_for("ACI workerAgents 2", Duration::from_secs(30), || async {
         (aci_counts(&client).await? == (3, 2)).then_some(())
     })

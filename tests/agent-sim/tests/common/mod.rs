@@ -388,3 +388,15 @@ impl Providers {
         }
     }
 }
+
+/// Sets a MachineDeployment's replicas, as `kubectl scale` would.
+pub async fn scale_machine_deployment(client: &Client, ns: &str, name: &str, replicas: i32) {
+    Api::<external_types::capi::MachineDeployment>::namespaced(client.clone(), ns)
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale MachineDeployment");
+}
