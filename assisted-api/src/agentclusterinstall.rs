@@ -12,6 +12,12 @@ use super::hive::{ClusterInstallCondition, ClusterMetadata};
 use super::infraenv::NamespacedReference;
 
 /// Annotation with a JSON document merged into the generated install-config.
+/// `status.debugInfo.state` values before the day-1 install starts (`""`: not seen by the
+/// installer yet). From any other state on, the masters are fixed and workers wait for day-2.
+pub const PRE_INSTALL_STATES: &[&str] = &["", "insufficient", "pending-for-input", "ready"];
+/// The state of an installed cluster that accepts day-2 hosts.
+pub const ADDING_HOSTS_STATE: &str = "adding-hosts";
+
 pub const INSTALL_CONFIG_OVERRIDES_ANNOTATION: &str =
     "agent-install.openshift.io/install-config-overrides";
 

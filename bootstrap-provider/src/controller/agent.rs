@@ -30,13 +30,10 @@ pub const METAL3_UUID_LABEL: &str = "metal3.io/uuid";
 // Day-1 / day-2 hold
 // ---------------------------------------------------------------------------------------------
 
-/// AgentClusterInstall states (`status.debugInfo.state`) before the day-1 install starts. A
-/// worker approved now is part of day-1. Unlike CAPOA's gate, `ready` is included: with the
-/// masters ready the cluster can be `ready` while it waits for the workers it counts, and holding
-/// them there would stall the install.
-pub const PRE_INSTALL_STATES: &[&str] = &["", "insufficient", "pending-for-input", "ready"];
-/// The state of an installed cluster that accepts day-2 hosts.
-pub const ADDING_HOSTS_STATE: &str = "adding-hosts";
+/// A worker approved in one of these states is part of day-1. Unlike CAPOA's gate, `ready` is
+/// included: with the masters ready the cluster can be `ready` while it waits for the workers
+/// it counts, and holding them there would stall the install.
+pub use assisted_api::agentclusterinstall::{ADDING_HOSTS_STATE, PRE_INSTALL_STATES};
 
 /// Whether a Machine's Agent may be approved (and its data Secret created) now.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -47,10 +47,7 @@ impl Install {
 
     /// Whether the day-1 install has begun: from then on the masters are fixed.
     pub fn started(&self) -> bool {
-        !matches!(
-            self.state.as_str(),
-            "" | "pending-for-input" | "insufficient" | "ready"
-        )
+        !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&self.state.as_str())
     }
 }
 
