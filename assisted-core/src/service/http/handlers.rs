@@ -466,7 +466,10 @@ async fn write_limited(req: Request, path: &std::path::Path) -> ApiResult<()> {
     let mut file = tokio::fs::File::create(path)
         .await
         .map_err(|e| ApiError::internal(format!("cannot create log file: {e}")))?;
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = tokio::time::timeout(super::BODY_READ_TIMEOUT, body.frame())
+        .await
+        .map_err(|_| super::body_timeout())?
+    {
         let frame = frame.map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
                 too_big()

@@ -206,14 +206,30 @@ where
     }
 }
 
-/// A body within the route's limit (413 beyond it).
+/// How long a request body may take to arrive: a client that announces a body and sends none
+/// must not hold a connection (and a handler) forever.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The error for a body that did not arrive in time.
+pub fn body_timeout() -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        format!(
+            "the request body did not arrive within {} s",
+            BODY_READ_TIMEOUT.as_secs()
+        ),
+    )
+}
+
+/// A body within the route's limit (413 beyond it), read within [`BODY_READ_TIMEOUT`] (408).
 pub struct RawBody(pub Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        Bytes::from_request(req, state)
+        tokio::time::timeout(BODY_READ_TIMEOUT, Bytes::from_request(req, state))
             .await
+            .map_err(|_| body_timeout())?
             .map(RawBody)
             .map_err(|e| ApiError::new(e.status(), e.body_text()))
     }
@@ -299,6 +315,28 @@ mod tests {
             );
         }
         s
+    }
+
+    /// A body that never arrives is answered 408 after [`BODY_READ_TIMEOUT`] (it held the
+    /// connection forever before).
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_arrives_times_out() {
+        let body = axum::body::Body::from_stream(futures::stream::pending::<
+            Result<Bytes, std::io::Error>,
+        >());
+        let req = Request::builder()
+            .method("POST")
+            .uri("/")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, "10000000")
+            .body(body)
+            .unwrap();
+        let read = tokio::spawn(async move { JsonBytes::from_request(req, &()).await });
+        tokio::time::sleep(BODY_READ_TIMEOUT + std::time::Duration::from_secs(1)).await;
+        let Err(e) = read.await.unwrap() else {
+            panic!("a body that never arrived was read");
+        };
+        assert_eq!(e.status, StatusCode::REQUEST_TIMEOUT);
     }
 
     #[test]
