@@ -4,11 +4,14 @@
 //!
 //! [`run`] starts the management testbed (etcd, kube-apiserver, kube-controller-manager, CAPI,
 //! CAPM3, BMO with its fixture provisioner), a workload apiserver, our two managers as
-//! processes and the [`site::Site`]; then installs the cluster day-1, adds a day-2 worker and
-//! removes it again, printing progress and, at the end, a timeline.
+//! processes and one [`site::Site`] per cluster; then installs the clusters day-1 (one, or
+//! `--clusters N` concurrently, each in its own namespace), adds a day-2 worker to each and
+//! removes it again, printing progress and, at the end, a timeline, the managers' peak memory
+//! ([`memory`]) and the wall time.
 
 pub mod managers;
 pub mod manifests;
+pub mod memory;
 pub mod observe;
 pub mod site;
 
@@ -30,8 +33,10 @@ use testbed::Testbed;
 use tokio::task::JoinHandle;
 
 use managers::{Managers, WorkloadAccess};
-use observe::{Snapshot, conditions};
-use site::Site;
+use manifests::ClusterSpec;
+use memory::Memory;
+use observe::{Snapshot, World, conditions};
+use site::{Server, Site};
 
 /// What to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -65,6 +70,9 @@ impl Topology {
 
 pub struct Options {
     pub topology: Topology,
+    /// How many clusters of `topology` to install concurrently, each in its own namespace
+    /// with its own BareMetalHosts (at least 1).
+    pub clusters: u32,
     /// The lab directory (must exist): logs, the core's data, certificates.
     pub dir: PathBuf,
     /// Where the `controlplane-provider` and `bootstrap-provider` binaries are.
@@ -81,10 +89,32 @@ pub struct Options {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub ok: bool,
-    /// Milestones reached, with the time since the scenario started.
+    /// Milestones reached by every cluster, with the time since the lab started (the time
+    /// the last cluster reached it).
     pub milestones: Vec<(Duration, String)>,
     /// The step that did not finish, on failure.
     pub stuck: Option<String>,
+    /// Each cluster's own milestones.
+    pub clusters: Vec<ClusterReport>,
+    /// The managers' memory over the run.
+    pub memory: Memory,
+}
+
+/// One cluster's milestones.
+#[derive(Debug, Clone)]
+pub struct ClusterReport {
+    pub name: String,
+    pub milestones: Vec<(Duration, String)>,
+}
+
+impl Report {
+    /// When every cluster was installed (the `installed` milestone), since the lab started.
+    pub fn all_installed(&self) -> Option<Duration> {
+        self.milestones
+            .iter()
+            .find(|(_, m)| m == Step::Installed.title())
+            .map(|(d, _)| *d)
+    }
 }
 
 /// The scenario's steps, in order.
@@ -310,15 +340,15 @@ fn link(target: &Path, at: &Path) {
     let _ = std::os::unix::fs::symlink(target, at);
 }
 
-async fn scale_workers(client: &Client, t: Topology, replicas: u32) -> Result<()> {
-    Api::<MachineDeployment>::namespaced(client.clone(), manifests::NS)
+async fn scale_workers(client: &Client, spec: &ClusterSpec, replicas: u32) -> Result<()> {
+    Api::<MachineDeployment>::namespaced(client.clone(), &spec.ns)
         .patch(
-            &manifests::workers_name(t),
+            &spec.workers_name(),
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"replicas": replicas}})),
         )
         .await
-        .with_context(|| format!("scaling {} to {replicas}", manifests::workers_name(t)))?;
+        .with_context(|| format!("scaling {} to {replicas}", spec.workers_name()))?;
     Ok(())
 }
 
@@ -328,11 +358,11 @@ async fn scale_workers(client: &Client, t: Topology, replicas: u32) -> Result<()
 async fn installer_controller(
     client: &Client,
     agent_api_url: &str,
-    t: Topology,
+    spec: &ClusterSpec,
     timeout: Duration,
 ) -> Result<JoinHandle<Result<()>>> {
-    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), manifests::NS)
-        .get(&manifests::control_plane_name(t))
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), &spec.ns)
+        .get(&spec.control_plane_name())
         .await
         .context("reading the ClusterDeployment")?;
     let cluster_id = cd.uid().context("the ClusterDeployment has no UID")?;
@@ -360,11 +390,87 @@ async fn installer_controller(
     }))
 }
 
+/// One cluster of the run: its site, what was last seen and how far its scenario got.
+struct ClusterRun {
+    spec: ClusterSpec,
+    servers: Vec<Server>,
+    site: Site,
+    snap: Snapshot,
+    /// The next step of `Step::all`.
+    next: usize,
+    /// When each step was reached, since the lab started.
+    reached: Vec<Duration>,
+    controller: Option<JoinHandle<Result<()>>>,
+    controller_started: bool,
+    last_line: String,
+    last_print: Option<Instant>,
+}
+
+impl ClusterRun {
+    fn new(spec: ClusterSpec, client: &Client, workload: &Client) -> Result<ClusterRun> {
+        let t = spec.topology;
+        let (masters, workers) = t.day1();
+        // One spare worker for the day-2 step.
+        let spare = u32::from(t.day2());
+        let servers = site::servers(&spec, masters, workers + spare)?;
+        let reply_ctx = if masters > 1 {
+            ReplyCtx {
+                api_vips: vec![spec.api_vip.clone()],
+                ingress_vips: vec![spec.ingress_vip.clone()],
+                ..ReplyCtx::default()
+            }
+        } else {
+            ReplyCtx::default()
+        };
+        let site = Site::new(
+            client.clone(),
+            workload.clone(),
+            &spec.ns,
+            &servers,
+            reply_ctx,
+        );
+        Ok(ClusterRun {
+            spec,
+            servers,
+            site,
+            snap: Snapshot::default(),
+            next: 0,
+            reached: Vec::new(),
+            controller: None,
+            controller_started: false,
+            last_line: String::new(),
+            last_print: None,
+        })
+    }
+
+    fn report(&self, steps: &[Step]) -> ClusterReport {
+        ClusterReport {
+            name: self.spec.name.clone(),
+            milestones: self
+                .reached
+                .iter()
+                .zip(steps)
+                .map(|(d, s)| (*d, s.title().to_string()))
+                .collect(),
+        }
+    }
+}
+
+fn topology_name(t: Topology) -> &'static str {
+    match t {
+        Topology::ThreePlusTwo => "3+2",
+        Topology::Sno => "sno",
+    }
+}
+
 /// Runs the scenario; `Ok` with `ok: false` when it did not finish (after printing why).
 pub async fn run(opts: &Options) -> Result<Report> {
     let start = Instant::now();
     let t = opts.topology;
-    let cluster = manifests::cluster_name(t);
+    let n = opts.clusters.max(1);
+    if n > 100 {
+        anyhow::bail!("--clusters: at most 100");
+    }
     let mut lab = start_lab(opts, start).await?;
     println!(
         "{} lab directory {} (management: {}, workload: {})",
@@ -373,160 +479,197 @@ pub async fn run(opts: &Options) -> Result<Report> {
         lab.tb.dir.display(),
         lab.workload.dir.display()
     );
+    let mut memory = Memory::new(&[
+        "controlplane-provider (with the embedded assisted-core)",
+        managers::BOOTSTRAP,
+    ]);
+    memory.sample(&lab.managers.pids());
     let (masters, workers) = t.day1();
-    // One spare worker for the day-2 step.
-    let spare = u32::from(t.day2());
-    let servers = site::servers(masters, workers + spare, t == Topology::Sno)?;
-    let reply_ctx = if masters > 1 {
-        ReplyCtx {
-            api_vips: vec![manifests::API_VIP.into()],
-            ingress_vips: vec![manifests::INGRESS_VIP.into()],
-            ..ReplyCtx::default()
-        }
-    } else {
-        ReplyCtx::default()
-    };
     let client = lab.tb.client.clone();
-    let mut site = Site::new(
-        client.clone(),
-        lab.workload.client.clone(),
-        &servers,
-        reply_ctx,
-    );
-    lab.tb
-        .apply_yaml(&site::site_yaml(&servers)?)
-        .await
-        .context("applying the site's BareMetalHosts")?;
-    println!(
-        "{} site: {} BareMetalHosts registered ({})",
-        stamp(start),
-        servers.len(),
-        servers
-            .iter()
-            .map(|s| format!("{} {}", s.name, s.role))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let mut runs = Vec::new();
+    for c in 0..n {
+        let r = ClusterRun::new(ClusterSpec::new(t, c, n), &client, &lab.workload.client)?;
+        lab.tb
+            .apply_yaml(&site::site_yaml(&r.spec.ns, &r.servers)?)
+            .await
+            .with_context(|| format!("applying the BareMetalHosts of {}", r.spec.name))?;
+        runs.push(r);
+    }
+    if n == 1 {
+        let servers = &runs[0].servers;
+        println!(
+            "{} site: {} BareMetalHosts registered ({})",
+            stamp(start),
+            servers.len(),
+            servers
+                .iter()
+                .map(|s| format!("{} {}", s.name, s.role))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    } else {
+        println!(
+            "{} site: {n} clusters × {} BareMetalHosts registered (clusters {}..{} in namespaces {}..{})",
+            stamp(start),
+            runs[0].servers.len(),
+            runs[0].spec.name,
+            runs[runs.len() - 1].spec.name,
+            runs[0].spec.ns,
+            runs[runs.len() - 1].spec.ns,
+        );
+    }
+    let prefix = |spec: &ClusterSpec| {
+        if n > 1 {
+            format!("{}: ", spec.name)
+        } else {
+            String::new()
+        }
+    };
+    // One progress line per cluster, at most this often.
+    let every = if n > 1 {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_secs(2)
+    };
 
     let steps = Step::all(t);
-    let mut next = 0;
-    let mut milestones = Vec::new();
-    let mut controller: Option<JoinHandle<Result<()>>> = None;
-    let mut controller_started = false;
-    let mut last_line = String::new();
-    let mut last_print: Option<Instant> = None;
+    let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
-    let mut snap = Snapshot::default();
-    let failure: Option<String> = loop {
+    let failure: Option<String> = 'run: loop {
         if let Err(e) = lab.managers.check_running() {
             break Some(format!("a manager exited: {e:#}"));
         }
-        match site.tick(&lab.workload).await {
-            Ok(events) => events.iter().for_each(|e| println!("{} {e}", stamp(start))),
-            Err(e) => break Some(format!("the simulated site failed: {e:#}")),
-        }
-        match Snapshot::take(
-            &client,
-            &lab.workload.client,
-            &manifests::control_plane_name(t),
-        )
-        .await
-        {
-            Ok(s) => {
-                observe::changes(&snap, &s)
-                    .iter()
-                    .for_each(|c| println!("{} {c}", stamp(start)));
-                snap = s;
-            }
+        memory.sample(&lab.managers.pids());
+        let world = match World::take(&client, &lab.workload.client).await {
+            Ok(w) => Some(w),
             // A slow apiserver is not a failure; the deadline catches a dead one.
-            Err(e) => tracing::warn!("reading the clusters: {e:#}"),
-        }
-        // The installer-controller runs in the new cluster once its masters are up.
-        if !controller_started
-            && ["installing", "finalizing"].contains(&snap.aci_state())
-            && site.powered_on() >= t.hosts_day1()
-            && site.all_rebooted()
-        {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match installer_controller(&client, &lab.managers.agent_api_url, t, left).await {
-                Ok(h) => {
-                    println!(
-                        "{} site: the cluster's installer-controller started",
-                        stamp(start)
-                    );
-                    controller = Some(h);
-                    controller_started = true;
-                }
-                Err(e) => break Some(format!("starting the installer-controller: {e:#}")),
+            Err(e) => {
+                tracing::warn!("reading the clusters: {e:#}");
+                None
             }
-        }
-        if let Some(h) = controller.take_if(|h| h.is_finished()) {
-            match h.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => break Some(format!("{e:#}")),
-                Err(e) => break Some(format!("installer-controller panicked: {e}")),
-            }
-        }
-        let mut action_failed = None;
-        while let Some(&step) = steps.get(next) {
-            if !step.done(t, &snap, &site, servers.len()) {
-                break;
-            }
-            milestones.push((start.elapsed(), step.title().to_string()));
-            println!("{} == {}", stamp(start), step.title());
-            next += 1;
-            let action = match step {
-                Step::HostsAvailable => lab
-                    .tb
-                    .apply_yaml(&manifests::cluster_yaml(t))
-                    .await
-                    .map(|_| {
-                        println!(
-                            "{} applied cluster {cluster}: Cluster, Metal3Cluster, OpenshiftAssistedControlPlane (replicas: {masters}), Metal3MachineTemplates{}",
-                            stamp(start),
-                            if workers > 0 {
-                                format!(", MachineDeployment (replicas: {workers}), OpenshiftAssistedConfigTemplate")
-                            } else {
-                                String::new()
-                            }
-                        )
-                    })
-                    .context("applying the cluster"),
-                Step::MachinesRunning if t.day2() => {
-                    println!(
-                        "{} scaling {} to {} for a day-2 worker",
-                        stamp(start),
-                        manifests::workers_name(t),
-                        workers + 1
-                    );
-                    scale_workers(&client, t, workers + 1).await
-                }
-                Step::Day2Installed => {
-                    println!(
-                        "{} scaling {} back to {workers}",
-                        stamp(start),
-                        manifests::workers_name(t)
-                    );
-                    scale_workers(&client, t, workers).await
-                }
-                _ => Ok(()),
+        };
+        for r in runs.iter_mut() {
+            let pre = prefix(&r.spec);
+            let events = match &world {
+                Some(w) => r.site.tick_with(&lab.workload, &w.bmhs).await,
+                None => r.site.tick(&lab.workload).await,
             };
-            if let Err(e) = action {
-                action_failed = Some(format!("{e:#}"));
-                break;
+            match events {
+                Ok(events) => events
+                    .iter()
+                    .for_each(|e| println!("{} {pre}{e}", stamp(start))),
+                Err(e) => break 'run Some(format!("{pre}the simulated site failed: {e:#}")),
+            }
+            if let Some(w) = &world {
+                let s = w.cluster(&r.spec.ns, &r.spec.control_plane_name());
+                observe::changes(&r.snap, &s)
+                    .iter()
+                    .for_each(|c| println!("{} {pre}{c}", stamp(start)));
+                r.snap = s;
+            }
+            // The installer-controller runs in the new cluster once its masters are up.
+            if !r.controller_started
+                && ["installing", "finalizing"].contains(&r.snap.aci_state())
+                && r.site.powered_on() >= t.hosts_day1()
+                && r.site.all_rebooted()
+            {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match installer_controller(&client, &lab.managers.agent_api_url, &r.spec, left)
+                    .await
+                {
+                    Ok(h) => {
+                        println!(
+                            "{} {pre}site: the cluster's installer-controller started",
+                            stamp(start)
+                        );
+                        r.controller = Some(h);
+                        r.controller_started = true;
+                    }
+                    Err(e) => {
+                        break 'run Some(format!("{pre}starting the installer-controller: {e:#}"));
+                    }
+                }
+            }
+            if let Some(h) = r.controller.take_if(|h| h.is_finished()) {
+                match h.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => break 'run Some(format!("{pre}{e:#}")),
+                    Err(e) => break 'run Some(format!("{pre}installer-controller panicked: {e}")),
+                }
+            }
+            while let Some(&step) = steps.get(r.next) {
+                if !step.done(t, &r.snap, &r.site, r.servers.len()) {
+                    break;
+                }
+                r.reached.push(start.elapsed());
+                r.next += 1;
+                if n == 1 {
+                    println!("{} == {}", stamp(start), step.title());
+                } else if r.next == steps.len() || step == Step::Installed {
+                    println!("{} {pre}== {}", stamp(start), step.title());
+                }
+                let cluster = &r.spec.name;
+                let action = match step {
+                    Step::HostsAvailable => lab
+                        .tb
+                        .apply_yaml(&manifests::cluster_yaml(&r.spec))
+                        .await
+                        .map(|_| {
+                            println!(
+                                "{} applied cluster {cluster}: Cluster, Metal3Cluster, OpenshiftAssistedControlPlane (replicas: {masters}), Metal3MachineTemplates{}",
+                                stamp(start),
+                                if workers > 0 {
+                                    format!(", MachineDeployment (replicas: {workers}), OpenshiftAssistedConfigTemplate")
+                                } else {
+                                    String::new()
+                                }
+                            )
+                        })
+                        .with_context(|| format!("applying cluster {cluster}")),
+                    Step::MachinesRunning if t.day2() => {
+                        println!(
+                            "{} scaling {} to {} for a day-2 worker",
+                            stamp(start),
+                            r.spec.workers_name(),
+                            workers + 1
+                        );
+                        scale_workers(&client, &r.spec, workers + 1).await
+                    }
+                    Step::Day2Installed => {
+                        println!(
+                            "{} scaling {} back to {workers}",
+                            stamp(start),
+                            r.spec.workers_name()
+                        );
+                        scale_workers(&client, &r.spec, workers).await
+                    }
+                    _ => Ok(()),
+                };
+                if let Err(e) = action {
+                    break 'run Some(format!("{e:#}"));
+                }
+            }
+            if r.next < steps.len() {
+                let line = r.snap.summary(&r.spec.name);
+                if line != r.last_line && r.last_print.is_none_or(|p| p.elapsed() >= every) {
+                    println!("{} {line}", stamp(start));
+                    r.last_line = line;
+                    r.last_print = Some(Instant::now());
+                }
             }
         }
-        if action_failed.is_some() {
-            break action_failed;
+        // A milestone is reached when every cluster has reached it.
+        while milestones.len() < steps.len() && runs.iter().all(|r| r.next > milestones.len()) {
+            let i = milestones.len();
+            let at = runs.iter().map(|r| r.reached[i]).max().unwrap_or_default();
+            let title = steps[i].title();
+            if n > 1 {
+                println!("{} == {title} (all {n} clusters)", stamp(start));
+            }
+            milestones.push((at, title.to_string()));
         }
-        if next == steps.len() {
+        if milestones.len() == steps.len() {
             break None;
-        }
-        let line = snap.summary(cluster);
-        if line != last_line && last_print.is_none_or(|p| p.elapsed() >= Duration::from_secs(2)) {
-            println!("{} {line}", stamp(start));
-            last_line = line;
-            last_print = Some(Instant::now());
         }
         if Instant::now() > deadline {
             break Some(format!("timed out after {:?}", opts.timeout));
@@ -536,46 +679,102 @@ pub async fn run(opts: &Options) -> Result<Report> {
             _ = tokio::signal::ctrl_c() => break Some("interrupted (Ctrl-C)".into()),
         }
     };
+    memory.sample(&lab.managers.pids());
 
     println!();
-    println!(
-        "Timeline (cluster {cluster}, topology {}):",
-        match t {
-            Topology::ThreePlusTwo => "3+2",
-            Topology::Sno => "sno",
-        }
-    );
+    if n == 1 {
+        println!(
+            "Timeline (cluster {}, topology {}):",
+            runs[0].spec.name,
+            topology_name(t)
+        );
+    } else {
+        println!(
+            "Timeline ({n} clusters {}..{}, topology {}; a milestone is reached when every cluster has reached it):",
+            runs[0].spec.name,
+            runs[runs.len() - 1].spec.name,
+            topology_name(t)
+        );
+    }
     for (at, what) in &milestones {
         println!("  [{:>6.1}s] {what}", at.as_secs_f64());
     }
-    let stuck = steps.get(next).copied();
+    if n > 1 {
+        println!("Per cluster (installed / last milestone):");
+        for r in &runs {
+            let installed = steps
+                .iter()
+                .position(|s| *s == Step::Installed)
+                .and_then(|i| r.reached.get(i))
+                .map_or("-".to_string(), |d| format!("{:.1}s", d.as_secs_f64()));
+            let last = match (r.reached.last(), steps.get(r.next)) {
+                (_, Some(s)) => format!("stuck at `{}`", s.title()),
+                (Some(d), None) => {
+                    format!("{} {:.1}s", steps[steps.len() - 1].title(), d.as_secs_f64())
+                }
+                (None, None) => String::new(),
+            };
+            println!("  {:<10} installed {installed:>7} / {last}", r.spec.name);
+        }
+    }
+    println!();
+    print!("{}", memory.report());
+    let first_applied = runs.iter().filter_map(|r| r.reached.first()).min().copied();
     let report = Report {
         ok: failure.is_none(),
         milestones,
-        stuck: failure.as_ref().map(|f| match stuck {
-            Some(s) => format!("{}: {f}", s.title()),
-            None => f.clone(),
-        }),
+        stuck: None,
+        clusters: runs.iter().map(|r| r.report(&steps)).collect(),
+        memory,
     };
+    match (report.all_installed(), first_applied) {
+        (Some(at), Some(applied)) => println!(
+            "Wall time: {} installed at {:.1}s since the lab started ({:.1}s after the first cluster was applied)",
+            if n == 1 {
+                format!("cluster {}", runs[0].spec.name)
+            } else {
+                format!("all {n} clusters")
+            },
+            at.as_secs_f64(),
+            (at - applied).as_secs_f64()
+        ),
+        _ => println!("Wall time: not every cluster was installed"),
+    }
+    let unfinished: Vec<&ClusterRun> = runs.iter().filter(|r| r.next < steps.len()).collect();
+    let stuck = failure.as_ref().map(|f| match unfinished.first() {
+        Some(r) => format!("{}{}: {f}", prefix(&r.spec), steps[r.next].title()),
+        None => f.clone(),
+    });
+    let report = Report { stuck, ..report };
     if let Some(why) = &failure {
         println!();
         println!("FAILED: {why}");
-        if let Some(step) = stuck {
+        for (i, r) in unfinished.iter().enumerate() {
+            let step = steps[r.next];
             println!(
-                "stuck at step `{}`: waiting for {}",
+                "{}stuck at step `{}`: waiting for {}",
+                prefix(&r.spec),
                 step.title(),
                 step.waiting_for(t)
             );
-            diagnose(step, &snap, &site);
+            // The objects of the first stuck cluster; the others' progress lines.
+            if i == 0 {
+                diagnose(step, &r.snap, &r.site);
+            }
+            println!("last progress: {}", r.snap.summary(&r.spec.name));
         }
-        println!("last progress: {}", snap.summary(cluster));
         println!("log files to read:");
         for l in lab.logs(&opts.dir) {
             println!("  {}", l.display());
         }
     } else {
         println!(
-            "OK: cluster {cluster} installed{} in {:.1}s",
+            "OK: {} installed{} in {:.1}s",
+            if n == 1 {
+                format!("cluster {}", runs[0].spec.name)
+            } else {
+                format!("{n} clusters")
+            },
             if t.day2() {
                 ", scaled up by a day-2 worker and back down"
             } else {
@@ -589,7 +788,7 @@ pub async fn run(opts: &Options) -> Result<Report> {
         lab.workload.keep_dir();
     }
     if opts.keep {
-        keep_running(&mut lab, &mut site, cluster).await;
+        keep_running(&mut lab, &mut runs).await;
     }
     Ok(report)
 }
@@ -692,20 +891,31 @@ fn diagnose(step: Step, s: &Snapshot, site: &Site) {
 }
 
 /// `--keep`: everything keeps running (the site too) until Ctrl-C.
-async fn keep_running(lab: &mut Lab, site: &mut Site, cluster: &str) {
+async fn keep_running(lab: &mut Lab, runs: &mut [ClusterRun]) {
     let clusterctl = lab.tb.cache.bin("clusterctl");
     println!();
     println!("The lab keeps running (Ctrl-C stops it). Try:");
     println!("  export KUBECONFIG={}", lab.tb.kubeconfig.display());
-    println!(
-        "  kubectl get baremetalhosts,machines,agents -n {}",
-        manifests::NS
-    );
-    println!(
-        "  {} describe cluster {cluster} -n {}",
-        clusterctl.display(),
-        manifests::NS
-    );
+    if let [r] = runs {
+        println!(
+            "  kubectl get baremetalhosts,machines,agents -n {}",
+            r.spec.ns
+        );
+        println!(
+            "  {} describe cluster {} -n {}",
+            clusterctl.display(),
+            r.spec.name,
+            r.spec.ns
+        );
+    } else if let Some(r) = runs.first() {
+        println!("  kubectl get clusters,baremetalhosts,machines,agents -A");
+        println!(
+            "  {} describe cluster {} -n {}   # and the others",
+            clusterctl.display(),
+            r.spec.name,
+            r.spec.ns
+        );
+    }
     println!(
         "  kubectl --kubeconfig {} get nodes   # the workload cluster",
         lab.workload.kubeconfig.display()
@@ -715,8 +925,10 @@ async fn keep_running(lab: &mut Lab, site: &mut Site, cluster: &str) {
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
             _ = tokio::signal::ctrl_c() => break,
         }
-        if let Err(e) = site.tick(&lab.workload).await {
-            tracing::warn!("site: {e:#}");
+        for r in runs.iter_mut() {
+            if let Err(e) = r.site.tick(&lab.workload).await {
+                tracing::warn!("site of {}: {e:#}", r.spec.name);
+            }
         }
     }
 }

@@ -20,6 +20,10 @@ struct Cli {
     /// removed) or sno (one node, no day-2 step).
     #[arg(long, value_enum, default_value = "3+2")]
     topology: Topology,
+    /// How many clusters of the topology to install concurrently, each in its own namespace
+    /// with its own BareMetalHosts and machine network. The day-2 step runs in every cluster.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    clusters: u32,
     /// After the scenario keep everything running and print how to look at it, until Ctrl-C.
     #[arg(long)]
     keep: bool,
@@ -70,6 +74,7 @@ async fn run(cli: Cli) -> Result<bool> {
     init_logs(&dir)?;
     let opts = Options {
         topology: cli.topology,
+        clusters: cli.clusters,
         dir: dir.clone(),
         bin_dir,
         timeout: Duration::from_secs(cli.timeout),

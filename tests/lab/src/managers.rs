@@ -28,6 +28,11 @@ impl Managers {
         self.procs.iter().map(|p| p.log.clone()).collect()
     }
 
+    /// The managers' process ids, control plane first.
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.iter().map(|p| p.id()).collect()
+    }
+
     /// Fails if a manager has exited, quoting the end of its log.
     pub fn check_running(&mut self) -> Result<()> {
         self.procs.iter_mut().try_for_each(Process::check_running)

@@ -15,7 +15,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
-use crate::manifests::NS;
+use agent_sim::kubelet::UUID_LABEL;
 
 /// The Agent kind of a host added to an installed cluster.
 pub const DAY2_KIND: &str = "AddToExistingClusterHost";
@@ -30,34 +30,47 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
 }
 
-impl Snapshot {
-    pub async fn take(client: &Client, workload: &Client, aci: &str) -> Result<Snapshot> {
+/// One read of the objects of every cluster: each kind listed once across namespaces (so the
+/// lab's own load on the apiservers does not grow with the number of clusters).
+#[derive(Default)]
+pub struct World {
+    pub bmhs: Vec<BareMetalHost>,
+    pub infraenvs: Vec<InfraEnv>,
+    pub machines: Vec<Machine>,
+    pub agents: Vec<Agent>,
+    pub acis: Vec<AgentClusterInstall>,
+    pub nodes: Vec<Node>,
+}
+
+impl World {
+    pub async fn take(client: &Client, workload: &Client) -> Result<World> {
         let lp = ListParams::default();
-        Ok(Snapshot {
-            bmhs: Api::<BareMetalHost>::namespaced(client.clone(), NS)
+        Ok(World {
+            bmhs: Api::<BareMetalHost>::all(client.clone())
                 .list(&lp)
                 .await
                 .context("listing BareMetalHosts")?
                 .items,
-            infraenvs: Api::<InfraEnv>::namespaced(client.clone(), NS)
+            infraenvs: Api::<InfraEnv>::all(client.clone())
                 .list(&lp)
                 .await
                 .context("listing InfraEnvs")?
                 .items,
-            machines: Api::<Machine>::namespaced(client.clone(), NS)
+            machines: Api::<Machine>::all(client.clone())
                 .list(&lp)
                 .await
                 .context("listing Machines")?
                 .items,
-            agents: Api::<Agent>::namespaced(client.clone(), NS)
+            agents: Api::<Agent>::all(client.clone())
                 .list(&lp)
                 .await
                 .context("listing Agents")?
                 .items,
-            aci: Api::<AgentClusterInstall>::namespaced(client.clone(), NS)
-                .get_opt(aci)
+            acis: Api::<AgentClusterInstall>::all(client.clone())
+                .list(&lp)
                 .await
-                .context("reading the AgentClusterInstall")?,
+                .context("listing AgentClusterInstalls")?
+                .items,
             nodes: Api::<Node>::all(workload.clone())
                 .list(&lp)
                 .await
@@ -66,6 +79,44 @@ impl Snapshot {
         })
     }
 
+    /// The BareMetalHosts of namespace `ns`.
+    pub fn bmhs_of(&self, ns: &str) -> Vec<BareMetalHost> {
+        in_ns(&self.bmhs, ns)
+    }
+
+    /// One cluster's objects: those of namespace `ns`, its AgentClusterInstall `aci`, and the
+    /// workload Nodes whose `metal3.io/uuid` is one of its BareMetalHosts' UIDs (the clusters
+    /// share the workload apiserver).
+    pub fn cluster(&self, ns: &str, aci: &str) -> Snapshot {
+        let bmhs = in_ns(&self.bmhs, ns);
+        let uids: Vec<String> = bmhs.iter().filter_map(|b| b.uid()).collect();
+        let nodes = self
+            .nodes
+            .iter()
+            .filter(|n| n.labels().get(UUID_LABEL).is_some_and(|u| uids.contains(u)))
+            .cloned()
+            .collect();
+        Snapshot {
+            bmhs,
+            infraenvs: in_ns(&self.infraenvs, ns),
+            machines: in_ns(&self.machines, ns),
+            agents: in_ns(&self.agents, ns),
+            aci: in_ns(&self.acis, ns)
+                .into_iter()
+                .find(|a| a.name_any() == aci),
+            nodes,
+        }
+    }
+}
+
+fn in_ns<K: ResourceExt + Clone>(objs: &[K], ns: &str) -> Vec<K> {
+    objs.iter()
+        .filter(|o| o.namespace().as_deref() == Some(ns))
+        .cloned()
+        .collect()
+}
+
+impl Snapshot {
     pub fn bmh_state(bmh: &BareMetalHost) -> &str {
         bmh.status
             .as_ref()

@@ -24,7 +24,7 @@ use serde_json::Value;
 use testbed::Testbed;
 use tokio::task::JoinHandle;
 
-use crate::manifests::{self, NS};
+use crate::manifests::{self, ClusterSpec};
 
 /// A server of the site: its BareMetalHost name, role label and simulated hardware.
 #[derive(Clone)]
@@ -47,6 +47,8 @@ struct Booted {
 
 pub struct Site {
     client: Client,
+    /// The namespace of this cluster's BareMetalHosts.
+    ns: String,
     workload: Client,
     servers: BTreeMap<String, Server>,
     peers: Arc<RwLock<Vec<HostProfile>>>,
@@ -54,27 +56,37 @@ pub struct Site {
     booted: BTreeMap<String, Booted>,
 }
 
-/// The site's servers for `masters` + `workers` (workers include the day-2 spare).
-pub fn servers(masters: u32, workers: u32, sno: bool) -> Result<Vec<Server>> {
+/// The site's servers of one cluster for `masters` + `workers` (workers include the day-2
+/// spare), with agent-sim profile indexes from `spec.index_base` on its machine network.
+pub fn servers(spec: &ClusterSpec, masters: u32, workers: u32) -> Result<Vec<Server>> {
+    let sno = spec.topology == crate::Topology::Sno;
+    let cidr = spec.machine_cidr.as_str();
+    let base = spec.index_base;
+    if masters.max(workers) > manifests::INDEX_STRIDE {
+        bail!(
+            "at most {} masters and workers per cluster",
+            manifests::INDEX_STRIDE
+        );
+    }
     let mut out = Vec::new();
     for i in 0..masters {
         let profile = if sno {
-            HostProfile::sno_like(i, manifests::MACHINE_CIDR)
+            HostProfile::sno_like(base + i, cidr)
         } else {
-            HostProfile::master_like(i, manifests::MACHINE_CIDR)
+            HostProfile::master_like(base + i, cidr)
         }
         .map_err(|e| anyhow!("host profile: {e}"))?;
         out.push(Server {
-            name: format!("master-{i}"),
+            name: format!("{}master-{i}", spec.host_prefix),
             role: "master",
             profile,
         });
     }
     for i in 0..workers {
-        let profile = HostProfile::worker_like(i, manifests::MACHINE_CIDR)
-            .map_err(|e| anyhow!("host profile: {e}"))?;
+        let profile =
+            HostProfile::worker_like(base + i, cidr).map_err(|e| anyhow!("host profile: {e}"))?;
         out.push(Server {
-            name: format!("worker-{i}"),
+            name: format!("{}worker-{i}", spec.host_prefix),
             role: "worker",
             profile,
         });
@@ -82,9 +94,9 @@ pub fn servers(masters: u32, workers: u32, sno: bool) -> Result<Vec<Server>> {
     Ok(out)
 }
 
-/// The BareMetalHosts and BMC Secrets for `servers`.
-pub fn site_yaml(servers: &[Server]) -> Result<String> {
-    let mut yaml = manifests::namespace_yaml();
+/// The namespace, BareMetalHosts and BMC Secrets for `servers`.
+pub fn site_yaml(ns: &str, servers: &[Server]) -> Result<String> {
+    let mut yaml = manifests::namespace_yaml(ns);
     for s in servers {
         let mac = &s
             .profile
@@ -92,7 +104,7 @@ pub fn site_yaml(servers: &[Server]) -> Result<String> {
             .first()
             .with_context(|| format!("host profile of {} has no NIC", s.name))?
             .mac;
-        yaml.push_str(&manifests::host_yaml(&s.name, s.role, mac));
+        yaml.push_str(&manifests::host_yaml(ns, &s.name, s.role, mac));
     }
     Ok(yaml)
 }
@@ -134,7 +146,7 @@ async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, St
             .with_context(|| {
                 format!("BareMetalHost {name} boots a disk image without user data")
             })?;
-        let s = Api::<Secret>::namespaced(client.clone(), NS)
+        let s = Api::<Secret>::namespaced(client.clone(), &bmh.namespace().unwrap_or_default())
             .get(&secret)
             .await
             .with_context(|| format!("reading user-data Secret {secret}"))?;
@@ -177,9 +189,16 @@ fn healthy_status(addresses: &[String]) -> Value {
 pub type Event = String;
 
 impl Site {
-    pub fn new(client: Client, workload: Client, servers: &[Server], reply_ctx: ReplyCtx) -> Site {
+    pub fn new(
+        client: Client,
+        workload: Client,
+        ns: &str,
+        servers: &[Server],
+        reply_ctx: ReplyCtx,
+    ) -> Site {
         Site {
             client,
+            ns: ns.into(),
             workload,
             servers: servers
                 .iter()
@@ -212,15 +231,28 @@ impl Site {
     }
 
     /// One pass: boot what was provisioned, power off what was deprovisioned, register the
-    /// Nodes of rebooted hosts.
+    /// Nodes of rebooted hosts. Lists the cluster's BareMetalHosts.
     pub async fn tick(&mut self, workload_tb: &Testbed) -> Result<Vec<Event>> {
-        let mut events = Vec::new();
-        let bmhs = Api::<BareMetalHost>::namespaced(self.client.clone(), NS)
+        let bmhs = Api::<BareMetalHost>::namespaced(self.client.clone(), &self.ns)
             .list(&ListParams::default())
             .await
             .context("listing BareMetalHosts")?
             .items;
-        for bmh in &bmhs {
+        self.tick_with(workload_tb, &bmhs).await
+    }
+
+    /// [`Site::tick`] with the cluster's BareMetalHosts as read already (hosts of other
+    /// namespaces are ignored).
+    pub async fn tick_with(
+        &mut self,
+        workload_tb: &Testbed,
+        bmhs: &[BareMetalHost],
+    ) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for bmh in bmhs
+            .iter()
+            .filter(|b| b.namespace().as_deref() == Some(self.ns.as_str()))
+        {
             let name = bmh.name_any();
             let state = bmh
                 .status
@@ -313,7 +345,7 @@ impl Site {
             return Ok(None);
         };
         let profile = b.host.profile().clone();
-        let agent = Api::<Agent>::namespaced(self.client.clone(), NS)
+        let agent = Api::<Agent>::namespaced(self.client.clone(), &self.ns)
             .get_opt(&profile.uuid)
             .await
             .with_context(|| format!("reading the Agent of {name}"))?;

@@ -24,6 +24,7 @@ async fn sno_installs_and_its_machine_runs() {
         .expect("lab directory");
     let report = lab::run(&Options {
         topology: Topology::Sno,
+        clusters: 1,
         dir: dir.path().to_path_buf(),
         bin_dir,
         timeout: Duration::from_secs(300),
@@ -54,4 +55,8 @@ async fn sno_installs_and_its_machine_runs() {
             "Machines Running",
         ]
     );
+    // The managers were sampled while the scenario ran.
+    assert!(report.memory.samples > 1);
+    assert!(report.memory.managers.iter().all(|m| m.peak_kib > 0));
+    assert!(report.all_installed().is_some());
 }
