@@ -26,6 +26,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 use manager::metrics::ControllerMetrics;
 use manager::runtime::{SharedRegistry, WatchScope};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
 use crate::api::OpenshiftAssistedControlPlane;
@@ -44,6 +46,45 @@ pub struct Context {
     pub client: Client,
     pub recorder: Recorder,
     pub metrics: ControllerMetrics,
+    pub install: InstallMetrics,
+}
+
+/// `capoa_install_percentage{namespace, control_plane}`: each cluster's install progress, as its
+/// AgentClusterInstall reports it, for dashboards and alerts on stuck installs.
+#[derive(Clone, Default)]
+pub struct InstallMetrics(Family<Vec<(String, String)>, Gauge>);
+
+impl InstallMetrics {
+    pub fn register(registry: &SharedRegistry) -> InstallMetrics {
+        let metrics = InstallMetrics::default();
+        if let Ok(mut registry) = registry.lock() {
+            registry.register(
+                "install_percentage",
+                "Install progress of each cluster, from its AgentClusterInstall",
+                metrics.0.clone(),
+            );
+        }
+        metrics
+    }
+
+    fn labels(oacp: &OpenshiftAssistedControlPlane) -> Vec<(String, String)> {
+        vec![
+            ("namespace".into(), oacp.namespace().unwrap_or_default()),
+            ("control_plane".into(), oacp.name_any()),
+        ]
+    }
+
+    /// Follows the AgentClusterInstall; a deleted control plane's series goes away.
+    fn observe(&self, d: &dereference::Dereferenced) {
+        let labels = InstallMetrics::labels(&d.oacp);
+        if d.oacp.metadata.deletion_timestamp.is_some() {
+            self.0.remove(&labels);
+        } else if let Some(status) = d.aci.as_ref().and_then(|a| a.status.as_ref()) {
+            self.0
+                .get_or_create(&labels)
+                .set(status.progress.total_percentage);
+        }
+    }
 }
 
 async fn reconcile(
@@ -52,6 +93,7 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     ctx.metrics.reconciled();
     let dereferenced = dereference::dereference(&ctx.client, oacp.clone()).await?;
+    ctx.install.observe(&dereferenced);
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &oacp, plan).await
 }
@@ -76,6 +118,7 @@ pub async fn run(
     let ctx = Arc::new(Context {
         recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
         metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
+        install: InstallMetrics::register(&registry),
         client: client.clone(),
     });
     let all = kube::runtime::watcher::Config::default().any_semantic();

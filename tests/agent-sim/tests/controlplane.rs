@@ -457,6 +457,13 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     )
     .await;
     eprintln!("installed and initialized after {:?}", started.elapsed());
+    let progress = format!("install_percentage{{namespace=\"{NS}\",control_plane=\"{CP}\"}} 100");
+    wait_for(
+        "the install percentage metric at 100",
+        Duration::from_secs(30),
+        || async { providers.metrics_text().contains(&progress).then_some(()) },
+    )
+    .await;
 
     // Deleting the Cluster removes everything we made, cluster-scoped objects included.
     clusters

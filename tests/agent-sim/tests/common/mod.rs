@@ -369,6 +369,15 @@ impl Providers {
             .collect()
     }
 
+    /// The controllers' metrics in the text format `/metrics` serves.
+    pub fn metrics_text(&self) -> String {
+        let mut text = String::new();
+        if let Ok(registry) = self.registry.lock() {
+            let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+        }
+        text
+    }
+
     /// All controllers' reconciles together.
     pub fn total_reconciles(&self) -> u64 {
         self.reconciles().iter().map(|(_, n)| n).sum()
