@@ -28,8 +28,8 @@ use testbed::Testbed;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, Run, boot_iso, free_port, init_logs, scale_machine_deployment,
-    start_core, start_providers, state, test_iso, wait_for,
+    MACHINE_CIDR, Run, boot_iso, init_logs, scale_machine_deployment, start_providers,
+    start_test_core, state, wait_for,
 };
 
 const NS: &str = "bs-e2e";
@@ -220,17 +220,7 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let iso = test_iso(dir.path());
-    let core = start_core(
-        client.clone(),
-        &dir.path().join("data"),
-        &iso,
-        free_port(),
-        free_port(),
-        &LabFlags::default(),
-    )
-    .await;
+    let (core, _dir) = start_test_core(&client).await;
     let providers = start_providers(&client, Run::Both);
 
     // Four servers for day-1 (three masters, one worker) and a spare for the day-2 worker.
@@ -519,17 +509,7 @@ async fn sno_from_a_disk_image_with_the_discovery_ignition_as_user_data() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let iso = test_iso(dir.path());
-    let core = start_core(
-        client.clone(),
-        &dir.path().join("data"),
-        &iso,
-        free_port(),
-        free_port(),
-        &LabFlags::default(),
-    )
-    .await;
+    let (core, _dir) = start_test_core(&client).await;
     let providers = start_providers(&client, Run::Both);
     let profile = HostProfile::sno_like(0, MACHINE_CIDR).unwrap();
     let image = "https://mirror.example.com/rhcos-4.17-nutanix.x86_64.qcow2";

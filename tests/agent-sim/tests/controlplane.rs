@@ -26,8 +26,8 @@ use testbed::cache::repo_root;
 
 mod common;
 use common::{
-    LabFlags, MACHINE_CIDR, Run, boot_hosts, free_port, init_logs, scale_machine_deployment,
-    start_core, start_providers, state, test_iso, wait_for,
+    MACHINE_CIDR, Run, boot_hosts, init_logs, scale_machine_deployment, start_providers,
+    start_test_core, state, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -228,17 +228,7 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let iso = test_iso(dir.path());
-    let core = start_core(
-        client.clone(),
-        &dir.path().join("data"),
-        &iso,
-        free_port(),
-        free_port(),
-        &LabFlags::default(),
-    )
-    .await;
+    let (core, _dir) = start_test_core(&client).await;
     let providers = start_providers(&client, Run::ControlPlane);
     tb.apply_yaml(&objects()).await.expect("apply cluster");
     eprintln!("objects applied after {:?}", started.elapsed());

@@ -409,3 +409,20 @@ pub async fn scale_machine_deployment(client: &Client, ns: &str, name: &str, rep
         .await
         .expect("scale MachineDeployment");
 }
+
+/// The embedded core on free loopback ports with the lab backend and a test ISO in a temporary
+/// directory (kept alive by the returned guard).
+pub async fn start_test_core(client: &Client) -> (Core, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let iso = test_iso(dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+        &LabFlags::default(),
+    )
+    .await;
+    (core, dir)
+}
