@@ -53,6 +53,7 @@ pub struct Dereferenced {
     pub architectures: Vec<Option<String>>,
     pub template: Template,
     pub aci: Option<AgentClusterInstall>,
+    /// Read only while the control plane is being deleted; false otherwise.
     pub cluster_deployment_exists: bool,
     /// The admin kubeconfig the core published, once it has.
     pub admin_kubeconfig: Option<Vec<u8>>,
@@ -131,11 +132,13 @@ pub async fn dereference(
         .get_opt(&name)
         .await
         .map_err(Error::Read)?;
-    let cluster_deployment_exists = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-        .get_opt(&name)
-        .await
-        .map_err(Error::Read)?
-        .is_some();
+    // Only deletion asks (the ClusterDeployment can outlive its AgentClusterInstall).
+    let cluster_deployment_exists = oacp.metadata.deletion_timestamp.is_some()
+        && Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+            .get_opt(&name)
+            .await
+            .map_err(Error::Read)?
+            .is_some();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let admin_kubeconfig = match aci.as_ref().and_then(kubeconfig::source_secret_name) {
         Some(source) => secrets

@@ -83,7 +83,7 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
         .items;
     let metal3machines: BTreeMap<String, Metal3Machine> =
         Api::<Metal3Machine>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
+            .list(&by_cluster)
             .await
             .map_err(Error::Read)?
             .items

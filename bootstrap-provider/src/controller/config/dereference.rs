@@ -97,8 +97,9 @@ pub async fn dereference(
         // The template's other users: Metal3Machines cloned from it → their Machines → configs.
         let by_cluster =
             ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
+        // CAPI labels what it clones with the cluster's name: only this cluster's objects.
         let cloned: Vec<String> = metal3machines
-            .list(&ListParams::default())
+            .list(&by_cluster)
             .await
             .map_err(Error::Read)?
             .items
@@ -122,7 +123,7 @@ pub async fn dereference(
             .map(|r| r.name.clone())
             .collect();
         d.template_configs = Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
+            .list(&by_cluster)
             .await
             .map_err(Error::Read)?
             .items
