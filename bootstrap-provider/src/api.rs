@@ -132,17 +132,18 @@ pub enum KernelArgumentOperation {
 #[serde(rename_all = "camelCase")]
 pub struct NodeRegistrationOptions {
     /// Node name: a static name or a reference to a host metadata environment variable
-    /// (dollar sign followed by e.g. METADATA_NAME), resolved on the host.
+    /// (dollar sign followed by e.g. METADATA_NAME), resolved by the controller from the
+    /// BareMetalHost (as the config drive would give it to the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub name: Option<String>,
     /// Extra kubelet labels `key=value`; the value may name an environment variable of the host
-    /// metadata (dollar sign, optionally with braces), resolved on the host.
+    /// metadata (dollar sign, optionally with braces), resolved by the controller the same way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(max = 1024)))]
     pub kubelet_extra_labels: Vec<String>,
     /// Provider ID written to kubelet: a static string or a host metadata environment variable
-    /// reference, resolved on the host.
+    /// reference, resolved by the controller the same way.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

@@ -1,6 +1,7 @@
 //! Plain snapshot types the model reads, and the tunables it obeys. The service layer fills them
 //! from Agent / AgentClusterInstall status plus volatile check-in data.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -70,6 +71,13 @@ pub struct HostSnapshot {
     /// `default` so snapshots saved before the field existed still load.
     #[serde(default)]
     pub installer_args: Option<String>,
+    /// Ignition merged over the host's install ignition (the Agent's `ignitionConfigOverrides`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignition_config_overrides: Option<String>,
+    /// Labels the installed host's Node gets (the Agent's `nodeLabels`): applied by the
+    /// installer-controller on day-1 and by the core's day-2 follow-up.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, String>,
     pub discovery_agent_version: String,
     /// Last GET next-steps; `None` before the first one.
     pub checked_in_at: Option<Timestamp>,
@@ -135,6 +143,8 @@ impl HostSnapshot {
             installation_disk_id: None,
             machine_config_pool: if day2 { Some("worker".into()) } else { None },
             installer_args: None,
+            ignition_config_overrides: None,
+            node_labels: BTreeMap::new(),
             discovery_agent_version: String::new(),
             checked_in_at: Some(now),
             host_timestamp: Some(now),

@@ -119,6 +119,8 @@ pub struct HostSpec {
     pub installation_disk_id: Option<String>,
     pub machine_config_pool: Option<String>,
     pub installer_args: Option<String>,
+    pub ignition_config_overrides: Option<String>,
+    pub node_labels: BTreeMap<String, String>,
 }
 
 #[derive(Default)]
@@ -785,7 +787,10 @@ impl Store {
                 h.machine_config_pool = spec.machine_config_pool.clone();
             }
             h.installer_args = spec.installer_args.clone();
+            h.ignition_config_overrides = spec.ignition_config_overrides.clone();
         }
+        // Labels may change at any time: they are applied to the Node after the install.
+        h.node_labels = spec.node_labels.clone();
         h.approved = spec.approved;
         let changed = *h != before;
         let extra = st.host_extra.entry(host_id.to_string()).or_default();

@@ -3,8 +3,9 @@
 //! CAPOA's Agent controller sets role, approval, installer arguments and the install-time
 //! ignition, finding the Machine through a per-Machine InfraEnv. Here Agents are matched by boot
 //! MAC (`matching.rs`), and the Agent also gets the hostname, node labels (with
-//! `metal3.io/uuid`, which CAPM3 needs to set the providerID) and installation disk that CAPOA
-//! left to config-drive scripts on the installed host.
+//! `metal3.io/uuid`, which CAPM3 needs to set the providerID), installation disk and kubelet
+//! provider ID that CAPOA left to config-drive scripts on the installed host. The install-time
+//! ignition is built by `install_ignition.rs`.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ use external_types::metal3_io::baremetalhost::BareMetalHostRootDeviceHints;
 use kube::ResourceExt;
 
 use super::infraenv::{CLUSTER_NAME_LABEL, is_label_value, label_value};
+use super::install_ignition::{InstallIgnitionError, install_ignition};
 use crate::api::{KernelArgumentOperation, OpenshiftAssistedConfigSpec};
 
 /// On the Agent: the Machine it belongs to, in label-value form (hashed when longer than 63).
@@ -269,13 +271,13 @@ pub struct AgentInputs<'a> {
     pub cluster_deployment: &'a ClusterReference,
     /// The Machine's OpenshiftAssistedConfig spec.
     pub config: &'a OpenshiftAssistedConfigSpec,
+    /// The annotations of that OpenshiftAssistedConfig (the `ignition-override` one is read).
+    pub config_annotations: &'a BTreeMap<String, String>,
     /// The BareMetalHost the Machine's Metal3Machine consumes.
     pub host: &'a BareMetalHost,
     /// Keys of the rendered Metal3Data metaData (as in `meta_data.json`); empty without a
     /// Metal3DataTemplate.
     pub extra_metadata: &'a BTreeMap<String, String>,
-    /// Install-time ignition for `ignitionConfigOverrides` (composed elsewhere), if any.
-    pub ignition_config_overrides: Option<&'a str>,
     pub hold: &'a Hold,
 }
 
@@ -307,6 +309,10 @@ pub enum AgentError {
     InventoryPending { host: String, agent: String },
     #[error("no disk of Agent {agent} matches the rootDeviceHints of BareMetalHost {host}")]
     NoDiskMatchesHints { host: String, agent: String },
+    /// The provider ID cannot go into kubelet's drop-in, or the `ignition-override` annotation
+    /// is not a usable Ignition config.
+    #[error(transparent)]
+    InstallIgnition(#[from] InstallIgnitionError),
 }
 
 impl AgentError {
@@ -320,6 +326,12 @@ impl AgentError {
             AgentError::HostWithoutUid { .. } => "BareMetalHostWithoutUID",
             AgentError::InventoryPending { .. } => "WaitingForInventory",
             AgentError::NoDiskMatchesHints { .. } => "NoDiskMatchesRootDeviceHints",
+            AgentError::InstallIgnition(InstallIgnitionError::InvalidProviderId { .. }) => {
+                "InvalidProviderID"
+            }
+            AgentError::InstallIgnition(InstallIgnitionError::InvalidOverride { .. }) => {
+                "InvalidIgnitionOverride"
+            }
         }
     }
 }
@@ -332,6 +344,9 @@ impl AgentError {
 /// - nodeLabels: `kubeletExtraLabels` resolved the same way, plus `metal3.io/uuid=<host UID>`.
 /// - installation disk: the inventory disk the host's `rootDeviceHints` select.
 /// - installerArgs: every kernel argument as `--<operation>-karg <value>` (as CAPOA).
+/// - ignitionConfigOverrides: the bootstrap-command units, the kubelet drop-in with
+///   `nodeRegistration.providerID` (resolved like the name) and the `ignition-override`
+///   annotation, see [`install_ignition`]; unset when the config needs none of them.
 /// - approved: when not held; an Agent already approved stays approved, because withdrawing
 ///   approval from a host that may be installing would strand it.
 pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentError> {
@@ -385,6 +400,27 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
     // Always, whatever the config says: CAPM3 finds the Node by this label to set the
     // providerID, and CAPI needs the providerID for the nodeRef.
     node_labels.insert(METAL3_UUID_LABEL.to_string(), uid);
+
+    // Resolved here like the name and labels (CAPOA resolves it on the host).
+    let provider_id = match registration
+        .provider_id
+        .as_deref()
+        .filter(|p| !p.is_empty())
+    {
+        Some(id) => Some(resolve_variables(
+            "nodeRegistration.providerID",
+            id,
+            &vars,
+            &host_name,
+        )?),
+        None => None,
+    };
+    // Before the disk: a config error is reported rather than a wait for the inventory.
+    let ignition_config_overrides = install_ignition(
+        inputs.config,
+        inputs.config_annotations,
+        provider_id.as_deref(),
+    )?;
 
     let installation_disk_id = match host.spec.root_device_hints.as_ref() {
         Some(hints) if !hints_are_empty(hints) => {
@@ -441,7 +477,7 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
         approved: inputs.agent.spec.approved || inputs.hold.is_proceed(),
         installation_disk_id,
         installer_args: installer_args(inputs.config),
-        ignition_config_overrides: inputs.ignition_config_overrides.map(str::to_string),
+        ignition_config_overrides,
         node_labels,
         ..AgentSpec::default()
     };
@@ -672,6 +708,7 @@ spec:
         agent: Agent,
         host: BareMetalHost,
         config: OpenshiftAssistedConfigSpec,
+        config_annotations: BTreeMap<String, String>,
         cd: ClusterReference,
         extra: BTreeMap<String, String>,
         hold: Hold,
@@ -684,6 +721,7 @@ spec:
                 agent: agent("{}"),
                 host: host(""),
                 config: spec("{}"),
+                config_annotations: BTreeMap::new(),
                 cd: ClusterReference {
                     name: "c1".into(),
                     namespace: "ns".into(),
@@ -703,9 +741,9 @@ spec:
                 cluster_name: "c1",
                 cluster_deployment: &self.cd,
                 config: &self.config,
+                config_annotations: &self.config_annotations,
                 host: &self.host,
                 extra_metadata: &self.extra,
-                ignition_config_overrides: None,
                 hold: &self.hold,
             })
         }
@@ -899,15 +937,126 @@ inventory:
             cluster_name: "c1",
             cluster_deployment: &f.cd,
             config: &f.config,
+            config_annotations: &f.config_annotations,
             host: &f.host,
             extra_metadata: &f.extra,
-            ignition_config_overrides: Some("{}"),
             hold: &f.hold,
         })
         .unwrap();
         assert!(d.labels[MACHINE_NAME_LABEL].len() <= 63);
         assert_eq!(d.annotations[MACHINE_ANNOTATION], format!("ns/{long}"));
         assert_eq!(d.spec.hostname.as_deref(), Some(long.as_str()));
-        assert_eq!(d.spec.ignition_config_overrides.as_deref(), Some("{}"));
+        assert_eq!(d.spec.ignition_config_overrides, None);
+    }
+
+    // -- install-time ignition --------------------------------------------------------------
+
+    /// The text of `path` in the Agent's ignitionConfigOverrides (its data URL decoded).
+    fn override_file(d: &DesiredAgent, path: &str) -> String {
+        let ignition: serde_json::Value =
+            serde_json::from_str(d.spec.ignition_config_overrides.as_deref().unwrap()).unwrap();
+        let source = ignition["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("no {path} in {ignition}"))["contents"]["source"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let encoded = source
+            .strip_prefix("data:text/plain;charset=utf-8;base64,")
+            .unwrap();
+        // Standard base64, decoded the long way so the test does not share the encoder's code.
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let bits: String = encoded
+            .bytes()
+            .filter(|b| *b != b'=')
+            .map(|b| format!("{:06b}", ALPHABET.iter().position(|a| *a == b).unwrap()))
+            .collect();
+        let bytes: Vec<u8> = bits
+            .as_bytes()
+            .chunks_exact(8)
+            .map(|byte| u8::from_str_radix(std::str::from_utf8(byte).unwrap(), 2).unwrap())
+            .collect();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    const DROP_IN: &str = "/etc/systemd/system/kubelet.service.d/20-provider-id.conf";
+
+    #[test]
+    fn static_provider_id_reaches_kubelet() {
+        let mut f = Fixture::new();
+        f.config = spec("nodeRegistration: {providerID: 'metal3://static-id'}");
+        let d = f.run().unwrap();
+        assert!(
+            override_file(&d, DROP_IN)
+                .contains("Environment=\"KUBELET_PROVIDERID=metal3://static-id\"\n")
+        );
+    }
+
+    #[test]
+    fn provider_id_variables_are_resolved_from_the_config_drive() {
+        let mut f = Fixture::new();
+        f.config = spec("nodeRegistration: {providerID: 'metal3://${METADATA_UUID}'}");
+        let d = f.run().unwrap();
+        assert!(override_file(&d, DROP_IN).contains(
+            "Environment=\"KUBELET_PROVIDERID=metal3://0b1c2d3e-aaaa-bbbb-cccc-000000000000\"\n"
+        ));
+
+        f.config = spec("nodeRegistration: {providerID: $METADATA_NOPE}");
+        let err = f.run().unwrap_err();
+        assert_eq!(err.reason(), "UnresolvedNodeRegistration");
+        assert!(
+            err.to_string().contains("nodeRegistration.providerID"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_provider_id_that_would_break_the_drop_in_is_an_error() {
+        let mut f = Fixture::new();
+        f.extra = BTreeMap::from([("pid".into(), "a\"b".into())]);
+        f.config = spec("nodeRegistration: {providerID: $METADATA_PID}");
+        let err = f.run().unwrap_err();
+        assert_eq!(err.reason(), "InvalidProviderID");
+        assert!(
+            err.to_string().contains("nodeRegistration.providerID"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bootstrap_commands_and_the_annotation_reach_ignition_config_overrides() {
+        let mut f = Fixture::new();
+        f.config = spec("preBootstrapCommands: [echo hello]");
+        let d = f.run().unwrap();
+        let script = override_file(&d, "/usr/local/bin/capoa-pre-bootstrap.sh");
+        assert!(script.contains("\necho hello\n"), "{script}");
+
+        f.config_annotations = BTreeMap::from([(
+            crate::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
+            r#"{"ignition": {"version": "3.2.0"}}"#.to_string(),
+        )]);
+        let d = f.run().unwrap();
+        let ignition: serde_json::Value =
+            serde_json::from_str(d.spec.ignition_config_overrides.as_deref().unwrap()).unwrap();
+        assert_eq!(ignition["ignition"]["version"], "3.2.0");
+    }
+
+    #[test]
+    fn an_unusable_ignition_override_is_an_error() {
+        let mut f = Fixture::new();
+        f.config_annotations = BTreeMap::from([(
+            crate::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
+            r#"{"ignition": {"version": "2.2.0"}}"#.to_string(),
+        )]);
+        let err = f.run().unwrap_err();
+        assert_eq!(err.reason(), "InvalidIgnitionOverride");
+        assert!(
+            err.to_string()
+                .contains(crate::api::IGNITION_OVERRIDE_ANNOTATION),
+            "{err}"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! The bootstrap provider's controllers, in the pipeline shape of `docs/architecture.md`
 //! ("How to add a controller"): [`config`] (OpenshiftAssistedConfig: InfraEnv per template,
 //! live ISO into Metal3, data Secret, Agent cleanup) and [`agents`] (Agent ↔ Machine by boot
-//! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`] and
-//! [`agent`].
+//! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`],
+//! [`agent`] and [`install_ignition`].
 
 pub mod agent;
 pub mod agents;
@@ -10,6 +10,7 @@ pub mod config;
 pub mod discovery;
 pub mod image;
 pub mod infraenv;
+pub mod install_ignition;
 pub mod matching;
 
 use std::sync::Arc;

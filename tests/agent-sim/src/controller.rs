@@ -2,10 +2,12 @@
 //! it reports the post-reboot stages of every host, the finalizing stages, the ingress CA and
 //! the monitored operators, until the service declares the cluster installed.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use http::Method;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::agent::scaled;
@@ -46,7 +48,7 @@ pub struct ControllerReport {
 }
 
 /// The simulated in-cluster controller. Build with [`InstallerController::new`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct InstallerController {
     pub base_url: String,
     pub cluster_id: String,
@@ -59,6 +61,34 @@ pub struct InstallerController {
     pub timeout: Duration,
     /// Version reported for operators the server lists without one.
     pub operator_version: String,
+    /// The new cluster's API, to put each host's `node_labels` on its Node (as upstream's
+    /// controller does). Without it no Node is labelled.
+    pub workload: Option<kube::Client>,
+}
+
+/// The Node name of a host: its requested hostname, else the inventory's, lowercased (as the
+/// kubelet registers it).
+pub fn node_name(h: &HostView) -> Option<String> {
+    let name = if h.requested_hostname.is_empty() {
+        serde_json::from_str::<Value>(&h.inventory)
+            .ok()?
+            .get("hostname")?
+            .as_str()?
+            .to_string()
+    } else {
+        h.requested_hostname.clone()
+    };
+    (!name.is_empty()).then(|| name.to_ascii_lowercase())
+}
+
+/// The labels of a host's `node_labels` JSON the Node lacks or has with another value.
+pub fn labels_to_apply(h: &HostView, node: &Node) -> BTreeMap<String, String> {
+    let wanted: BTreeMap<String, String> = serde_json::from_str(&h.node_labels).unwrap_or_default();
+    let present = node.metadata.labels.as_ref();
+    wanted
+        .into_iter()
+        .filter(|(k, v)| present.and_then(|l| l.get(k)) != Some(v))
+        .collect()
 }
 
 /// The progress update the controller should send for one host, if any.
@@ -121,7 +151,54 @@ impl InstallerController {
             max_poll_interval: Duration::from_secs(10),
             timeout: Duration::from_secs(600),
             operator_version: "4.20.0".into(),
+            workload: None,
         }
+    }
+
+    pub fn with_workload(mut self, client: kube::Client) -> Self {
+        self.workload = Some(client);
+        self
+    }
+
+    /// Puts each host's `node_labels` on its Node; true when every host that wants labels has
+    /// them (a Node not registered yet counts as not labelled).
+    async fn label_nodes(&self, hosts: &[HostView]) -> bool {
+        let Some(client) = &self.workload else {
+            return true;
+        };
+        let nodes = Api::<Node>::all(client.clone());
+        let mut all = true;
+        for h in hosts.iter().filter(|h| !h.node_labels.is_empty()) {
+            let Some(name) = node_name(h) else {
+                all = false;
+                continue;
+            };
+            let node = match nodes.get_opt(&name).await {
+                Ok(Some(n)) => n,
+                Ok(None) => {
+                    all = false;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("controller: reading Node {name}: {e}");
+                    all = false;
+                    continue;
+                }
+            };
+            let missing = labels_to_apply(h, &node);
+            if missing.is_empty() {
+                continue;
+            }
+            let patch = json!({"metadata": {"labels": missing}});
+            if let Err(e) = nodes
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::warn!("controller: labelling Node {name}: {e}");
+                all = false;
+            }
+        }
+        all
     }
 
     pub fn with_speed(mut self, speed: f64) -> Self {
@@ -354,7 +431,10 @@ impl InstallerController {
                             self.report_host(h, stage, &mut report).await?;
                         }
                     }
-                    if !finalized && all_hosts_done(&hosts) {
+                    // Upstream's controller labels the Nodes while it waits for them; the
+                    // cluster is not finished before they carry their labels.
+                    let labelled = self.label_nodes(&hosts).await;
+                    if !finalized && labelled && all_hosts_done(&hosts) {
                         finalized = self.finalize(&mut report).await?;
                     }
                 }

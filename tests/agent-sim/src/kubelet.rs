@@ -132,14 +132,13 @@ pub fn decision(csr: &CertificateSigningRequest) -> Option<bool> {
 }
 
 /// The Node the kubelet registers: named after the host, labelled with its UUID.
-pub fn node_object(hostname: &str, uuid: &str) -> Node {
+pub fn node_object(hostname: &str) -> Node {
     let name = node_name(hostname);
     Node {
         metadata: ObjectMeta {
             name: Some(name.clone()),
             labels: Some(
                 [
-                    (UUID_LABEL.to_string(), uuid.to_string()),
                     ("kubernetes.io/hostname".to_string(), name),
                     ("node-role.kubernetes.io/worker".to_string(), String::new()),
                 ]
@@ -174,8 +173,6 @@ pub fn ready_status(addresses: &[String], now: &str) -> Value {
 #[derive(Clone)]
 pub struct Kubelet {
     pub hostname: String,
-    /// The host's UUID, for the `metal3.io/uuid` label.
-    pub uuid: String,
     pub addresses: Vec<String>,
     /// Authenticates as the node bootstrapper (the bootstrap kubeconfig).
     pub bootstrap: Client,
@@ -193,10 +190,9 @@ pub struct KubeletReport {
 }
 
 impl Kubelet {
-    pub fn new(hostname: &str, uuid: &str, bootstrap: Client, node: Client) -> Kubelet {
+    pub fn new(hostname: &str, bootstrap: Client, node: Client) -> Kubelet {
         Kubelet {
             hostname: hostname.into(),
-            uuid: uuid.into(),
             addresses: Vec::new(),
             bootstrap,
             node,
@@ -224,10 +220,7 @@ impl Kubelet {
         let nodes = Api::<Node>::all(self.node.clone());
         let name = node_name(&self.hostname);
         match nodes
-            .create(
-                &PostParams::default(),
-                &node_object(&self.hostname, &self.uuid),
-            )
+            .create(&PostParams::default(), &node_object(&self.hostname))
             .await
         {
             Ok(_) => {}
@@ -334,13 +327,13 @@ mod tests {
     }
 
     #[test]
-    fn node_carries_the_uuid_label_and_ready_status() {
-        let n = node_object("Worker-7", "4c4c4544-0000-0000-0000-000000000007");
+    fn node_has_the_kubelet_labels_only_and_ready_status() {
+        let n = node_object("Worker-7");
         assert_eq!(n.metadata.name.as_deref(), Some("worker-7"));
-        assert_eq!(
-            n.metadata.labels.unwrap()[UUID_LABEL],
-            "4c4c4544-0000-0000-0000-000000000007"
-        );
+        let labels = n.metadata.labels.unwrap();
+        assert_eq!(labels["kubernetes.io/hostname"], "worker-7");
+        // metal3.io/uuid comes from the Agent's nodeLabels, applied after registration.
+        assert!(!labels.contains_key(UUID_LABEL));
         let st = ready_status(&["192.168.111.27".into()], "2025-01-01T00:00:00Z");
         assert_eq!(st["status"]["conditions"][0]["type"], "Ready");
         assert_eq!(st["status"]["conditions"][0]["status"], "True");

@@ -295,6 +295,15 @@ pub struct HostView {
     pub bootstrap: bool,
     #[serde(deserialize_with = "nd")]
     pub progress: ProgressView,
+    #[serde(deserialize_with = "nd")]
+    pub requested_hostname: String,
+    /// The inventory document as a JSON string (its `hostname` names the Node when no
+    /// hostname was requested).
+    #[serde(deserialize_with = "nd")]
+    pub inventory: String,
+    /// The labels the Node gets, a JSON object as a string.
+    #[serde(deserialize_with = "nd")]
+    pub node_labels: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -574,6 +574,7 @@ spec:
     nodeRegistration:
       name: $METADATA_NAME
       kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
+    preBootstrapCommands: ["touch /etc/capoa-e2e"]
   config:
     baseDomain: lab.example.com
     pullSecretRef: {{name: pull-secret}}
@@ -646,6 +647,50 @@ spec:
         },
     )
     .await;
+
+    // The config's bootstrap commands reach the host's install ignition through the Agent.
+    let agent = agents.list(&ListParams::default()).await.unwrap().items[0].clone();
+    let overrides = agent
+        .spec
+        .ignition_config_overrides
+        .clone()
+        .expect("the Agent carries the install-time ignition");
+    assert!(
+        overrides.contains("capoa-pre-bootstrap.service"),
+        "{overrides}"
+    );
+    let cluster_id = Api::<ClusterDeployment>::namespaced(client.clone(), NS)
+        .get("sno")
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
+    let url = agent_sim::client::api_url(
+        &discovery.service_url,
+        &format!(
+            "/clusters/{cluster_id}/downloads/files?file_name=master-{}.ign",
+            agent.name_any()
+        ),
+    );
+    let (status, body) = agent_sim::call(http::Method::GET, &url, &discovery.token, None)
+        .await
+        .expect("download the host's ignition");
+    assert!(status.is_success(), "{status}");
+    let ignition: serde_json::Value = serde_json::from_slice(&body).expect("ignition JSON");
+    let units: Vec<&str> = ignition["systemd"]["units"]
+        .as_array()
+        .map(|u| u.iter().filter_map(|u| u["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(units.contains(&"capoa-pre-bootstrap.service"), "{units:?}");
+    let files: Vec<&str> = ignition["storage"]["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["path"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(files.contains(&"/etc/hostname"), "{files:?}");
+    assert!(
+        files.contains(&"/usr/local/bin/capoa-pre-bootstrap.sh"),
+        "{files:?}"
+    );
 
     providers.stop().await;
     core.kill().await;

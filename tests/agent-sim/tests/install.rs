@@ -257,6 +257,20 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
     cfg.reply_ctx = cluster.reply_ctx.clone();
     let h = Host::spawn(cfg);
     approve_all(&client, ns, 6).await;
+    // The Node labels CAPM3 relies on: the core puts them on the day-2 Node (no kubelet flag
+    // sets them here).
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    agents
+        .patch(
+            &day2_profile.uuid,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"nodeLabels": {
+                "metal3.io/uuid": day2_profile.uuid,
+                "example.com/tier": "day2",
+            }}})),
+        )
+        .await
+        .expect("day-2 node labels");
     if let Err(e) = h
         .wait_for_status(Duration::from_secs(90), |s| {
             matches!(s, AgentStatus::Rebooted)
@@ -269,7 +283,6 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
     // After the reboot its kubelet joins the workload cluster; the core approves its CSRs
     // through the admin kubeconfig it published and reports Joined, then Done.
     let report = join_workload(&workload, &day2_profile).await;
-    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
     wait_for(
         "day-2 Agent Done and added-to-existing-cluster",
         Duration::from_secs(30),
@@ -281,6 +294,19 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
         },
     )
     .await;
+    let node = Api::<Node>::all(workload.client.clone())
+        .get(&agent_sim::kubelet::node_name(&day2_profile.hostname))
+        .await
+        .expect("Node");
+    assert_eq!(
+        node.labels().get("metal3.io/uuid"),
+        Some(&day2_profile.uuid),
+        "the day-2 Node got its Agent's nodeLabels"
+    );
+    assert_eq!(
+        node.labels().get("example.com/tier").map(String::as_str),
+        Some("day2")
+    );
     let csrs: Api<CertificateSigningRequest> = Api::all(workload.client.clone());
     for name in [&report.client_csr, &report.serving_csr] {
         let csr = csrs.get(name).await.expect("CSR");
@@ -324,18 +350,9 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nod
     let ip = host
         .primary_ipv4()
         .map(|a| a.split('/').next().unwrap_or(a).to_string());
-    let kubelet = Kubelet::new(&host.hostname, &host.uuid, bootstrap, node)
-        .with_addresses(ip.into_iter().collect());
-    let report = kubelet.join().await.expect("kubelet joined");
-    let node = Api::<Node>::all(workload.client.clone())
-        .get(&agent_sim::kubelet::node_name(&host.hostname))
-        .await
-        .expect("Node");
-    assert_eq!(
-        node.labels().get("metal3.io/uuid").map(String::as_str),
-        Some(host.uuid.as_str())
-    );
-    report
+    let kubelet =
+        Kubelet::new(&host.hostname, bootstrap, node).with_addresses(ip.into_iter().collect());
+    kubelet.join().await.expect("kubelet joined")
 }
 
 #[tokio::test]

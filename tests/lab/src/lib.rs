@@ -357,6 +357,7 @@ async fn scale_workers(client: &Client, spec: &ClusterSpec, replicas: u32) -> Re
 /// the lab mints it with the core's signing key.
 async fn installer_controller(
     client: &Client,
+    workload: &Client,
     agent_api_url: &str,
     spec: &ClusterSpec,
     timeout: Duration,
@@ -380,7 +381,8 @@ async fn installer_controller(
     let token = keys.sign(&Claims::cluster(cluster_id.clone()));
     let controller = InstallerController::new(agent_api_url, cluster_id, &token)
         .with_speed(0.0)
-        .with_timeout(timeout);
+        .with_timeout(timeout)
+        .with_workload(workload.clone());
     Ok(tokio::spawn(async move {
         controller
             .run()
@@ -574,8 +576,14 @@ pub async fn run(opts: &Options) -> Result<Report> {
                 && r.site.all_rebooted()
             {
                 let left = deadline.saturating_duration_since(Instant::now());
-                match installer_controller(&client, &lab.managers.agent_api_url, &r.spec, left)
-                    .await
+                match installer_controller(
+                    &client,
+                    &lab.workload.client,
+                    &lab.managers.agent_api_url,
+                    &r.spec,
+                    left,
+                )
+                .await
                 {
                     Ok(h) => {
                         println!(

@@ -3,9 +3,10 @@
 //! When baremetal-operator reports a host `provisioned`, the site boots it from what Metal3
 //! handed it (a live ISO: download it and read the embedded ignition; a disk image: the
 //! discovery ignition in the user-data Secret) as the agent-sim host with that boot MAC. Once
-//! the host has rebooted into the installed OS its Node appears in the workload apiserver,
-//! labelled `metal3.io/uuid=<BareMetalHost UID>`. When the host is deprovisioned the site
-//! powers it off and its Node goes.
+//! the host has rebooted into the installed OS its Node appears in the workload apiserver with
+//! the kubelet's own labels; `metal3.io/uuid=<BareMetalHost UID>` (from the Agent's nodeLabels)
+//! is added by the installer-controller (day-1) or assisted-core (day-2), as on a real site.
+//! When the host is deprovisioned the site powers it off and its Node goes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -37,7 +38,6 @@ pub struct Server {
 /// A powered-on server running the discovery ISO or, after its reboot, the installed OS.
 struct Booted {
     host: Host,
-    bmh_uid: String,
     role: &'static str,
     /// The Node's name once it is registered (or a day-2 kubelet is joining).
     node: Option<String>,
@@ -275,7 +275,6 @@ impl Site {
                     name.clone(),
                     Booted {
                         host: Host::spawn(cfg),
-                        bmh_uid: bmh.uid().unwrap_or_default(),
                         role: server.role,
                         node: None,
                         kubelet: None,
@@ -368,9 +367,9 @@ impl Site {
             let node_client = workload_tb
                 .client_as(&node_user(&hostname), Some("system:nodes"))
                 .await?;
-            // The Node's metal3.io/uuid is the BareMetalHost's UID, as CAPM3's metadata gave it.
-            let kubelet = Kubelet::new(&hostname, &b.bmh_uid, bootstrap, node_client)
-                .with_addresses(addresses);
+            // Its metal3.io/uuid label comes from the Agent's nodeLabels: the core applies them
+            // once the Node is Ready.
+            let kubelet = Kubelet::new(&hostname, bootstrap, node_client).with_addresses(addresses);
             let nodes = Api::<Node>::all(self.workload.clone());
             let node_name = node.clone();
             b.kubelet = Some(tokio::spawn(async move {
@@ -390,7 +389,9 @@ impl Site {
                 "site: {name} rebooted into the cluster (day-2); its kubelet asks to join as Node {node}"
             )));
         }
-        let mut obj = node_object(&hostname, &b.bmh_uid);
+        // Registered with the kubelet's own labels only: the installer-controller puts the
+        // Agent's nodeLabels (metal3.io/uuid among them) on it, as on a real cluster.
+        let mut obj = node_object(&hostname);
         if b.role == "master"
             && let Some(labels) = obj.metadata.labels.as_mut()
         {
@@ -418,8 +419,7 @@ impl Site {
             .with_context(|| format!("reporting Node {node} Ready"))?;
         b.node = Some(node.clone());
         Ok(Some(format!(
-            "site: {name} rebooted into the cluster; Node {node} registered Ready (metal3.io/uuid={})",
-            b.bmh_uid
+            "site: {name} rebooted into the cluster; Node {node} registered Ready"
         )))
     }
 }

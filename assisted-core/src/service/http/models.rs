@@ -166,6 +166,10 @@ pub struct Host {
     /// "", requested, collecting, completed or timeout.
     pub logs_info: String,
     pub machine_config_pool_name: String,
+    /// The labels the host's Node gets, a JSON object as a string (the Agent's `nodeLabels`);
+    /// the installer-controller applies them. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_labels: Option<String>,
     #[schema(format = DateTime)]
     pub created_at: String,
     #[schema(format = DateTime)]
@@ -278,6 +282,9 @@ pub fn host_model(
             .map(|v| v.to_string()),
         logs_info: logs_info(h.logs_state).to_string(),
         machine_config_pool_name: h.machine_config_pool.clone().unwrap_or_default(),
+        node_labels: (!h.node_labels.is_empty())
+            .then(|| serde_json::to_string(&h.node_labels).ok())
+            .flatten(),
         created_at: ts(h.registered_at),
         updated_at: ts(updated),
     }

@@ -92,11 +92,30 @@ pub fn host_ignition(
     );
     if let Some(o) = overrides.filter(|o| !o.trim().is_empty()) {
         let what = format!("ignition override of host {hostname:?}");
-        let overlay: Value = serde_json::from_str(o).map_err(|e| InstallError::json(&what, e))?;
-        check_ignition(&overlay, &what)?;
-        merge_ignition(&mut doc, &overlay);
+        merge_ignition(&mut doc, &parse_ignition_override(o, &what)?);
     }
     Ok(doc.to_string().into_bytes())
+}
+
+/// A day-2 host's pointer ignition with its override merged on top, as a day-1 host's.
+pub fn with_ignition_override(
+    ignition: &[u8],
+    overrides: &str,
+    hostname: &str,
+) -> Result<Vec<u8>, InstallError> {
+    let mut doc: Value =
+        serde_json::from_slice(ignition).map_err(|e| InstallError::json("ignition", e))?;
+    let what = format!("ignition override of host {hostname:?}");
+    merge_ignition(&mut doc, &parse_ignition_override(overrides, &what)?);
+    Ok(doc.to_string().into_bytes())
+}
+
+/// A host's ignition override (the Agent's `ignitionConfigOverrides`): a JSON object whose
+/// `ignition.version` is 3.x, as the files it is merged into. `what` names it in errors.
+pub fn parse_ignition_override(text: &str, what: &str) -> Result<Value, InstallError> {
+    let overlay: Value = serde_json::from_str(text).map_err(|e| InstallError::json(what, e))?;
+    check_ignition(&overlay, what)?;
+    Ok(overlay)
 }
 
 /// Day-2 pointer ignition (see module docs of the install flow): insecure MCS port on `api`
@@ -318,6 +337,27 @@ mod tests {
         assert!(host_ignition(b"not json", "n", HostRole::Worker, None).is_err());
         assert!(host_ignition(BASE.as_bytes(), "", HostRole::Worker, None).is_err());
         assert!(host_ignition(BASE.as_bytes(), "n", HostRole::AutoAssign, None).is_err());
+    }
+
+    #[test]
+    fn day2_pointer_takes_the_host_override() {
+        let pointer = day2_pointer_ignition("c", "example.com", "worker", None, None, None, "w-3");
+        let over = format!(
+            r#"{{"ignition":{{"version":"3.1.0"}},"storage":{{"files":[{}]}},"systemd":{{"units":[{{"name":"pre.service","enabled":true}}]}}}}"#,
+            file_entry("/usr/local/bin/pre.sh", b"echo hi\n", 0o700)
+        );
+        let out = parse(&with_ignition_override(&pointer, &over, "w-3").unwrap());
+        assert_eq!(file_text(&out, "/etc/hostname"), "w-3\n");
+        assert_eq!(file_text(&out, "/usr/local/bin/pre.sh"), "echo hi\n");
+        assert_eq!(out["systemd"]["units"][0]["name"], "pre.service");
+        assert!(
+            out["ignition"]["config"]["merge"][0]["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("/config/worker")
+        );
+        let err = with_ignition_override(&pointer, "{}", "w-3").unwrap_err();
+        assert!(err.to_string().contains("w-3"), "{err}");
     }
 
     #[test]

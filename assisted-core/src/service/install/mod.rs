@@ -27,7 +27,7 @@ pub use config::{
 pub use error::InstallError;
 pub use ignition::{
     IGNITION_VERSION, data_url, day2_pointer_ignition, host_ignition, host_ignition_file_name,
-    merge_ignition, pointer_ignition,
+    merge_ignition, parse_ignition_override, pointer_ignition, with_ignition_override,
 };
 pub use lab::{
     LabBackend, LabClientCa, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4,

@@ -11,6 +11,7 @@ use kube::runtime::finalizer::{Event, finalizer};
 use super::{Context, Error};
 use crate::api::agent::{Agent, AgentSpec, HostRole as SpecRole};
 use crate::domain::HostRole;
+use crate::service::install::parse_ignition_override;
 use crate::service::store::HostSpec;
 
 pub const AGENT_FINALIZER: &str = "agent.agent-install.openshift.io/ai-deprovision";
@@ -26,12 +27,21 @@ pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
             "installerArgs must be a JSON array of strings, got {args:?}"
         ));
     }
-    if let Some(ov) = &spec.ignition_config_overrides
-        && !ov.trim().is_empty()
-        && serde_json::from_str::<serde_json::Value>(ov).is_err()
+    // An override the install would refuse is reported now, not when the install starts.
+    let ignition_config_overrides = match spec
+        .ignition_config_overrides
+        .as_deref()
+        .filter(|o| !o.trim().is_empty())
     {
-        error = Some("ignitionConfigOverrides is not valid JSON".to_string());
-    }
+        Some(ov) => match parse_ignition_override(ov, "ignitionConfigOverrides") {
+            Ok(_) => Some(ov.to_string()),
+            Err(e) => {
+                error = Some(e.to_string());
+                None
+            }
+        },
+        None => None,
+    };
     let role = match spec.role {
         SpecRole::Master | SpecRole::Bootstrap => HostRole::Master,
         SpecRole::Worker => HostRole::Worker,
@@ -55,6 +65,8 @@ pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
                 .installer_args
                 .clone()
                 .filter(|a| serde_json::from_str::<Vec<String>>(a).is_ok()),
+            ignition_config_overrides,
+            node_labels: spec.node_labels.clone(),
         },
         error,
     )
@@ -117,5 +129,36 @@ mod tests {
             ..Default::default()
         });
         assert!(e.is_none());
+    }
+
+    #[test]
+    fn ignition_overrides_and_node_labels_reach_the_host() {
+        let ov = r#"{"ignition":{"version":"3.1.0"},"storage":{"files":[]}}"#;
+        let (s, e) = host_spec(&AgentSpec {
+            ignition_config_overrides: Some(ov.into()),
+            node_labels: [("metal3.io/uuid".to_string(), "u1".to_string())].into(),
+            ..Default::default()
+        });
+        assert!(e.is_none());
+        assert_eq!(s.ignition_config_overrides.as_deref(), Some(ov));
+        assert_eq!(s.node_labels["metal3.io/uuid"], "u1");
+    }
+
+    #[test]
+    fn an_override_the_install_would_refuse_is_an_input_error_and_dropped() {
+        for bad in [
+            "{oops",
+            "[1]",
+            r#"{"storage":{}}"#,
+            r#"{"ignition":{"version":"2.2.0"}}"#,
+        ] {
+            let (s, e) = host_spec(&AgentSpec {
+                ignition_config_overrides: Some(bad.into()),
+                ..Default::default()
+            });
+            let e = e.unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(e.contains("ignitionConfigOverrides"), "{e}");
+            assert_eq!(s.ignition_config_overrides, None);
+        }
     }
 }

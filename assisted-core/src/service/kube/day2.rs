@@ -1,11 +1,12 @@
 //! Day-2 hosts after their reboot into an existing cluster: no installer reports the last
 //! stages, so the core watches the workload cluster (reference §4.2, §8.1). With the client
 //! from the `<cd>-admin-kubeconfig` Secret it approves the node's pending CSRs, then reports
-//! Joined once the Node exists and Done once it is Ready and both CSRs were approved.
+//! Joined once the Node exists and Done once it is Ready, labelled with the Agent's
+//! `nodeLabels` and both CSRs were approved.
 //!
 //! The decisions are pure functions over [`CsrView`] / [`NodeView`]; [`run`] is the I/O loop.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -198,8 +199,27 @@ pub struct Work {
     pub cluster_id: String,
     pub namespace: String,
     pub cluster_deployment: String,
-    /// (host id, hostname, current stage)
-    pub hosts: Vec<(String, String, Option<HostStage>)>,
+    pub hosts: Vec<Day2Host>,
+}
+
+/// A day-2 host between its reboot and Done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Day2Host {
+    pub id: String,
+    pub hostname: String,
+    pub stage: Option<HostStage>,
+    /// The Agent's `nodeLabels`, put on the Node once it is Ready (as upstream does for day-2).
+    pub node_labels: BTreeMap<String, String>,
+}
+
+/// The labels of `wanted` the Node lacks or has with another value; empty when none.
+pub fn labels_to_apply(wanted: &BTreeMap<String, String>, node: &Node) -> BTreeMap<String, String> {
+    let present = node.metadata.labels.as_ref();
+    wanted
+        .iter()
+        .filter(|(k, v)| present.and_then(|l| l.get(*k)) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Clusters in adding-hosts with day-2 hosts between their reboot and Done.
@@ -215,12 +235,11 @@ pub fn pending(store: &Store) -> Vec<Work> {
                 .hosts
                 .iter()
                 .filter(|h| h.is_day2() && watched(h.progress.current_stage))
-                .map(|h| {
-                    (
-                        h.id.clone(),
-                        h.hostname().to_string(),
-                        h.progress.current_stage,
-                    )
+                .map(|h| Day2Host {
+                    id: h.id.clone(),
+                    hostname: h.hostname().to_string(),
+                    stage: h.progress.current_stage,
+                    node_labels: h.node_labels.clone(),
                 })
                 .collect();
             (!hosts.is_empty()).then(|| Work {
@@ -302,7 +321,8 @@ async fn pass(
         .await
         .map_err(|e| format!("listing CSRs: {e}"))?;
     let mut csrs: Vec<CsrView> = list.items.iter().map(CsrView::from_csr).collect();
-    for (host_id, hostname, stage) in &w.hosts {
+    for host in &w.hosts {
+        let (host_id, hostname, stage) = (&host.id, &host.hostname, &host.stage);
         // Upstream's race (#8622): approve the client CSR even when the Node already exists.
         for (name, kind) in csrs_to_approve(&csrs, hostname) {
             match approve(&csr_api, &name, hostname).await {
@@ -321,6 +341,29 @@ async fn pass(
             .get_opt(&hostname.to_ascii_lowercase())
             .await
             .map_err(|e| format!("reading Node {hostname}: {e}"))?;
+        if let Some(n) = node.as_ref().filter(|n| NodeView::from_node(n).ready) {
+            let missing = labels_to_apply(&host.node_labels, n);
+            if !missing.is_empty() {
+                let patch = json!({"metadata": {"labels": missing}});
+                match nodes
+                    .patch(
+                        &n.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(host = %hostname, labels = ?missing, "labelled day-2 Node")
+                    }
+                    // Not Done until the Node has its labels: CAPM3 finds it by them.
+                    Err(e) => {
+                        tracing::warn!(host = %hostname, error = %e, "cannot label day-2 Node; retrying");
+                        continue;
+                    }
+                }
+            }
+        }
         let next = next_stage(
             *stage,
             node.as_ref().map(NodeView::from_node),
@@ -493,5 +536,24 @@ mod tests {
             Some(HostStage::Done)
         );
         assert_eq!(next_stage(Some(HostStage::Done), ready, both), None);
+    }
+
+    #[test]
+    fn only_missing_or_different_labels_are_applied() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "w", "labels": {"a": "1", "b": "old"}}
+        }))
+        .unwrap();
+        let wanted: BTreeMap<String, String> = [("a", "1"), ("b", "new"), ("metal3.io/uuid", "u")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let missing = labels_to_apply(&wanted, &node);
+        assert_eq!(missing.len(), 2);
+        assert_eq!(missing["b"], "new");
+        assert_eq!(missing["metal3.io/uuid"], "u");
+        assert!(labels_to_apply(&BTreeMap::new(), &node).is_empty());
+        let bare: Node = serde_json::from_value(json!({"metadata": {"name": "w"}})).unwrap();
+        assert_eq!(labels_to_apply(&wanted, &bare).len(), 3);
     }
 }

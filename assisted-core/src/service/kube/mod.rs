@@ -159,7 +159,7 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         .machine_config_pool
         .clone()
         .unwrap_or_else(|| "worker".into());
-    let ign = crate::service::install::day2_pointer_ignition(
+    let mut ign = crate::service::install::day2_pointer_ignition(
         &c.name,
         &c.base_domain,
         &pool,
@@ -168,6 +168,10 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         c.ignition_endpoint.token.as_deref(),
         host.hostname(),
     );
+    if let Some(overrides) = host.ignition_config_overrides.as_deref() {
+        ign = crate::service::install::with_ignition_override(&ign, overrides, host.hostname())
+            .map_err(|e| e.to_string())?;
+    }
     let name =
         crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
     crate::service::install::FileStore::new(ctx.files_root.clone())

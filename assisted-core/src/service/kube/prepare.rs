@@ -103,8 +103,13 @@ impl BackendPreparer {
                 HostRole::Worker => &art.worker_ign,
                 _ => &art.master_ign,
             };
-            let ign = host_ignition(base, h.hostname(), role, None)
-                .map_err(|e| format!("ignition of host {}: {e}", h.id))?;
+            let ign = host_ignition(
+                base,
+                h.hostname(),
+                role,
+                h.ignition_config_overrides.as_deref(),
+            )
+            .map_err(|e| format!("ignition of host {}: {e}", h.id))?;
             self.files
                 .put(&c.id, &host_ignition_file_name(role, &h.id), &ign)
                 .await

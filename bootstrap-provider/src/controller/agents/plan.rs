@@ -96,9 +96,9 @@ fn decide(d: &Dereferenced) -> Plan {
                 cluster_name: &d.cluster_name,
                 cluster_deployment: &cluster_deployment,
                 config: &config.spec,
+                config_annotations: config.annotations(),
                 host,
                 extra_metadata: &extra,
-                ignition_config_overrides: None,
                 hold: &hold,
             };
             match agent::desired_agent(&inputs) {
