@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use assisted_api::{AgentClusterInstall, ClusterDeployment};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
@@ -10,6 +11,7 @@ use external_types::capi::{Cluster, Machine, MachineDeployment};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
 
 use super::Error;
@@ -39,6 +41,17 @@ pub enum PullSecret {
     Unset,
 }
 
+/// The Kubernetes version of the installed cluster, read from its API's `/version`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadVersion {
+    /// Not asked: no admin kubeconfig yet, or `status.version` is already known.
+    NotRead,
+    /// `gitVersion` as the workload kube-apiserver reports it.
+    Read(String),
+    /// The workload API did not answer; the message says why.
+    Unreachable(String),
+}
+
 pub struct Dereferenced {
     pub oacp: Arc<OpenshiftAssistedControlPlane>,
     /// The owning Cluster; `None` until CAPI has set the owner reference (or it is gone).
@@ -58,6 +71,7 @@ pub struct Dereferenced {
     /// The admin kubeconfig the core published, once it has.
     pub admin_kubeconfig: Option<Vec<u8>>,
     pub pull_secret: PullSecret,
+    pub workload_version: WorkloadVersion,
 }
 
 pub async fn dereference(
@@ -165,6 +179,17 @@ pub async fn dereference(
         _ => PullSecret::Unset,
     };
 
+    // Asked once: the version of an installed cluster changes only with an upgrade, which this
+    // provider does not drive.
+    let version_known = oacp
+        .status
+        .as_ref()
+        .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
+    let workload_version = match &admin_kubeconfig {
+        Some(kc) if !version_known => workload_version(kc).await,
+        _ => WorkloadVersion::NotRead,
+    };
+
     Ok(Dereferenced {
         oacp,
         cluster,
@@ -177,7 +202,36 @@ pub async fn dereference(
         cluster_deployment_exists,
         admin_kubeconfig,
         pull_secret,
+        workload_version,
     })
+}
+
+/// `/version` of the cluster the admin kubeconfig points at, with short timeouts so an
+/// unreachable cluster does not hold the reconcile up.
+async fn workload_version(kubeconfig: &[u8]) -> WorkloadVersion {
+    let config = async {
+        let text = std::str::from_utf8(kubeconfig)
+            .map_err(|_| "the kubeconfig is not UTF-8".to_string())?;
+        let parsed = Kubeconfig::from_yaml(text)
+            .map_err(|e| format!("the kubeconfig does not parse: {e}"))?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("the kubeconfig is not usable: {e}"))?;
+        config.connect_timeout = Some(Duration::from_secs(5));
+        config.read_timeout = Some(Duration::from_secs(5));
+        Client::try_from(config)
+            .map_err(|e| format!("cannot build a client from the kubeconfig: {e}"))
+    };
+    let client = match config.await {
+        Ok(c) => c,
+        Err(e) => return WorkloadVersion::Unreachable(e),
+    };
+    match client.apiserver_version().await {
+        Ok(info) if !info.git_version.is_empty() => WorkloadVersion::Read(info.git_version),
+        Ok(_) => WorkloadVersion::Unreachable("the cluster's /version has no gitVersion".into()),
+        Err(e) => WorkloadVersion::Unreachable(format!("GET /version: {e}")),
+    }
 }
 
 fn controlled_by(machine: &Machine, oacp: &OpenshiftAssistedControlPlane) -> bool {

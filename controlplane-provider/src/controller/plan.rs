@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use manager::conditions;
 
-use super::dereference::{Dereferenced, PullSecret, Template};
+use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::status::{self, Blocked, Install, StatusInputs};
 use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release};
@@ -190,8 +190,15 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         blocked: blocked.as_ref(),
         paused,
         deleting: deleting.as_deref(),
+        workload_version: &d.workload_version,
     };
     plan.status = status_of(oacp, &inputs, now);
+    // The workload API is not watched: an unanswered /version is asked again in a minute.
+    if matches!(d.workload_version, WorkloadVersion::Unreachable(_))
+        && plan.requeue.is_none_or(|r| r > BLOCKED_RECHECK)
+    {
+        plan.requeue = Some(BLOCKED_RECHECK);
+    }
     plan
 }
 
@@ -462,7 +469,12 @@ fn status_of(
         ready_replicas: Some(counters.ready),
         available_replicas: Some(counters.available),
         up_to_date_replicas: Some(counters.up_to_date),
-        version: previous.version.clone(),
+        version: status::kubernetes_version(
+            previous.version.as_deref(),
+            inputs.workload_version,
+            inputs.kubeconfig_published,
+        )
+        .0,
         // The version installed; later spec changes do not upgrade (not built), so it stays.
         distribution_version: previous.distribution_version.clone().or_else(|| {
             inputs
@@ -563,6 +575,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             aci: None,
             cluster_deployment_exists: false,
             admin_kubeconfig: None,
+            workload_version: WorkloadVersion::NotRead,
             pull_secret: PullSecret::Present("pull-secret".into()),
         }
     }

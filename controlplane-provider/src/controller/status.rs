@@ -8,6 +8,7 @@ use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
 use manager::conditions::{self, Desired, Status};
 
+use super::dereference::WorkloadVersion;
 use super::machines::{self, Scaling};
 use crate::api::OpenshiftAssistedControlPlane;
 
@@ -19,6 +20,7 @@ pub const SCALING_UP: &str = "ScalingUp";
 pub const SCALING_DOWN: &str = "ScalingDown";
 pub const PAUSED: &str = "Paused";
 pub const DELETING: &str = "Deleting";
+pub const KUBERNETES_VERSION_AVAILABLE: &str = "KubernetesVersionAvailable";
 
 /// Assisted cluster states in which the control plane answers: CAPOA's ACI controller marks the
 /// control plane available from `finalizing` on.
@@ -64,6 +66,51 @@ pub struct StatusInputs<'a> {
     pub paused: bool,
     /// `Some(message)` while the control plane is being deleted.
     pub deleting: Option<&'a str>,
+    pub workload_version: &'a WorkloadVersion,
+}
+
+/// `status.version` and its condition: the version already recorded is kept, else the one just
+/// read from the installed cluster's API.
+pub fn kubernetes_version(
+    recorded: Option<&str>,
+    read: &WorkloadVersion,
+    kubeconfig_published: bool,
+) -> (Option<String>, Desired) {
+    let known = recorded.filter(|v| !v.is_empty()).or(match read {
+        WorkloadVersion::Read(v) => Some(v.as_str()),
+        _ => None,
+    });
+    match (known, read) {
+        (Some(v), _) => (
+            Some(v.to_string()),
+            Desired::true_(
+                KUBERNETES_VERSION_AVAILABLE,
+                format!("the cluster's API reports Kubernetes {v}"),
+            ),
+        ),
+        (None, WorkloadVersion::Unreachable(why)) => (
+            None,
+            Desired::false_(
+                KUBERNETES_VERSION_AVAILABLE,
+                "WorkloadAPIUnreachable",
+                format!(
+                    "cannot read the Kubernetes version from the cluster's API: {why}; trying again in a minute"
+                ),
+            ),
+        ),
+        (None, _) => (
+            None,
+            Desired::false_(
+                KUBERNETES_VERSION_AVAILABLE,
+                "WaitingForKubeconfig",
+                if kubeconfig_published {
+                    "the Kubernetes version is read from the cluster's API on the next reconcile"
+                } else {
+                    "the Kubernetes version is read from the installed cluster's API once its admin kubeconfig exists"
+                },
+            ),
+        ),
+    }
 }
 
 /// The replica counters and selector.
@@ -253,6 +300,16 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         Some(message) => Desired::new(DELETING, Status::True, "Deleting", message),
         None => Desired::false_(DELETING, "NotDeleting", ""),
     };
+    let recorded = inputs
+        .oacp
+        .status
+        .as_ref()
+        .and_then(|s| s.version.as_deref());
+    let (_, version) = kubernetes_version(
+        recorded,
+        inputs.workload_version,
+        inputs.kubeconfig_published,
+    );
     vec![
         available,
         kubeconfig,
@@ -262,6 +319,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         scaling_down,
         paused,
         deleting,
+        version,
     ]
 }
 
@@ -371,8 +429,33 @@ spec: {{sshAuthorizedKey: {key}}}
                 blocked: self.blocked.as_ref(),
                 paused: false,
                 deleting: None,
+                workload_version: &WorkloadVersion::NotRead,
             }
         }
+    }
+
+    #[test]
+    fn the_kubernetes_version_comes_from_the_cluster_api_and_is_kept() {
+        let (v, c) = kubernetes_version(None, &WorkloadVersion::NotRead, false);
+        assert_eq!((v, c.reason), (None, "WaitingForKubeconfig".to_string()));
+        let (v, c) = kubernetes_version(
+            None,
+            &WorkloadVersion::Unreachable("connection refused".into()),
+            true,
+        );
+        assert_eq!(v, None);
+        assert_eq!(c.reason, "WorkloadAPIUnreachable");
+        assert!(c.message.contains("connection refused"), "{}", c.message);
+        let (v, c) = kubernetes_version(None, &WorkloadVersion::Read("v1.33.4".into()), true);
+        assert_eq!(v.as_deref(), Some("v1.33.4"));
+        assert_eq!(c.status, Status::True);
+        assert!(c.message.contains("v1.33.4"));
+        // Recorded once, kept: the dereference does not ask again.
+        let (v, c) = kubernetes_version(Some("v1.33.4"), &WorkloadVersion::NotRead, true);
+        assert_eq!(v.as_deref(), Some("v1.33.4"));
+        assert_eq!(c.status, Status::True);
+        let (v, _) = kubernetes_version(Some(""), &WorkloadVersion::NotRead, true);
+        assert_eq!(v, None);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use testbed::cache::repo_root;
 mod common;
 use common::{
     MACHINE_CIDR, Run, boot_hosts, init_logs, scale_machine_deployment, start_providers,
-    start_test_core, state, wait_for,
+    start_test_core_against, state, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -228,7 +228,9 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let (core, _dir) = start_test_core(&client).await;
+    // The admin kubeconfig the core publishes is valid against this testbed's own apiserver,
+    // which stands in for the installed cluster's API (its /version gives status.version).
+    let (core, _dir) = start_test_core_against(&client, &tb).await;
     let providers = start_providers(&client, Run::ControlPlane);
     tb.apply_yaml(&objects()).await.expect("apply cluster");
     eprintln!("objects applied after {:?}", started.elapsed());
@@ -443,6 +445,19 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         || async {
             let c = clusters.get(CLUSTER).await.ok()?;
             (c.status?.initialization?.control_plane_initialized == Some(true)).then_some(())
+        },
+    )
+    .await;
+    // status.version is what the installed cluster's API reports (here: the testbed's).
+    let expected = client.apiserver_version().await.unwrap().git_version;
+    wait_for(
+        "status.version from the cluster's API",
+        Duration::from_secs(60),
+        || async {
+            let o = oacps.get(CP).await.ok()?;
+            (o.status.as_ref()?.version.as_deref() == Some(expected.as_str())
+                && condition(&o, "KubernetesVersionAvailable")?.0 == "True")
+                .then_some(())
         },
     )
     .await;

@@ -426,3 +426,24 @@ pub async fn start_test_core(client: &Client) -> (Core, tempfile::TempDir) {
     .await;
     (core, dir)
 }
+
+/// As [`start_test_core`], with the published admin kubeconfig valid against `workload` (its
+/// server and CA), so that what reads the installed cluster's API gets answers.
+pub async fn start_test_core_against(
+    client: &Client,
+    workload: &Testbed,
+) -> (Core, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let iso = test_iso(dir.path());
+    let lab = LabFlags::for_testbed(workload, dir.path());
+    let core = start_core(
+        client.clone(),
+        &dir.path().join("data"),
+        &iso,
+        free_port(),
+        free_port(),
+        &lab,
+    )
+    .await;
+    (core, dir)
+}
