@@ -27,3 +27,28 @@ fn committed_openapi_matches_the_code() {
         );
     }
 }
+
+/// Every step type and host stage the core sends or accepts is one of the enum values the
+/// document declares (upstream's), so a client validating against it never rejects ours.
+#[test]
+fn declared_enums_cover_the_domain() {
+    use assisted_core::domain::{HostStage, StepType};
+    let doc: serde_json::Value =
+        serde_yaml::from_str(&assisted_core::service::http::openapi_yaml()).expect("YAML");
+    let values = |name: &str| -> Vec<String> {
+        doc["components"]["schemas"][name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} has no enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let step_types = values("StepType");
+    for t in StepType::ALL {
+        assert!(step_types.contains(&t.as_str().to_string()), "{t:?}");
+    }
+    let stages = values("HostStage");
+    for s in HostStage::ALL {
+        assert!(stages.contains(&s.as_str().to_string()), "{s:?}");
+    }
+}

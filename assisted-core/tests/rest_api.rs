@@ -6,6 +6,7 @@ use std::sync::Arc;
 use assisted_core::domain::{ClusterSnapshot, Config, HostRole, HostStage, HostStatus};
 use assisted_core::service::auth::{Claims, Keys};
 use assisted_core::service::http::{AppState, router};
+use assisted_core::service::server::HEADER_READ_TIMEOUT;
 use assisted_core::service::store::{ClusterRecord, ClusterSettings, InfraEnvRecord, Store};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -143,7 +144,12 @@ async fn start() -> Api {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    // The production server loop (header-read timeout included); never shut down here.
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        assisted_core::service::server::serve(listener, app, HEADER_READ_TIMEOUT, shutdown).await;
+        drop(stop);
+    });
     Api {
         base: format!("http://{addr}/api/assisted-install/v2"),
         client: Client::builder(TokioExecutor::new()).build_http(),

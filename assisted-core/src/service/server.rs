@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
@@ -219,19 +220,129 @@ pub async fn run(
         os_images: Arc::new(os_images),
     });
     tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
-    let stop = |mut s: watch::Receiver<bool>| async move {
-        let _ = s.wait_for(|v| *v).await;
-    };
-    let api_server =
-        axum::serve(listeners.agent_api, api).with_graceful_shutdown(stop(shutdown.clone()));
-    let image_server =
-        axum::serve(listeners.images, images).with_graceful_shutdown(stop(shutdown.clone()));
-    let (a, i, ()) = tokio::join!(
-        async { api_server.await },
-        async { image_server.await },
+    tokio::join!(
+        serve(
+            listeners.agent_api,
+            api,
+            HEADER_READ_TIMEOUT,
+            shutdown.clone()
+        ),
+        serve(
+            listeners.images,
+            images,
+            HEADER_READ_TIMEOUT,
+            shutdown.clone()
+        ),
         controllers::run(ctx, dirty, shutdown.clone()),
     );
-    a.context("agent API server")?;
-    i.context("image server")?;
     Ok(())
+}
+
+/// How long a client may take to send a request's head (request line and headers). Without a
+/// limit, a client that opens a connection and never finishes its headers holds it for ever.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `router` on `listener` over HTTP/1.1 until `shutdown`, closing connections whose
+/// request head does not arrive within `header_read_timeout` (`axum::serve` sets no such limit).
+/// On shutdown, requests in flight finish and idle connections close.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    header_read_timeout: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = stopped(&mut shutdown) => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut stop = shutdown.clone();
+        connections.spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_read_timeout)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                r = connection.as_mut() => r,
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection closed with an error");
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+/// Resolves once `shutdown` is true (or its sender is gone).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let (stop, shutdown) = watch::channel(false);
+        let server = tokio::spawn(serve(
+            listener,
+            router,
+            Duration::from_millis(300),
+            shutdown,
+        ));
+
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        let started = Instant::now();
+
+        let mut complete = TcpStream::connect(addr).await.unwrap();
+        complete
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        complete.read_to_end(&mut answer).await.unwrap();
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+
+        // The unfinished head is dropped after the timeout (a reset counts as closed too).
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut rest))
+            .await
+            .expect("the connection is closed within 5 s");
+        assert!(closed.map_or(true, |n| n == 0 || !rest.starts_with(b"HTTP/1.1 200")));
+        assert!(started.elapsed() >= Duration::from_millis(250));
+
+        stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the server stops on shutdown")
+            .unwrap();
+    }
 }

@@ -452,6 +452,60 @@ async fn single_node_openshift_installs_across_a_core_restart() {
         Some(name)
     );
 
+    // An installed Agent moved to a ClusterDeployment that does not exist says so on
+    // SpecSynced (upstream's message), and recovers when moved back.
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    let spec_synced = |name: String| {
+        let agents = agents.clone();
+        async move {
+            let a = agents.get(&name).await.ok()?;
+            let c = a
+                .status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "SpecSynced")?;
+            Some((
+                c.status,
+                c.reason.unwrap_or_default(),
+                c.message.unwrap_or_default(),
+            ))
+        }
+    };
+    let move_to = |cd: &'static str| json!({"spec": {"clusterDeploymentName": {"name": cd, "namespace": ns}}});
+    agents
+        .patch(
+            &agent.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(move_to("elsewhere")),
+        )
+        .await
+        .expect("move the Agent");
+    let (_, reason, message) = wait_for("SpecSynced False", Duration::from_secs(30), || async {
+        spec_synced(agent.name_any())
+            .await
+            .filter(|(s, _, _)| s == "False")
+    })
+    .await;
+    assert_eq!(reason, "InputError");
+    assert!(
+        message.contains("failed to get clusterDeployment with name elsewhere in namespace sno"),
+        "{message}"
+    );
+    agents
+        .patch(
+            &agent.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(move_to("sno")),
+        )
+        .await
+        .expect("move the Agent back");
+    wait_for("SpecSynced True again", Duration::from_secs(30), || async {
+        spec_synced(agent.name_any())
+            .await
+            .filter(|(s, _, _)| s == "True")
+    })
+    .await;
+
     // Deleting the namespace deregisters everything: every deprovision finalizer (InfraEnv,
     // Agent, ClusterDeployment, AgentClusterInstall) is released and the namespace goes.
     let cd_id = Api::<ClusterDeployment>::namespaced(client.clone(), ns)

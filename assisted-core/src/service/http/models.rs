@@ -14,6 +14,64 @@ fn ts(t: Timestamp) -> String {
     t.to_string()
 }
 
+/// Schema-only enums: the wire carries these as strings (the domain has its own enums); the
+/// OpenAPI document declares upstream's values so that generated clients validate them.
+pub mod wire_enums {
+    use utoipa::ToSchema;
+
+    /// `step-type`, every value upstream declares.
+    #[allow(dead_code)]
+    #[derive(ToSchema)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum StepType {
+        ConnectivityCheck,
+        Execute,
+        Inventory,
+        Install,
+        FreeNetworkAddresses,
+        DhcpLeaseAllocate,
+        ApiVipConnectivityCheck,
+        TangConnectivityCheck,
+        NtpSynchronizer,
+        InstallationDiskSpeedCheck,
+        ContainerImageAvailability,
+        DomainResolution,
+        StopInstallation,
+        LogsGather,
+        NextStepRunner,
+        UpgradeAgent,
+        DownloadBootArtifacts,
+        RebootForReclaim,
+        VerifyVips,
+    }
+
+    /// `host-stage`, every value upstream declares.
+    #[allow(dead_code)]
+    #[derive(ToSchema)]
+    pub enum HostStage {
+        #[serde(rename = "Starting installation")]
+        StartingInstallation,
+        #[serde(rename = "Waiting for control plane")]
+        WaitingForControlPlane,
+        #[serde(rename = "Waiting for bootkube")]
+        WaitingForBootkube,
+        #[serde(rename = "Waiting for controller")]
+        WaitingForController,
+        Installing,
+        #[serde(rename = "Writing image to disk")]
+        WritingImageToDisk,
+        #[serde(rename = "Copying registry data to disk")]
+        CopyingRegistryDataToDisk,
+        Rebooting,
+        #[serde(rename = "Waiting for ignition")]
+        WaitingForIgnition,
+        Configuring,
+        Joined,
+        Done,
+        Failed,
+    }
+}
+
 /// `host-create-params`.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 pub struct HostCreateParams {
@@ -26,6 +84,7 @@ pub struct HostCreateParams {
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 pub struct HostProgressParams {
     /// A `host-stage` wire string, e.g. "Writing image to disk".
+    #[schema(value_type = wire_enums::HostStage)]
     pub current_stage: String,
     #[serde(default)]
     pub progress_info: Option<String>,
@@ -70,6 +129,7 @@ pub struct CompletionParams {
 /// `step-reply`, as the agent posts it. Parsed leniently: unknown fields are ignored.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 pub struct StepReplyBody {
+    #[schema(value_type = wire_enums::StepType)]
     pub step_type: String,
     pub step_id: String,
     pub exit_code: i64,
@@ -81,6 +141,7 @@ pub struct StepReplyBody {
 /// `step`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StepModel {
+    #[schema(value_type = wire_enums::StepType)]
     pub step_type: String,
     pub step_id: String,
     pub args: Vec<String>,
@@ -116,6 +177,7 @@ pub fn steps_model(s: Steps) -> StepsModel {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HostProgressInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<wire_enums::HostStage>)]
     pub current_stage: Option<String>,
     pub installation_percentage: u8,
     pub progress_info: String,

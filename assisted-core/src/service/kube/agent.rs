@@ -10,6 +10,7 @@ use kube::runtime::finalizer::{Event, finalizer};
 
 use super::{Context, Error};
 use crate::api::agent::{Agent, AgentSpec, HostRole as SpecRole};
+use crate::api::hive::ClusterDeployment;
 use crate::domain::HostRole;
 use crate::service::install::parse_ignition_override;
 use crate::service::store::HostSpec;
@@ -72,6 +73,41 @@ pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
     )
 }
 
+/// Where `spec.clusterDeploymentName` points against where the host is bound: the error to
+/// show on SpecSynced, if any. `bound` is the `(namespace, name)` of the host's
+/// ClusterDeployment; `wanted_exists` whether the one the spec names exists. Binding, unbinding
+/// and moving hosts between clusters (upstream's late binding) are not supported, so each of
+/// them is reported rather than ignored.
+pub fn binding_error(
+    wanted: Option<(&str, &str)>,
+    bound: Option<(&str, &str)>,
+    wanted_exists: bool,
+) -> Option<String> {
+    match (wanted, bound) {
+        (Some(w), Some(b)) if w == b => None,
+        (Some((ns, name)), _) if !wanted_exists => Some(format!(
+            "failed to get clusterDeployment with name {name} in namespace {ns}: not found"
+        )),
+        (Some((ns, name)), Some((bns, bname))) => Some(format!(
+            "the host is bound to ClusterDeployment {bns}/{bname}; moving it to {ns}/{name} is \
+             not supported: delete the Agent and boot the host with {ns}/{name}'s discovery image"
+        )),
+        (Some((ns, name)), None) => Some(format!(
+            "binding a host to ClusterDeployment {ns}/{name} through the Agent is not supported: \
+             boot it with an InfraEnv whose clusterRef names that ClusterDeployment"
+        )),
+        (None, Some((bns, bname))) => Some(format!(
+            "clusterDeploymentName was removed, but unbinding a host from ClusterDeployment \
+             {bns}/{bname} is not supported; set it back"
+        )),
+        (None, None) => None,
+    }
+}
+
+fn pair(p: &Option<(String, String)>) -> Option<(&str, &str)> {
+    p.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))
+}
+
 pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
     let ns = agent.namespace().unwrap_or_default();
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
@@ -79,10 +115,59 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
         match event {
             Event::Apply(a) => {
                 let (spec, err) = host_spec(&a.spec);
-                if !ctx.store.sync_host_spec(&a.name_any(), &spec, err) {
+                let ns = a.namespace().unwrap_or_default();
+                let wanted = a.spec.cluster_deployment_name.as_ref().map(|r| {
+                    let wns = if r.namespace.is_empty() {
+                        ns.clone()
+                    } else {
+                        r.namespace.clone()
+                    };
+                    (wns, r.name.clone())
+                });
+                let (bound, approved_now) = {
+                    let st = ctx.store.read();
+                    match st.host_with_cluster(&a.name_any()) {
+                        Some((h, rec)) => (
+                            rec.map(|r| {
+                                (
+                                    r.settings.namespace.clone(),
+                                    r.settings.cluster_deployment.clone(),
+                                )
+                            }),
+                            h.approved,
+                        ),
+                        None => (None, false),
+                    }
+                };
+                // Read only when the spec names another ClusterDeployment than the bound one.
+                let wanted_exists = match &wanted {
+                    Some(w) if Some(w) != bound.as_ref() => {
+                        Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &w.0)
+                            .get_opt(&w.1)
+                            .await?
+                            .is_some()
+                    }
+                    _ => true,
+                };
+                let binding = binding_error(pair(&wanted), pair(&bound), wanted_exists);
+                let mut spec = spec;
+                if binding.is_some() {
+                    // Approving a host for another cluster than the one it is bound to would
+                    // install it where the user no longer wants it: approval stays as it was.
+                    spec.approved = approved_now;
+                }
+                if !ctx
+                    .store
+                    .sync_host_spec(&a.name_any(), &spec, binding.or(err))
+                {
                     tracing::debug!(agent = %a.name_any(), "no host record for this Agent yet");
                 }
-                Ok(Action::await_change())
+                // A missing ClusterDeployment may appear; it is not watched from here.
+                Ok(if wanted_exists {
+                    Action::await_change()
+                } else {
+                    Action::requeue(std::time::Duration::from_secs(60))
+                })
             }
             Event::Cleanup(a) => {
                 tracing::info!(agent = %a.name_any(), "Agent deleted: deregistering the host");
@@ -160,5 +245,26 @@ mod tests {
             assert!(e.contains("ignitionConfigOverrides"), "{e}");
             assert_eq!(s.ignition_config_overrides, None);
         }
+    }
+
+    #[test]
+    fn binding_problems_are_reported_not_ignored() {
+        let a = Some(("ns", "a"));
+        let b = Some(("ns", "b"));
+        assert_eq!(binding_error(a, a, true), None);
+        assert_eq!(binding_error(None, None, true), None);
+        let e = binding_error(b, a, false).unwrap();
+        assert!(e.contains("name b in namespace ns: not found"), "{e}");
+        let e = binding_error(b, a, true).unwrap();
+        assert!(
+            e.contains("bound to ClusterDeployment ns/a") && e.contains("not supported"),
+            "{e}"
+        );
+        let e = binding_error(b, None, true).unwrap();
+        assert!(e.contains("ns/b") && e.contains("clusterRef"), "{e}");
+        let e = binding_error(b, None, false).unwrap();
+        assert!(e.contains("not found"), "{e}");
+        let e = binding_error(None, a, true).unwrap();
+        assert!(e.contains("unbinding"), "{e}");
     }
 }
