@@ -20,8 +20,8 @@ use crate::{capm3, metal3_io};
 /// Directory of the generated files, relative to the workspace root.
 pub const DIR: &str = "config/testing/metal3";
 
-/// The CRD labels CAPI reads to find the contract and API version (`reference/capi-metal3.md` §1.1),
-/// as CAPM3 declares them in its `config/crd/kustomization.yaml`.
+/// The CRD labels CAPI reads to find the contract and API version (Cluster API's
+/// `internal/contract` package), as CAPM3 declares them in its `config/crd/kustomization.yaml`.
 pub const CAPM3_CONTRACT_LABELS: [(&str, &str); 2] = [
     ("cluster.x-k8s.io/v1beta1", "v1beta1"),
     ("cluster.x-k8s.io/v1beta2", "v1beta2"),

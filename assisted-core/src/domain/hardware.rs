@@ -65,7 +65,7 @@ const fn req(
     }
 }
 
-/// The upstream defaults (reference §2.3).
+/// The upstream defaults (assisted-service's `data/default_hw_requirements.json`).
 pub const DEFAULT_REQUIREMENTS: VersionRequirements = VersionRequirements {
     master: req(4, 16384, 100, Some(100.0), Some(0.0)),
     worker: req(2, 8192, 100, Some(1000.0), Some(10.0)),

@@ -1,5 +1,6 @@
-//! Every field path named in `reference/capoa.md` §1.2–1.4 and `reference/assisted-service.md`
-//! §4.1 is in the generated schema, under the same JSON name.
+//! Every field path of CAPOA's API types (its `bootstrap/api` and `controlplane/api` packages)
+//! and of assisted-service's CRDs (`api/v1beta1`, `api/hiveextension/v1beta1`) that users and
+//! the other controllers rely on is in the generated schema, under the same JSON name.
 
 use api_conformance::{schema_has_path, schema_of};
 

@@ -1,5 +1,6 @@
 //! Day-2 hosts after their reboot into an existing cluster: no installer reports the last
-//! stages, so the core watches the workload cluster (reference §4.2, §8.1). With the client
+//! stages, so the core watches the workload cluster (as assisted-service's Agent controller,
+//! `internal/controller/controllers/agent_controller.go`, does). With the client
 //! from the `<cd>-admin-kubeconfig` Secret it approves the node's pending CSRs, then reports
 //! Joined once the Node exists and Done once it is Ready, labelled with the Agent's
 //! `nodeLabels` and both CSRs were approved.

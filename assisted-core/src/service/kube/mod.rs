@@ -150,7 +150,8 @@ pub async fn run_monitor(ctx: Arc<Context>, tick: Duration, mut shutdown: watch:
     }
 }
 
-/// The pointer ignition a day-2 worker fetches (`worker-<id>.ign`), per reference §5.6.
+/// The pointer ignition a day-2 worker fetches (`worker-<id>.ign`), shaped like the one
+/// assisted-service renders from its `internal/ignition/templates/node.ign`.
 async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> Result<(), String> {
     let rec = ctx.store.cluster(cluster_id).map_err(|e| e.reason)?;
     let c = &rec.snapshot;

@@ -1,5 +1,7 @@
 //! Pure builders of Agent and AgentClusterInstall status from the store's records: the
-//! condition types, reasons and messages of assisted-service (reference §4.3).
+//! condition types, reasons and messages of assisted-service (declared in its
+//! `api/v1beta1/agent_types.go` and `api/hiveextension/v1beta1/agentclusterinstall_types.go`,
+//! set by `internal/controller/controllers/{agent,clusterdeployments}_controller.go`).
 
 use std::collections::BTreeMap;
 
