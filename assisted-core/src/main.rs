@@ -12,6 +12,7 @@ fn main() -> ExitCode {
         lease_name: "assisted-core-leader",
         crds: assisted_core::api::crds,
         manifest: None,
+        convert: None,
     };
     cli::main_with::<CoreArgs, _, _>(spec, |leader, args| async move {
         let listeners = Listeners::bind(&args).await?;

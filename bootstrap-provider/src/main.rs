@@ -11,6 +11,7 @@ fn main() -> ExitCode {
         lease_name: manifests::LEASE_NAME,
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
+        convert: None,
     };
     cli::main(spec, |leader| async move {
         controller::run(

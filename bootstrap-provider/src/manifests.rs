@@ -134,5 +134,6 @@ pub fn provider_manifest() -> ProviderManifest {
         extra_service: None,
         memory_limit: "128Mi",
         data_volume: None,
+        webhooks: true,
     }
 }

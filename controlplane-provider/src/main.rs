@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         lease_name: manifests::LEASE_NAME,
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
+        convert: None,
     };
     cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
         let controller = controller::run(

@@ -236,5 +236,6 @@ pub fn provider_manifest() -> ProviderManifest {
         )),
         memory_limit: "256Mi",
         data_volume: Some(("file-store", "/var/lib/assisted-core")),
+        webhooks: true,
     }
 }

@@ -9,6 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 
 use crate::manifests::{self, ProviderManifest};
 use crate::runtime::{self, Leader, ManagerArgs};
+use crate::webhook;
 
 #[derive(Parser, Debug)]
 #[command(version, args_conflicts_with_subcommands = true)]
@@ -48,6 +49,9 @@ pub struct ManagerSpec {
     pub lease_name: &'static str,
     pub crds: fn() -> Vec<CustomResourceDefinition>,
     pub manifest: Option<fn() -> ProviderManifest>,
+    /// Converts the provider's objects between its API versions (`/convert` on the webhook
+    /// server); `None` for managers without older versions to serve.
+    pub convert: Option<webhook::ConvertFn>,
 }
 
 /// Parses the command line and runs it; errors are printed as one clear message.
@@ -109,10 +113,15 @@ where
                 .enable_all()
                 .build()?;
             let extra = cli.extra;
+            let webhooks = spec.convert.map(|convert| {
+                let convert: webhook::Converter = std::sync::Arc::new(convert);
+                webhook::conversion_router(convert)
+            });
             runtime.block_on(runtime::run_manager(
                 spec.name,
                 spec.lease_name,
                 cli.manager,
+                webhooks,
                 move |leader| run_leader(leader, extra),
             ))
         }

@@ -5,7 +5,8 @@
 //! - [`manifests`]: `config/` generation (CRDs, RBAC from one rule list, Deployment, clusterctl files);
 //! - [`metrics`]: reconcile and error counters every controller exports;
 //! - [`controller`]: the error type, events, finalizer and delete helpers every controller uses;
-//! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule.
+//! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule;
+//! - [`webhook`]: the HTTPS webhook server (CRD conversion), certificates re-read on rotation.
 
 pub mod cli;
 pub mod conditions;
@@ -13,3 +14,4 @@ pub mod controller;
 pub mod manifests;
 pub mod metrics;
 pub mod runtime;
+pub mod webhook;

@@ -74,10 +74,19 @@ pub struct ProviderManifest {
     pub memory_limit: &'static str,
     /// A writable directory the manager needs besides /tmp (name, mount path).
     pub data_volume: Option<(&'static str, &'static str)>,
+    /// The manager serves webhooks (CRD conversion): the components then carry the webhook
+    /// Service, a cert-manager Issuer and Certificate mounted into the manager, and point every
+    /// CRD with a `Webhook` conversion at that Service with cert-manager's CA injection.
+    pub webhooks: bool,
 }
 
 pub const METRICS_PORT: u16 = 8080;
 pub const HEALTH_PORT: u16 = 8081;
+pub const WEBHOOK_PORT: u16 = 9443;
+/// Where the manager reads the webhook certificate (`--webhook-cert-dir`'s default).
+pub const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// The annotation cert-manager's CA injector fills `caBundle` from.
+pub const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
 
 impl ProviderManifest {
     fn labels(&self) -> Value {
@@ -90,6 +99,65 @@ impl ProviderManifest {
 
     fn selector_labels(&self) -> Value {
         json!({ "cluster.x-k8s.io/provider": self.provider_label, "control-plane": "controller-manager" })
+    }
+
+    /// The Service in front of the webhook server.
+    pub fn webhook_service_name(&self) -> String {
+        format!("{}webhook-service", self.name_prefix)
+    }
+
+    fn serving_certificate_name(&self) -> String {
+        format!("{}serving-cert", self.name_prefix)
+    }
+
+    fn webhook_secret_name(&self) -> String {
+        format!("{}webhook-service-cert", self.name_prefix)
+    }
+
+    /// The self-signed Issuer and the Certificate of the webhook Service (cert-manager, which
+    /// clusterctl installs).
+    pub fn webhook_certificates(&self) -> Vec<Value> {
+        let service = self.webhook_service_name();
+        let ns = self.namespace;
+        vec![
+            json!({
+                "apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+                "metadata": self.meta("selfsigned-issuer"),
+                "spec": { "selfSigned": {} }
+            }),
+            json!({
+                "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                "metadata": self.meta("serving-cert"),
+                "spec": {
+                    "dnsNames": [format!("{service}.{ns}.svc"), format!("{service}.{ns}.svc.cluster.local")],
+                    "issuerRef": { "kind": "Issuer", "name": format!("{}selfsigned-issuer", self.name_prefix) },
+                    "secretName": self.webhook_secret_name()
+                }
+            }),
+        ]
+    }
+
+    /// A CRD as released: the provider label, and a `Webhook` conversion pointed at this
+    /// provider's webhook Service with the CA injected by cert-manager.
+    pub fn released_crd(&self, crd: &CustomResourceDefinition) -> Result<Value, ManifestError> {
+        let mut crd =
+            serde_json::to_value(crd).map_err(|e| ManifestError::Serialize(e.to_string()))?;
+        crd["metadata"]["labels"]["cluster.x-k8s.io/provider"] = json!(self.provider_label);
+        let webhook_conversion = crd
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+            == Some("Webhook");
+        if self.webhooks && webhook_conversion {
+            crd["metadata"]["annotations"][INJECT_CA_FROM] = json!(format!(
+                "{}/{}",
+                self.namespace,
+                self.serving_certificate_name()
+            ));
+            crd["spec"]["conversion"]["webhook"]["clientConfig"] = json!({
+                "service": { "namespace": self.namespace, "name": self.webhook_service_name(), "path": "/convert", "port": 443 }
+            });
+        }
+        Ok(crd)
     }
 
     pub fn service_account_name(&self) -> String {
@@ -159,6 +227,15 @@ impl ProviderManifest {
             volumes.push(json!({ "name": name, "emptyDir": {} }));
             mounts.push(json!({ "name": name, "mountPath": path }));
         }
+        if self.webhooks {
+            ports.push(
+                json!({ "name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP" }),
+            );
+            volumes.push(json!({ "name": "webhook-cert", "secret": { "secretName": self.webhook_secret_name() } }));
+            mounts.push(
+                json!({ "name": "webhook-cert", "mountPath": WEBHOOK_CERT_DIR, "readOnly": true }),
+            );
+        }
         let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "health" }, "initialDelaySeconds": 5, "periodSeconds": 10 });
         let deployment = json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -211,6 +288,17 @@ impl ProviderManifest {
                 "ports": [{ "name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP" }]
             }
         }));
+        if self.webhooks {
+            objects.push(json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": self.meta("webhook-service"),
+                "spec": {
+                    "selector": self.selector_labels(),
+                    "ports": [{ "name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP" }]
+                }
+            }));
+            objects.extend(self.webhook_certificates());
+        }
         if let Some((name, extra)) = self.extra_service {
             objects.push(json!({
                 "apiVersion": "v1", "kind": "Service",
@@ -228,10 +316,7 @@ impl ProviderManifest {
     pub fn components(&self) -> Result<String, ManifestError> {
         let mut objects = vec![self.namespace_object()];
         for crd in &self.crds {
-            let mut crd =
-                serde_json::to_value(crd).map_err(|e| ManifestError::Serialize(e.to_string()))?;
-            crd["metadata"]["labels"]["cluster.x-k8s.io/provider"] = json!(self.provider_label);
-            objects.push(crd);
+            objects.push(self.released_crd(crd)?);
         }
         objects.extend(self.rbac());
         objects.extend(self.manager());

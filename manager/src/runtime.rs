@@ -46,6 +46,12 @@ pub struct ManagerArgs {
     /// Address of `/healthz` and `/readyz`.
     #[arg(long, default_value = ":8081", value_parser = parse_bind_address)]
     pub health_probe_bind_address: SocketAddr,
+    /// Address of the HTTPS webhook server (CRD conversion), for managers that serve webhooks.
+    #[arg(long, default_value = ":9443", value_parser = parse_bind_address)]
+    pub webhook_bind_address: SocketAddr,
+    /// Directory with the webhook server's `tls.crt` and `tls.key` (re-read when they change).
+    #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    pub webhook_cert_dir: PathBuf,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -208,12 +214,14 @@ impl WatchScope {
     }
 }
 
-/// Runs a manager: probes and metrics at once, then (after winning the Lease if
-/// `--leader-elect`) `run_leader`, until SIGTERM/SIGINT or until leadership is lost.
+/// Runs a manager: probes, metrics and `webhooks` (every replica serves them) at once, then
+/// (after winning the Lease if `--leader-elect`) `run_leader`, until SIGTERM/SIGINT or until
+/// leadership is lost.
 pub async fn run_manager<F, Fut>(
     name: &str,
     lease_name: &str,
     args: ManagerArgs,
+    webhooks: Option<Router>,
     run_leader: F,
 ) -> anyhow::Result<()>
 where
@@ -259,6 +267,18 @@ where
         shutdown_rx.clone(),
     ));
     tracing::info!(manager = name, metrics = %args.metrics_bind_address, probes = %args.health_probe_bind_address, "serving metrics and probes");
+    if let Some(router) = webhooks {
+        let listener = tokio::net::TcpListener::bind(args.webhook_bind_address)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.webhook_bind_address))?;
+        tracing::info!(address = %args.webhook_bind_address, certificates = %args.webhook_cert_dir.display(), "serving webhooks");
+        tokio::spawn(crate::webhook::serve_tls(
+            listener,
+            args.webhook_cert_dir.clone(),
+            router,
+            shutdown_rx.clone(),
+        ));
+    }
 
     let signal_tx = shutdown_tx.clone();
     tokio::spawn(async move {

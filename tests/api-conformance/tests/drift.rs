@@ -134,3 +134,85 @@ fn components_reference_only_our_clusterctl_variables() {
         }
     }
 }
+
+/// The webhook pieces of a release fit together: every CRD converted by webhook points at the
+/// provider's webhook Service with cert-manager injecting the CA of the Certificate whose Secret
+/// the manager mounts where it reads its certificate.
+#[test]
+fn webhook_service_certificate_and_crds_fit_together() {
+    for manifest in [
+        bootstrap_provider::manifests::provider_manifest(),
+        controlplane_provider::manifests::provider_manifest(),
+    ] {
+        let documents =
+            api_conformance::parse_documents(&manifest.components().expect("components"));
+        let find = |kind: &str, name: &str| {
+            documents
+                .iter()
+                .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+                .unwrap_or_else(|| panic!("{}: no {kind} {name}", manifest.components_file))
+        };
+        let ns = manifest.namespace;
+        let service_name = manifest.webhook_service_name();
+        let service = find("Service", &service_name);
+        assert_eq!(service["spec"]["ports"][0]["port"], 443);
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], "webhook");
+        let certificate = find(
+            "Certificate",
+            &format!("{}serving-cert", manifest.name_prefix),
+        );
+        let dns: Vec<&str> = certificate["spec"]["dnsNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d.as_str())
+            .collect();
+        assert!(
+            dns.contains(&format!("{service_name}.{ns}.svc").as_str()),
+            "{dns:?}"
+        );
+        let secret = certificate["spec"]["secretName"].as_str().unwrap();
+        let deployment = documents
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .unwrap();
+        let pod = &deployment["spec"]["template"]["spec"];
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["secret"]["secretName"] == secret)
+            .expect("the certificate's Secret is a volume");
+        let mount = pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == volume["name"])
+            .expect("and is mounted");
+        assert_eq!(mount["mountPath"], manager::manifests::WEBHOOK_CERT_DIR);
+        assert!(
+            pod["containers"][0]["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "webhook"
+                    && p["containerPort"] == manager::manifests::WEBHOOK_PORT)
+        );
+        for crd in documents
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+            .filter(|d| d["spec"]["conversion"]["strategy"] == "Webhook")
+        {
+            let name = crd["metadata"]["name"].as_str().unwrap();
+            assert_eq!(
+                crd["metadata"]["annotations"][manager::manifests::INJECT_CA_FROM],
+                format!("{ns}/{}", certificate["metadata"]["name"].as_str().unwrap()),
+                "{name}"
+            );
+            let service_ref = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
+            assert_eq!(service_ref["name"], service_name.as_str(), "{name}");
+            assert_eq!(service_ref["namespace"], ns, "{name}");
+            assert_eq!(service_ref["path"], "/convert", "{name}");
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The managers' webhook server: HTTPS with the certificate in `--webhook-cert-dir` (`tls.crt`,
+//! `tls.key`, the layout cert-manager and controller-runtime use), re-read when the files change
+//! so a rotated certificate is served without a restart. It serves CRD conversion (`/convert`,
+//! `ConversionReview` v1) for the provider's older API versions.
+//!
+//! [`review_response`] is the pure part: one review in, one review out.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// The certificate file names in the directory.
+pub const CERT_FILE: &str = "tls.crt";
+pub const KEY_FILE: &str = "tls.key";
+
+/// How long a client may take for the TLS handshake and then for the request head.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The apiserver sends whole objects; a conversion review of a few objects stays far below.
+const BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Converts one object (as JSON) to `desired_api_version`; the error is shown to the user by the
+/// apiserver, so it says what is wrong with the object.
+pub type Converter = Arc<dyn Fn(Value, &str) -> Result<Value, String> + Send + Sync>;
+
+/// A provider's conversion function, as [`crate::cli::ManagerSpec`] takes it.
+pub type ConvertFn = fn(Value, &str) -> Result<Value, String>;
+
+/// The answer to a `ConversionReview` v1: every object converted, or a failure naming the first
+/// object that could not be (the apiserver then fails the whole request, as it requires).
+pub fn review_response(
+    review: &Value,
+    convert: &dyn Fn(Value, &str) -> Result<Value, String>,
+) -> Value {
+    let request = &review["request"];
+    let uid = request["uid"].clone();
+    let answer = |result: Value, objects: Vec<Value>| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "response": {"uid": uid, "convertedObjects": objects, "result": result},
+        })
+    };
+    let failure = |message: String| json!({"status": "Failure", "message": message});
+    let Some(desired) = request["desiredAPIVersion"].as_str() else {
+        return answer(
+            failure("the review has no request.desiredAPIVersion".into()),
+            vec![],
+        );
+    };
+    let Some(objects) = request["objects"].as_array() else {
+        return answer(failure("the review has no request.objects".into()), vec![]);
+    };
+    let mut converted = Vec::with_capacity(objects.len());
+    for object in objects {
+        match convert(object.clone(), desired) {
+            Ok(o) => converted.push(o),
+            Err(e) => {
+                let name = object["metadata"]["name"].as_str().unwrap_or("<unnamed>");
+                let kind = object["kind"].as_str().unwrap_or("<no kind>");
+                return answer(
+                    failure(format!("converting {kind} {name} to {desired}: {e}")),
+                    vec![],
+                );
+            }
+        }
+    }
+    answer(json!({"status": "Success"}), converted)
+}
+
+async fn convert_handler(
+    State(convert): State<Converter>,
+    body: axum::body::Bytes,
+) -> impl IntoResponse {
+    let review: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"message": format!("the body is not a ConversionReview: {e}")})),
+            );
+        }
+    };
+    let response = review_response(&review, convert.as_ref());
+    (StatusCode::OK, axum::Json(response))
+}
+
+/// `/convert`, for the provider's CRDs.
+pub fn conversion_router(convert: Converter) -> Router {
+    Router::new()
+        .route("/convert", post(convert_handler))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(convert)
+}
+
+/// Serves the certificate in a directory, re-read when `tls.crt` or `tls.key` changes.
+#[derive(Debug)]
+pub struct CertificateFiles {
+    dir: PathBuf,
+    loaded: Mutex<Option<Loaded>>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    stamps: (SystemTime, SystemTime),
+    key: Arc<CertifiedKey>,
+}
+
+impl CertificateFiles {
+    pub fn new(dir: impl Into<PathBuf>) -> CertificateFiles {
+        CertificateFiles {
+            dir: dir.into(),
+            loaded: Mutex::new(None),
+        }
+    }
+
+    fn stamps(&self) -> std::io::Result<(SystemTime, SystemTime)> {
+        let modified = |f: &str| std::fs::metadata(self.dir.join(f))?.modified();
+        Ok((modified(CERT_FILE)?, modified(KEY_FILE)?))
+    }
+
+    /// The current certificate: the cached one unless the files changed since it was read.
+    pub fn current(&self) -> Result<Arc<CertifiedKey>, String> {
+        let stamps = self
+            .stamps()
+            .map_err(|e| format!("reading {}: {e}", self.dir.display()))?;
+        let mut loaded = self
+            .loaded
+            .lock()
+            .map_err(|_| "certificate cache poisoned")?;
+        if let Some(l) = loaded.as_ref()
+            && l.stamps == stamps
+        {
+            return Ok(l.key.clone());
+        }
+        let key = Arc::new(load(&self.dir)?);
+        tracing::info!(dir = %self.dir.display(), "webhook certificate loaded");
+        *loaded = Some(Loaded {
+            stamps,
+            key: key.clone(),
+        });
+        Ok(key)
+    }
+}
+
+fn load(dir: &Path) -> Result<CertifiedKey, String> {
+    let cert_path = dir.join(CERT_FILE);
+    let key_path = dir.join(KEY_FILE);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
+        .map_err(|e| format!("{}: {e}", cert_path.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert_path.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{} holds no certificate", cert_path.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(&key_path)
+        .map_err(|e| format!("{}: {e}", key_path.display()))?;
+    let signing = rustls::crypto::ring::sign::any_supported_type(&key)
+        .map_err(|e| format!("{}: {e}", key_path.display()))?;
+    Ok(CertifiedKey::new(chain, signing))
+}
+
+impl ResolvesServerCert for CertificateFiles {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        match self.current() {
+            Ok(k) => Some(k),
+            Err(e) => {
+                tracing::warn!(error = %e, "no webhook certificate to serve");
+                None
+            }
+        }
+    }
+}
+
+/// Serves `router` over HTTPS on `listener` with the certificate in `cert_dir` until `shutdown`.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    cert_dir: PathBuf,
+    router: Router,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map(|b| {
+        b.with_no_client_auth()
+            .with_cert_resolver(Arc::new(CertificateFiles::new(cert_dir)))
+    });
+    let mut config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot configure TLS for the webhook server");
+            return;
+        }
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook server: accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = stopped(&mut shutdown) => break,
+        };
+        let acceptor = acceptor.clone();
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut stop = shutdown.clone();
+        connections.spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "webhook TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                r = connection.as_mut() => r,
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "webhook connection closed with an error");
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rename_kind(object: Value, desired: &str) -> Result<Value, String> {
+        if object["spec"]["bad"].as_bool() == Some(true) {
+            return Err("spec.bad is set".into());
+        }
+        let mut o = object;
+        o["apiVersion"] = Value::String(desired.to_string());
+        Ok(o)
+    }
+
+    fn review(objects: Value) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": "u-1", "desiredAPIVersion": "g/v2", "objects": objects},
+        })
+    }
+
+    #[test]
+    fn every_object_is_converted_and_the_uid_echoed() {
+        let out = review_response(
+            &review(json!([
+                {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "a"}},
+                {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "b"}},
+            ])),
+            &rename_kind,
+        );
+        assert_eq!(out["kind"], "ConversionReview");
+        assert_eq!(out["response"]["uid"], "u-1");
+        assert_eq!(out["response"]["result"]["status"], "Success");
+        let objects = out["response"]["convertedObjects"].as_array().unwrap();
+        assert_eq!(objects.len(), 2);
+        assert!(objects.iter().all(|o| o["apiVersion"] == "g/v2"));
+        assert_eq!(objects[1]["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn one_failure_fails_the_review_naming_the_object() {
+        let out = review_response(
+            &review(json!([
+                {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "a"}},
+                {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "b"}, "spec": {"bad": true}},
+            ])),
+            &rename_kind,
+        );
+        assert_eq!(out["response"]["uid"], "u-1");
+        assert_eq!(out["response"]["result"]["status"], "Failure");
+        let message = out["response"]["result"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("K b to g/v2: spec.bad is set"),
+            "{message}"
+        );
+        assert_eq!(out["response"]["convertedObjects"], json!([]));
+    }
+
+    #[test]
+    fn a_malformed_review_is_a_failure_not_a_panic() {
+        for bad in [
+            json!({}),
+            json!({"request": {"uid": "x"}}),
+            json!({"request": {"desiredAPIVersion": "g/v2"}}),
+        ] {
+            let out = review_response(&bad, &rename_kind);
+            assert_eq!(out["response"]["result"]["status"], "Failure", "{bad}");
+        }
+    }
+
+    fn write_cert(dir: &Path, name: &str) {
+        let cert = rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
+        std::fs::write(dir.join(CERT_FILE), cert.cert.pem()).unwrap();
+        std::fs::write(dir.join(KEY_FILE), cert.signing_key.serialize_pem()).unwrap();
+    }
+
+    #[test]
+    fn the_certificate_is_reread_when_the_files_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = CertificateFiles::new(dir.path());
+        assert!(files.current().unwrap_err().contains("reading"));
+        write_cert(dir.path(), "first.example");
+        let first = files.current().unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &files.current().unwrap()),
+            "cached while unchanged"
+        );
+        // A rotation writes new files; their modification time moves on.
+        std::thread::sleep(Duration::from_millis(20));
+        write_cert(dir.path(), "second.example");
+        let stamps = files.stamps().unwrap();
+        let second = files.current().unwrap();
+        assert!(!Arc::ptr_eq(&first, &second), "rotated certificate served");
+        assert_eq!(files.stamps().unwrap(), stamps);
+        std::fs::write(dir.path().join(KEY_FILE), "not a key").unwrap();
+        assert!(files.current().is_err());
+    }
+}
