@@ -387,6 +387,42 @@ impl Testbed {
         self.ca.serving(name)
     }
 
+    /// Writes a serving certificate for 127.0.0.1 as `tls.crt` / `tls.key` into `dir`, the layout
+    /// our managers' `--webhook-cert-dir` reads.
+    pub fn write_serving_cert(&self, name: &str, dir: &Path) -> Result<()> {
+        let pair = self.ca.serving(name)?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("tls.crt"), &pair.cert_pem).context("writing tls.crt")?;
+        std::fs::write(dir.join("tls.key"), &pair.key_pem).context("writing tls.key")?;
+        Ok(())
+    }
+
+    /// Points the conversion webhook of the installed CRD `crd_name` at
+    /// `https://127.0.0.1:<port>/convert`, trusting the testbed CA: what the webhook Service and
+    /// cert-manager's CA injector do in a cluster.
+    pub async fn point_conversion_webhook(&self, crd_name: &str, port: u16) -> Result<()> {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(self.client.clone());
+        let crd = crds
+            .get(crd_name)
+            .await
+            .with_context(|| format!("reading CRD {crd_name}"))?;
+        let value = serde_json::to_value(&crd)?;
+        if value
+            .pointer("/spec/conversion/strategy")
+            .and_then(serde_json::Value::as_str)
+            != Some("Webhook")
+        {
+            anyhow::bail!("CRD {crd_name} does not convert by webhook");
+        }
+        let pointed = capi::point_webhooks_at(value, port, self.ca_pem());
+        let crd: CustomResourceDefinition = serde_json::from_value(pointed)?;
+        crds.replace(crd_name, &Default::default(), &crd)
+            .await
+            .with_context(|| format!("pointing CRD {crd_name} at port {port}"))?;
+        Ok(())
+    }
+
     /// Every process's log file.
     pub fn logs(&self) -> Vec<PathBuf> {
         self.procs.iter().map(|p| p.log.clone()).collect()
