@@ -9,10 +9,12 @@
 
 use std::collections::BTreeMap;
 
+use assisted_api::AgentClusterInstall;
 use assisted_api::agent::{Agent, AgentSpec, HostDisk, HostRole};
 use assisted_api::infraenv::ClusterReference;
 use external_types::metal3_io::BareMetalHost;
 use external_types::metal3_io::baremetalhost::BareMetalHostRootDeviceHints;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::infraenv::{CLUSTER_NAME_LABEL, is_label_value, label_value};
@@ -138,6 +140,56 @@ fn decide_hold(control_plane: bool, state: &str, late: bool) -> (&'static str, H
                 state: state.to_string(),
             }),
         )
+    }
+}
+
+/// The AgentClusterInstall condition whose `lastTransitionTime` tells when day-1 started.
+pub const INSTALL_STARTED_CONDITION: &str = "RequirementsMet";
+
+/// The AgentClusterInstall's `status.debugInfo.state`; empty when it has none (or there is no
+/// AgentClusterInstall), which counts as before the install.
+pub fn install_state(aci: Option<&AgentClusterInstall>) -> String {
+    aci.and_then(|a| a.status.as_ref())
+        .and_then(|s| s.debug_info.state.clone())
+        .unwrap_or_default()
+}
+
+/// When the day-1 install started, as the AgentClusterInstall tells it; None when it cannot.
+///
+/// The signal is the `RequirementsMet` condition while it is True. The assisted core (as
+/// assisted-service) turns it True in the pass that starts the install (reason `ClusterIsReady`:
+/// the cluster is ready, every agent approved and synced, nothing holds it) and keeps it True
+/// (`ClusterAlreadyInstalling`) through preparing, installing, finalizing, installed and
+/// adding-hosts. A condition keeps its `lastTransitionTime` while its status holds, so that time
+/// is when the install first started. It also stays True when a failed or timed-out preparation
+/// sends the cluster back to `ready` and the install is retried: the pre-install state the
+/// late-worker rule is for. It turns False on an error, a cancel, or a host leaving preparation
+/// (back to `insufficient`); the start is then unknown.
+///
+/// Not `status.debugInfo.state`: it carries no time. Not `Completed`: it is False from creation
+/// until the install completes, so its `lastTransitionTime` is the creation's.
+pub fn install_started_at(aci: &AgentClusterInstall) -> Option<Timestamp> {
+    aci.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == INSTALL_STARTED_CONDITION && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
+/// Whether a Machine created at `machine_created` came after the day-1 install started at
+/// `install_started`: true only when both are known and the Machine is strictly later. Both
+/// times have second precision, so a Machine created in the second the install started counts
+/// as before it. Unknown either way: false, and the cluster state alone decides the hold.
+pub fn created_after_install_started(
+    machine_created: Option<Timestamp>,
+    install_started: Option<Timestamp>,
+) -> bool {
+    match (machine_created, install_started) {
+        (Some(created), Some(started)) => created > started,
+        _ => false,
     }
 }
 
@@ -626,6 +678,85 @@ mod tests {
         let Hold::Held(reason) = m else { panic!() };
         assert!(reason.to_string().contains("adding-hosts"));
         assert!(reason.to_string().contains("installing"));
+    }
+
+    // -- when day-1 started, and late Machines ---------------------------------------------
+
+    fn at(second: i64) -> Option<Timestamp> {
+        Timestamp::from_second(1_800_000_000 + second).ok()
+    }
+
+    #[test]
+    fn a_machine_is_late_only_when_created_after_a_known_install_start() {
+        // Created before the start: part of day-1.
+        assert!(!created_after_install_started(at(0), at(10)));
+        // Created after: late.
+        assert!(created_after_install_started(at(11), at(10)));
+        // The same second: before (the times have second precision).
+        assert!(!created_after_install_started(at(10), at(10)));
+        // The start unknown, or the Machine's creation: not late.
+        assert!(!created_after_install_started(at(11), None));
+        assert!(!created_after_install_started(None, at(10)));
+        assert!(!created_after_install_started(None, None));
+    }
+
+    fn aci_with(conditions: &str) -> AgentClusterInstall {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: cp, namespace: ns}}
+spec:
+  clusterDeploymentRef: {{name: cp}}
+  provisionRequirements: {{controlPlaneAgents: 3}}
+status:
+  debugInfo: {{state: ready}}
+  conditions: {conditions}
+"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_install_start_is_when_requirements_met_turned_true() {
+        let started = aci_with(
+            "[{type: Completed, status: 'False', reason: InstallationNotStarted,               lastTransitionTime: '2027-01-15T08:00:00Z'},              {type: RequirementsMet, status: 'True', reason: ClusterAlreadyInstalling,               lastTransitionTime: '2027-01-15T08:30:00Z'}]",
+        );
+        assert_eq!(
+            install_started_at(&started),
+            Some("2027-01-15T08:30:00Z".parse().unwrap())
+        );
+        assert_eq!(install_state(Some(&started)), "ready");
+        // Not met (not started, or stopped by an error or a reset): unknown.
+        let not_met = aci_with(
+            "[{type: RequirementsMet, status: 'False', reason: InsufficientAgents,               lastTransitionTime: '2027-01-15T08:30:00Z'}]",
+        );
+        assert_eq!(install_started_at(&not_met), None);
+        // No condition, or no time on it: unknown.
+        assert_eq!(install_started_at(&aci_with("[]")), None);
+        let no_time = aci_with("[{type: RequirementsMet, status: 'True'}]");
+        assert_eq!(install_started_at(&no_time), None);
+        assert_eq!(install_state(None), "");
+    }
+
+    #[test]
+    fn a_worker_created_after_a_retried_install_started_waits_for_day2() {
+        // Back in `ready` after a failed preparation: RequirementsMet is still True from the
+        // first start, so a worker created since is late and held; one created before joins.
+        let aci = aci_with(
+            "[{type: RequirementsMet, status: 'True', reason: ClusterIsReady,               lastTransitionTime: '2027-01-15T08:30:00Z'}]",
+        );
+        let started = install_started_at(&aci);
+        let state = install_state(Some(&aci));
+        let late = created_after_install_started("2027-01-15T08:31:00Z".parse().ok(), started);
+        assert_eq!(
+            hold(false, &state, late),
+            Hold::Held(HoldReason::LateForDay1 {
+                state: "ready".into()
+            })
+        );
+        let early = created_after_install_started("2027-01-15T08:29:00Z".parse().ok(), started);
+        assert_eq!(hold(false, &state, early), Hold::Proceed);
     }
 
     // -- variables --------------------------------------------------------------------------

@@ -96,7 +96,8 @@ pub struct HostInput {
 
 impl MachineInput {
     /// From the Machine, its Metal3Machine and the BareMetalHost the Metal3Machine's
-    /// `metal3.io/BareMetalHost` annotation names (None when not read or not found).
+    /// `metal3.io/BareMetalHost` annotation names (None when not read or not found). A claim
+    /// whose host was not found counts as no host: nothing is known of its boot MAC.
     pub fn from_objects(
         machine: &Machine,
         metal3machine: Option<&Metal3Machine>,
@@ -106,14 +107,15 @@ impl MachineInput {
         MachineInput {
             name: machine.name_any(),
             control_plane: machine.labels().contains_key(CONTROL_PLANE_LABEL),
-            host: claimed.map(|(namespace, name)| HostInput {
-                boot_mac: host
-                    .filter(|h| {
-                        h.name_any() == name && h.namespace().unwrap_or_default() == namespace
-                    })
-                    .and_then(|h| h.spec.boot_mac_address.clone()),
-                namespace,
-                name,
+            host: claimed.and_then(|(namespace, name)| {
+                let host = host.filter(|h| {
+                    h.name_any() == name && h.namespace().unwrap_or_default() == namespace
+                })?;
+                Some(HostInput {
+                    boot_mac: host.spec.boot_mac_address.clone(),
+                    namespace,
+                    name,
+                })
             }),
         }
     }
@@ -188,11 +190,13 @@ fn join(macs: &[Mac]) -> String {
     macs.iter().map(Mac::as_str).collect::<Vec<_>>().join(", ")
 }
 
-/// A Machine that cannot be matched yet, and why (for a condition or event on the Machine's
-/// config; the Agent side is reported through [`AgentMatch`]).
+/// A Machine that cannot be matched yet, and why (reported on the Machine's config through
+/// [`host_problem`]; the Agent side is reported through [`AgentMatch`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MachineProblem {
-    #[error("Machine {machine}: its Metal3Machine has not claimed a BareMetalHost yet")]
+    #[error(
+        "Machine {machine}: its Metal3Machine has not claimed a BareMetalHost yet (or the host it names was not found)"
+    )]
     NoHost { machine: String },
     #[error(
         "Machine {machine}: BareMetalHost {host} has no bootMACAddress, so its Agent cannot be matched"
@@ -204,8 +208,94 @@ pub enum MachineProblem {
         host: String,
         mac: String,
     },
+    /// `machines[i]` consumes `hosts[i]`; sorted by Machine name.
     #[error("Machines {} all consume hosts with boot MAC {mac}", .machines.join(", "))]
-    DuplicateBootMac { mac: Mac, machines: Vec<String> },
+    DuplicateBootMac {
+        mac: Mac,
+        machines: Vec<String>,
+        hosts: Vec<String>,
+    },
+}
+
+/// `Ready` reason on a config whose Machine's BareMetalHost has no `bootMACAddress`.
+pub const BAREMETALHOST_WITHOUT_BOOT_MAC: &str = "BareMetalHostWithoutBootMAC";
+/// `Ready` reason on a config whose Machine's BareMetalHost has a malformed `bootMACAddress`.
+pub const INVALID_BOOT_MAC: &str = "InvalidBootMAC";
+/// `Ready` reason on a config whose Machine's BareMetalHost shares its boot MAC with the host
+/// of another Machine.
+pub const DUPLICATE_BOOT_MAC: &str = "DuplicateBootMAC";
+/// Every reason [`host_problem`] gives.
+pub const HOST_PROBLEM_REASONS: &[&str] = &[
+    BAREMETALHOST_WITHOUT_BOOT_MAC,
+    INVALID_BOOT_MAC,
+    DUPLICATE_BOOT_MAC,
+];
+
+/// What a config shows (on `Ready`, and in a Warning event) when its Machine's BareMetalHost
+/// keeps the Machine's Agent from being matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostProblem {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The problem boot-MAC matching has with `machine`'s BareMetalHost, if any: no
+/// `bootMACAddress`, a malformed one, or one the host of another Machine has too. Each names the
+/// host and what to fix.
+///
+/// A Machine without a host ([`MachineProblem::NoHost`]) is not a problem of its config:
+/// before the data Secret exists CAPM3 claims no host (it waits for the bootstrap data), and
+/// after it a Machine waiting for a free host is CAPM3's to report on the Metal3Machine.
+pub fn host_problem(machine: &str, problems: &[MachineProblem]) -> Option<HostProblem> {
+    problems.iter().find_map(|p| match p {
+        MachineProblem::NoHost { .. } => None,
+        MachineProblem::NoBootMac { machine: m, host } if m == machine => Some(HostProblem {
+            reason: BAREMETALHOST_WITHOUT_BOOT_MAC,
+            message: format!(
+                "BareMetalHost {host}, claimed by Machine {machine}, has no spec.bootMACAddress: \
+                 the Agent that registers from it cannot be matched to the Machine and stays \
+                 unapproved; set the host's bootMACAddress to the MAC of the NIC it boots from"
+            ),
+        }),
+        MachineProblem::MalformedBootMac {
+            machine: m,
+            host,
+            mac,
+        } if m == machine => Some(HostProblem {
+            reason: INVALID_BOOT_MAC,
+            message: format!(
+                "BareMetalHost {host}, claimed by Machine {machine}, has spec.bootMACAddress \
+                 {mac:?}, which is not a MAC address (such as 52:54:00:aa:bb:cc): the Agent that \
+                 registers from it cannot be matched to the Machine and stays unapproved; correct \
+                 the host's bootMACAddress"
+            ),
+        }),
+        MachineProblem::DuplicateBootMac {
+            mac,
+            machines,
+            hosts,
+        } => {
+            let own = machines.iter().position(|m| m == machine)?;
+            let others: Vec<String> = machines
+                .iter()
+                .zip(hosts)
+                .enumerate()
+                .filter(|(i, _)| *i != own)
+                .map(|(_, (m, h))| format!("{h} (Machine {m})"))
+                .collect();
+            let host = hosts.get(own).map(String::as_str).unwrap_or_default();
+            Some(HostProblem {
+                reason: DUPLICATE_BOOT_MAC,
+                message: format!(
+                    "BareMetalHost {host}, claimed by Machine {machine}, has boot MAC {mac}, as \
+                     BareMetalHost {}: an Agent with that MAC could belong to any of these Machines, \
+                     so none is approved; give each host the MAC of its own boot NIC",
+                    others.join(", ")
+                ),
+            })
+        }
+        _ => None,
+    })
 }
 
 /// One row of the matching decision: a name and why it is so.
@@ -258,10 +348,17 @@ impl Matching {
     }
 }
 
-/// Matches every Agent against every Machine by boot MAC, case-insensitively.
-pub fn match_agents(agents: &[AgentInput], machines: &[MachineInput]) -> Matching {
+/// The Machines that cannot be matched, and why, sorted by Machine name (duplicates last).
+pub fn machine_problems(machines: &[MachineInput]) -> Vec<MachineProblem> {
+    machines_by_boot_mac(machines).0
+}
+
+/// Boot MAC → the Machines whose host has it (several only through a misconfiguration), and
+/// the Machines that cannot be matched.
+fn machines_by_boot_mac(
+    machines: &[MachineInput],
+) -> (Vec<MachineProblem>, BTreeMap<Mac, Vec<&MachineInput>>) {
     let mut machine_problems = Vec::new();
-    // Boot MAC → Machines whose host has it (several only through a misconfiguration).
     let mut by_mac: BTreeMap<Mac, Vec<&MachineInput>> = BTreeMap::new();
     let mut sorted: Vec<&MachineInput> = machines.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
@@ -293,9 +390,24 @@ pub fn match_agents(agents: &[AgentInput], machines: &[MachineInput]) -> Matchin
             machine_problems.push(MachineProblem::DuplicateBootMac {
                 mac: mac.clone(),
                 machines: ms.iter().map(|m| m.name.clone()).collect(),
+                hosts: ms
+                    .iter()
+                    .map(|m| {
+                        m.host
+                            .as_ref()
+                            .map(|h| format!("{}/{}", h.namespace, h.name))
+                            .unwrap_or_default()
+                    })
+                    .collect(),
             });
         }
     }
+    (machine_problems, by_mac)
+}
+
+/// Matches every Agent against every Machine by boot MAC, case-insensitively.
+pub fn match_agents(agents: &[AgentInput], machines: &[MachineInput]) -> Matching {
+    let (machine_problems, by_mac) = machines_by_boot_mac(machines);
 
     // First pass: each Agent's candidate Machines.
     let mut candidates: BTreeMap<&str, Result<Vec<&MachineInput>, NoMachineReason>> =
@@ -591,15 +703,83 @@ mod tests {
                 },
                 MachineProblem::DuplicateBootMac {
                     mac: Mac("52:54:00:00:09:09".into()),
-                    machines: vec!["m-dup1".into(), "m-dup2".into()]
+                    machines: vec!["m-dup1".into(), "m-dup2".into()],
+                    hosts: vec!["ns/host-m-dup1".into(), "ns/host-m-dup2".into()],
                 },
             ]
         );
+        assert_eq!(machine_problems(&machines), out.machine_problems);
         // The duplicate makes the Agent ambiguous, not matched to either.
         assert!(matches!(
             out.outcome("a"),
             Some(AgentMatch::Conflict(ConflictReason::SeveralMachines { .. }))
         ));
+    }
+
+    /// One row per host problem the config reports, and the Machines it is not reported on.
+    #[test]
+    fn host_problems_name_the_host_and_what_to_fix() {
+        let machines = vec![
+            MachineInput {
+                name: "m-nohost".into(),
+                control_plane: false,
+                host: None,
+            },
+            machine("m-nomac", None),
+            machine("m-blank", Some("  ")),
+            machine("m-badmac", Some("mac 52:54:00:aa:bb:cc")),
+            machine("m-dup1", Some("52:54:00:00:09:09")),
+            machine("m-dup2", Some("52:54:00:00:09:09")),
+            machine("m-dup3", Some("52-54-00-00-09-09")),
+            machine("m-fine", Some("52:54:00:00:00:01")),
+        ];
+        let problems = machine_problems(&machines);
+        let of = |m: &str| host_problem(m, &problems);
+
+        assert_eq!(of("m-nohost"), None, "CAPM3's wait, not a host problem");
+        assert_eq!(of("m-fine"), None);
+        assert_eq!(of("m-unknown"), None);
+
+        let p = of("m-nomac").unwrap();
+        assert_eq!(p.reason, BAREMETALHOST_WITHOUT_BOOT_MAC);
+        assert_eq!(
+            p.message,
+            "BareMetalHost ns/host-m-nomac, claimed by Machine m-nomac, has no \
+             spec.bootMACAddress: the Agent that registers from it cannot be matched to the \
+             Machine and stays unapproved; set the host's bootMACAddress to the MAC of the NIC \
+             it boots from"
+        );
+        assert_eq!(
+            of("m-blank").unwrap().reason,
+            BAREMETALHOST_WITHOUT_BOOT_MAC
+        );
+
+        let p = of("m-badmac").unwrap();
+        assert_eq!(p.reason, INVALID_BOOT_MAC);
+        assert!(
+            p.message.starts_with(
+                "BareMetalHost ns/host-m-badmac, claimed by Machine m-badmac, has \
+                 spec.bootMACAddress \"mac 52:54:00:aa:bb:cc\", which is not a MAC address"
+            ),
+            "{}",
+            p.message
+        );
+
+        // Each Machine of a shared boot MAC names its own host and the others.
+        let p = of("m-dup2").unwrap();
+        assert_eq!(p.reason, DUPLICATE_BOOT_MAC);
+        assert_eq!(
+            p.message,
+            "BareMetalHost ns/host-m-dup2, claimed by Machine m-dup2, has boot MAC \
+             52:54:00:00:09:09, as BareMetalHost ns/host-m-dup1 (Machine m-dup1), \
+             ns/host-m-dup3 (Machine m-dup3): an Agent with that MAC could belong to any of these \
+             Machines, so none is approved; give each host the MAC of its own boot NIC"
+        );
+        assert_eq!(of("m-dup1").unwrap().reason, DUPLICATE_BOOT_MAC);
+        assert_eq!(of("m-dup3").unwrap().reason, DUPLICATE_BOOT_MAC);
+        for p in [of("m-nomac"), of("m-badmac"), of("m-dup1")] {
+            assert!(HOST_PROBLEM_REASONS.contains(&p.unwrap().reason));
+        }
     }
 
     #[test]
@@ -668,10 +848,19 @@ spec: {online: true, bootMACAddress: "52:54:00:AA:BB:CC"}
                 }),
             }
         );
-        // A host that is not the one the annotation names is not used.
+        // A host that is not the one the annotation names is not used: no host known.
         let mut other = host.clone();
         other.metadata.name = Some("host-1".into());
         let input = MachineInput::from_objects(&machine, Some(&m3m), Some(&other));
+        assert_eq!(input.host, None);
+        assert_eq!(
+            MachineInput::from_objects(&machine, Some(&m3m), None).host,
+            None
+        );
+        // A host without a boot MAC.
+        let mut no_mac = host.clone();
+        no_mac.spec.boot_mac_address = None;
+        let input = MachineInput::from_objects(&machine, Some(&m3m), Some(&no_mac));
         assert_eq!(input.host.unwrap().boot_mac, None);
         // Not claimed yet.
         assert_eq!(MachineInput::from_objects(&machine, None, None).host, None);

@@ -22,15 +22,16 @@ use external_types::capi::Machine;
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use testbed::Testbed;
 
 mod common;
 use common::{
-    MACHINE_CIDR, Run, boot_iso, init_logs, scale_machine_deployment, start_providers,
-    start_test_core, state, wait_for,
+    MACHINE_CIDR, Run, boot_iso, events_about, init_logs, scale_machine_deployment,
+    start_providers, start_test_core, state, wait_for,
 };
+use serde_json::json;
 
 const NS: &str = "bs-e2e";
 const CLUSTER: &str = "bm";
@@ -696,8 +697,26 @@ spec:
     core.kill().await;
 }
 
-/// Bad input gets a condition and no retry storm: a config no Machine owns, and a worker of a
-/// cluster that has no ClusterDeployment (no control plane yet).
+/// The boot MAC two BareMetalHosts of `bad_input_gets_a_condition_and_no_retry_storm` share.
+const SHARED_MAC: &str = "52:54:00:dd:00:01";
+
+/// The hosts of the `site` cluster in `bad_input_gets_a_condition_and_no_retry_storm`, each a
+/// boot-MAC problem, with the `Ready` reason its Machine's config must show. `nomac` boots by
+/// virtual media, the one BMC type baremetal-operator accepts without a bootMACAddress even with
+/// its webhook; the malformed MAC passes the CRD's (unanchored) pattern; two hosts sharing a MAC
+/// would be refused by Ironic, not by the fixture provisioner the testbed runs.
+const SITE_HOSTS: &[(&str, Option<&str>, &str)] = &[
+    ("nomac", None, "BareMetalHostWithoutBootMAC"),
+    ("badmac", Some("52:54:00:aa:00:01:"), "InvalidBootMAC"),
+    ("dup-a", Some(SHARED_MAC), "DuplicateBootMAC"),
+    ("dup-b", Some(SHARED_MAC), "DuplicateBootMAC"),
+];
+
+/// Bad input gets a condition and no retry storm: a config no Machine owns; a worker of a
+/// cluster that has no ClusterDeployment (no control plane yet); in cluster `site`, whose
+/// InfraEnv gets an ISO URL from the test (no assisted core runs), four workers whose
+/// BareMetalHosts have no, a malformed or a shared boot MAC; and Agents, created as the core
+/// would, with garbage inventories.
 #[tokio::test]
 async fn bad_input_gets_a_condition_and_no_retry_storm() {
     if testbed::skip() {
@@ -705,6 +724,7 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
     }
     init_logs();
     const NS: &str = "bs-bad";
+    let started = Instant::now();
     let tb = Testbed::builder()
         .controller_manager()
         .our_crds()
@@ -766,6 +786,7 @@ spec:
     ))
     .await
     .expect("apply");
+    tb.apply_yaml(&site_yaml(NS)).await.expect("apply site");
 
     let configs: Api<OpenshiftAssistedConfig> = Api::namespaced(client.clone(), NS);
     let reason_of = |c: &OpenshiftAssistedConfig| {
@@ -805,14 +826,334 @@ spec:
         secrets.items.is_empty(),
         "no data Secret while the cluster has no install objects"
     );
+    eprintln!("waiting configs checked after {:?}", started.elapsed());
 
-    // Steady state: the waiting configs are looked at every 30 s, not in a loop.
+    site_hosts_problems_show_on_their_configs(&client, NS).await;
+    eprintln!("host problems shown after {:?}", started.elapsed());
+    garbage_agents_say_why_they_are_not_matched(&client, NS).await;
+    eprintln!("garbage Agents annotated after {:?}", started.elapsed());
+
+    // Steady state: the two waiting configs are looked at every 30 s, not in a loop; the site's
+    // configs (their Secrets exist) and the Agents wait for a change.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = providers.total_reconciles();
     tokio::time::sleep(Duration::from_secs(15)).await;
     let during = providers.total_reconciles() - before;
-    eprintln!("reconciles in 15 s of steady state with 2 waiting configs: {during}");
+    eprintln!(
+        "reconciles in 15 s of steady state with 2 waiting configs, 4 configs with host \
+         problems and 4 unmatched Agents: {during}"
+    );
+    providers.print_reconciles();
     assert!(during <= 6, "{during} reconciles in 15 s: a retry loop");
 
     providers.stop().await;
+}
+
+/// Cluster `site`: its Metal3Cluster, a ClusterDeployment and AgentClusterInstall (no control
+/// plane provider runs, so they are written here), a worker template selecting the
+/// [`SITE_HOSTS`], and a 4-replica MachineDeployment.
+fn site_yaml(ns: &str) -> String {
+    let mut yaml = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {ns}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: site, namespace: {ns}}}
+spec:
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: site}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: site, namespace: {ns}}}
+spec:
+  controlPlaneEndpoint: {{host: 192.0.2.20, port: 6443}}
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata: {{name: site, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: site}}}}
+spec:
+  clusterName: site
+  baseDomain: lab.example.com
+  platform: {{agentBareMetal: {{agentSelector: {{}}}}}}
+  pullSecretRef: {{name: pull-secret}}
+  clusterInstallRef: {{group: extensions.hive.openshift.io, version: v1beta1, kind: AgentClusterInstall, name: site}}
+---
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: site, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: site}}}}
+spec:
+  clusterDeploymentRef: {{name: site}}
+  provisionRequirements: {{controlPlaneAgents: 3}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: site-workers, namespace: {ns}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
+      hostSelector: {{matchLabels: {{role: site-worker}}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: site-workers, namespace: {ns}}}
+spec: {{template: {{spec: {{}}}}}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: site-workers, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: site}}}}
+spec:
+  clusterName: site
+  replicas: {replicas}
+  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: site-workers}}}}
+  template:
+    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: site-workers}}}}
+    spec:
+      clusterName: site
+      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: site-workers}}}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: site-workers}}
+"#,
+        replicas = SITE_HOSTS.len()
+    );
+    for (name, mac, _) in SITE_HOSTS {
+        let (bmc, mac) = match mac {
+            Some(mac) => ("redfish+http", format!("\n  bootMACAddress: \"{mac}\"")),
+            None => ("redfish-virtualmedia+http", String::new()),
+        };
+        yaml.push_str(&format!(
+            r#"---
+apiVersion: v1
+kind: Secret
+metadata: {{name: {name}-bmc, namespace: {ns}}}
+stringData: {{username: admin, password: password}}
+---
+apiVersion: metal3.io/v1alpha1
+kind: BareMetalHost
+metadata: {{name: {name}, namespace: {ns}, labels: {{role: site-worker}}}}
+spec:
+  online: true{mac}
+  bmc: {{address: "{bmc}://192.0.2.1:8000/redfish/v1/Systems/{name}", credentialsName: {name}-bmc}}
+"#
+        ));
+    }
+    yaml
+}
+
+/// Once the hosts are available and the InfraEnv has an ISO URL (written here, as the core
+/// would), each site Machine gets its Secret, CAPM3 gives it a host, and its config shows that
+/// host's boot-MAC problem on `Ready`, naming the host, with one Warning event.
+async fn site_hosts_problems_show_on_their_configs(client: &Client, ns: &str) {
+    let hosts: Api<BareMetalHost> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        "the site's BareMetalHosts available",
+        Duration::from_secs(120),
+        || async {
+            let l = hosts
+                .list(&ListParams::default().labels("role=site-worker"))
+                .await
+                .ok()?;
+            (l.items.len() == SITE_HOSTS.len()
+                && l.items.iter().all(|h| {
+                    h.status.as_ref().map(|s| s.provisioning.state.as_str()) == Some("available")
+                }))
+            .then_some(())
+        },
+    )
+    .await;
+    let infraenvs: Api<InfraEnv> = Api::namespaced(client.clone(), ns);
+    wait_for("the site's InfraEnv", Duration::from_secs(60), || async {
+        infraenvs.get_opt("site-workers").await.ok()?
+    })
+    .await;
+    infraenvs
+        .patch_status(
+            "site-workers",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"isoDownloadURL": "http://images.invalid/site.iso"}})),
+        )
+        .await
+        .expect("write the InfraEnv's ISO URL");
+
+    let configs: Api<OpenshiftAssistedConfig> = Api::namespaced(client.clone(), ns);
+    let m3ms: Api<Metal3Machine> = Api::namespaced(client.clone(), ns);
+    let expected: BTreeMap<&str, &str> = SITE_HOSTS
+        .iter()
+        .map(|(host, _, reason)| (*host, *reason))
+        .collect();
+    // Config (= Machine = Metal3Machine name) → (host, Ready reason, message).
+    let shown = wait_for(
+        "every site config showing its host's problem",
+        Duration::from_secs(180),
+        || async {
+            let l = configs
+                .list(&ListParams::default().labels("cluster.x-k8s.io/cluster-name=site"))
+                .await
+                .ok()?;
+            let mut shown = BTreeMap::new();
+            for c in &l.items {
+                let m3m = m3ms.get(&c.name_any()).await.ok()?;
+                let host = m3m.annotations().get("metal3.io/BareMetalHost")?.clone();
+                let ready = c
+                    .status
+                    .as_ref()?
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == "Ready")?;
+                let host = host.rsplit('/').next()?.to_string();
+                if ready.status != "False" || ready.reason != *expected.get(host.as_str())? {
+                    return None;
+                }
+                shown.insert(
+                    c.name_any(),
+                    (host, ready.reason.clone(), ready.message.clone()),
+                );
+            }
+            (shown.len() == SITE_HOSTS.len()).then_some(shown)
+        },
+    )
+    .await;
+    for (config, (host, reason, message)) in &shown {
+        assert!(
+            message.contains(&format!("BareMetalHost {ns}/{host}")),
+            "{config}: {message}"
+        );
+        let c = configs.get(config).await.unwrap();
+        let status = c.status.as_ref().unwrap();
+        assert_eq!(
+            status.data_secret_name.as_deref(),
+            Some(config.as_str()),
+            "the Secret exists and stays"
+        );
+        let available = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "DataSecretAvailable")
+            .unwrap();
+        assert_eq!(available.status, "True", "{config}");
+        let warnings = wait_for(
+            &format!("the {reason} event of {config}"),
+            Duration::from_secs(30),
+            || async {
+                let w: Vec<_> = events_about(client, ns, config)
+                    .await
+                    .into_iter()
+                    .filter(|(type_, r, _)| type_ == "Warning" && r == reason)
+                    .collect();
+                (!w.is_empty()).then_some(w)
+            },
+        )
+        .await;
+        assert_eq!(warnings.len(), 1, "one event per change: {warnings:?}");
+        assert_eq!(&warnings[0].2, message);
+    }
+    let dup = shown.values().find(|(host, _, _)| host == "dup-a").unwrap();
+    assert!(dup.2.contains(&format!("{ns}/dup-b")), "{}", dup.2);
+}
+
+/// Agents of the site's InfraEnv, created as the assisted core would, with inventories that
+/// cannot match: none, no MACs, MACs that are not MACs, and the MAC two hosts share. Each gets
+/// the match annotation saying why, and its event; none is approved.
+async fn garbage_agents_say_why_they_are_not_matched(client: &Client, ns: &str) {
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    let cases: &[(&str, serde_json::Value, &str, &str)] = &[
+        (
+            "no-inventory",
+            json!(null),
+            "AgentNotMatched",
+            "has reported no network interfaces yet",
+        ),
+        (
+            "empty-interfaces",
+            json!({"inventory": {"interfaces": []}}),
+            "AgentNotMatched",
+            "has reported no network interfaces yet",
+        ),
+        (
+            "not-macs",
+            json!({"inventory": {"interfaces": [
+                {"name": "eth0", "macAddress": "not a mac"},
+                {"name": "eth1", "macAddress": ""},
+                {"name": "eth2"},
+                {"macAddress": "52:54:00:zz:00:01"},
+            ]}}),
+            "AgentNotMatched",
+            "reports no valid MAC address",
+        ),
+        (
+            "shared-mac",
+            json!({"inventory": {"interfaces": [{"name": "eth0", "macAddress": SHARED_MAC}]}}),
+            "AgentConflict",
+            "has the boot MACs of several Machines' hosts",
+        ),
+    ];
+    for (name, status, _, _) in cases {
+        let agent: Agent = serde_json::from_value(json!({
+            "apiVersion": "agent-install.openshift.io/v1beta1",
+            "kind": "Agent",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {"infraenvs.agent-install.openshift.io": "site-workers"},
+            },
+            "spec": {"approved": false},
+        }))
+        .unwrap();
+        agents
+            .create(&PostParams::default(), &agent)
+            .await
+            .expect("create Agent");
+        if !status.is_null() {
+            agents
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "status": status })),
+                )
+                .await
+                .expect("write the Agent's inventory");
+        }
+    }
+    for (name, _, reason, why) in cases {
+        let annotation = wait_for(
+            &format!("Agent {name}'s match annotation"),
+            Duration::from_secs(60),
+            || async {
+                let a = agents.get(name).await.ok()?;
+                a.annotations()
+                    .get("bootstrap.cluster.x-k8s.io/match")
+                    .filter(|v| v.starts_with(&format!("{reason}: ")) && v.contains(why))
+                    .cloned()
+            },
+        )
+        .await;
+        let agent = agents.get(name).await.unwrap();
+        assert!(!agent.spec.approved, "{name}");
+        assert!(
+            !agent.labels().contains_key(MACHINE_NAME_LABEL),
+            "{name}: not configured"
+        );
+        let said = wait_for(
+            &format!("Agent {name}'s {reason} event"),
+            Duration::from_secs(30),
+            || async {
+                let e: Vec<_> = events_about(client, ns, name)
+                    .await
+                    .into_iter()
+                    .filter(|(_, r, _)| r == reason)
+                    .collect();
+                (!e.is_empty()).then_some(e)
+            },
+        )
+        .await;
+        assert!(
+            said.iter()
+                .any(|(_, r, note)| annotation == format!("{r}: {note}")),
+            "{name}: {said:?} vs {annotation}"
+        );
+    }
 }

@@ -32,7 +32,9 @@ pub struct Dereferenced {
     /// Every Agent of the same InfraEnv, this one included (two may claim one Machine).
     pub agents: Vec<Agent>,
     pub machines: Vec<MachineObjects>,
-    pub aci_state: String,
+    /// The AgentClusterInstall of the InfraEnv's ClusterDeployment: its state and install start
+    /// decide the day-1/day-2 hold.
+    pub aci: Option<AgentClusterInstall>,
     /// The Cluster is paused (`spec.paused` or the paused annotation): nothing is written.
     pub paused: bool,
 }
@@ -45,7 +47,7 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
         cluster_name: String::new(),
         agents: Vec::new(),
         machines: Vec::new(),
-        aci_state: String::new(),
+        aci: None,
         paused: false,
     };
     let Some(infraenv_name) = agent.labels().get(INFRAENV_NAME_LABEL).cloned() else {
@@ -146,13 +148,10 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
             .map_err(Error::Read)?
             && let Some(install) = &cd.spec.cluster_install_ref
         {
-            d.aci_state = Api::<AgentClusterInstall>::namespaced(client.clone(), &cd_ns)
+            d.aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &cd_ns)
                 .get_opt(&install.name)
                 .await
-                .map_err(Error::Read)?
-                .and_then(|a| a.status)
-                .and_then(|s| s.debug_info.state)
-                .unwrap_or_default();
+                .map_err(Error::Read)?;
         }
     }
     d.cluster_name = cluster_name;

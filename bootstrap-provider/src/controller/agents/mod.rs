@@ -134,8 +134,12 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
         })
         // Held workers are approved when their cluster reaches adding-hosts.
         .watches(scope.api::<AgentClusterInstall>(client), all, move |aci| {
-            let state = aci.status.as_ref().and_then(|s| s.debug_info.state.clone());
-            if !seen_aci.changed(key(&aci), state) {
+            // The state and the install start decide the hold.
+            let hold_inputs = (
+                aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
+                crate::controller::agent::install_started_at(&aci),
+            );
+            if !seen_aci.changed(key(&aci), hold_inputs) {
                 return Vec::new();
             }
             agents_in(&s3, aci.namespace())

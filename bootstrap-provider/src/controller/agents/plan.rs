@@ -86,7 +86,16 @@ fn decide(d: &Dereferenced) -> Plan {
                         name: String::new(),
                         namespace: String::new(),
                     });
-            let hold = agent::hold(*control_plane, &d.aci_state, false);
+            let late = agent::created_after_install_started(
+                objects
+                    .machine
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| t.0),
+                d.aci.as_ref().and_then(agent::install_started_at),
+            );
+            let hold = agent::hold(*control_plane, &agent::install_state(d.aci.as_ref()), late);
             let extra = BTreeMap::new();
             let inputs = AgentInputs {
                 agent,
@@ -152,10 +161,11 @@ mod tests {
     use std::sync::Arc;
 
     use assisted_api::agent::HostRole;
-    use assisted_api::{Agent, InfraEnv};
+    use assisted_api::{Agent, AgentClusterInstall, InfraEnv};
     use external_types::capi::Machine;
     use external_types::capm3::v1beta2::Metal3Machine;
     use external_types::metal3_io::BareMetalHost;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
     use crate::api::OpenshiftAssistedConfig;
@@ -285,9 +295,27 @@ spec:
                 machine("cp-0", true, CP_MAC),
                 machine("w-0", false, WORKER_MAC),
             ],
-            aci_state: state.into(),
+            aci: Some(aci(state, "[]")),
             paused: false,
         }
+    }
+
+    /// The cluster's AgentClusterInstall in `state`, with `conditions` (YAML).
+    fn aci(state: &str, conditions: &str) -> AgentClusterInstall {
+        serde_yaml::from_str(&format!(
+            r#"
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata: {{name: cp, namespace: ns}}
+spec:
+  clusterDeploymentRef: {{name: cp}}
+  provisionRequirements: {{controlPlaneAgents: 1}}
+status:
+  debugInfo: {{state: "{state}"}}
+  conditions: {conditions}
+"#
+        ))
+        .unwrap()
     }
 
     #[test]
@@ -456,6 +484,37 @@ spec:
         let again = super::plan(&dereferenced(held, &[], "installing"));
         assert!(again.events.is_empty());
         assert!(!again.desired.unwrap().spec.approved);
+    }
+
+    #[test]
+    fn a_worker_created_after_the_install_started_is_held_even_in_a_pre_install_state() {
+        // The install started at 08:30 (RequirementsMet True since) and the cluster is back in
+        // `ready` (a failed preparation is retried): a worker Machine created at 08:31 waits.
+        let started = "[{type: RequirementsMet, status: 'True', reason: ClusterIsReady, \
+                       lastTransitionTime: '2027-01-15T08:30:00Z'}]";
+        let created = |d: &mut Dereferenced, at: &str| {
+            d.machines[1].machine.metadata.creation_timestamp =
+                Some(Time(at.parse().expect("timestamp")));
+        };
+        let mut d = dereferenced(agent("a1", &[WORKER_MAC], false), &[], "ready");
+        d.aci = Some(aci("ready", started));
+        created(&mut d, "2027-01-15T08:31:00Z");
+        let late = plan(&d);
+        assert!(!late.desired.as_ref().expect("configured").spec.approved);
+        assert_eq!(reasons(&late), [(false, "AgentHeld")]);
+        let status = late.match_status.as_deref().unwrap();
+        assert!(
+            status.contains("created after the day-1 install started"),
+            "{status}"
+        );
+
+        // Created before the start: joins day-1.
+        created(&mut d, "2027-01-15T08:29:00Z");
+        assert!(plan(&d).desired.unwrap().spec.approved);
+        // The start unknown (RequirementsMet not True): the state alone decides.
+        created(&mut d, "2027-01-15T08:31:00Z");
+        d.aci = Some(aci("ready", "[]"));
+        assert!(plan(&d).desired.unwrap().spec.approved);
     }
 
     #[test]

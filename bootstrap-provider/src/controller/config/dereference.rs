@@ -5,6 +5,7 @@ use std::sync::Arc;
 use assisted_api::{AgentClusterInstall, ClusterDeployment, InfraEnv};
 use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
+use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
@@ -12,7 +13,17 @@ use kube::{Client, ResourceExt};
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::Error;
 use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
+use crate::controller::matching::host_of;
 use crate::controller::{discovery, image};
+
+/// One Machine of the cluster as boot-MAC matching sees it.
+pub struct MachineHost {
+    pub machine: Machine,
+    pub metal3machine: Option<Metal3Machine>,
+    /// The BareMetalHost the Metal3Machine's `metal3.io/BareMetalHost` annotation names, when
+    /// it exists in the config's namespace (CAPM3 claims hosts of its own namespace only).
+    pub host: Option<BareMetalHost>,
+}
 
 /// Everything one reconcile of a config decides from.
 pub struct Dereferenced {
@@ -33,6 +44,10 @@ pub struct Dereferenced {
     /// The InfraEnv's discovery ignition, read only for a disk-image template whose data Secret
     /// is still missing; `Err` says why it could not be read.
     pub discovery_ignition: Option<Result<String, String>>,
+    /// The cluster's Machines (not being deleted), what the Agent controller matches Agents
+    /// against, so that the boot-MAC problems of this config's host are reported here. Read
+    /// only once this config's Metal3Machine has claimed a host; empty before.
+    pub cluster_machines: Vec<MachineHost>,
 }
 
 pub async fn dereference(
@@ -53,6 +68,7 @@ pub async fn dereference(
         infraenv: None,
         data_secret_exists: false,
         discovery_ignition: None,
+        cluster_machines: Vec::new(),
     };
     d.data_secret_exists = Api::<Secret>::namespaced(client.clone(), &ns)
         .get_opt(&crate::controller::image::data_secret_name(
@@ -88,6 +104,24 @@ pub async fn dereference(
     }
     d.template_ref = d.metal3machine.as_ref().and_then(infraenv::template_of);
     d.machine = Some(machine);
+    let claimed = d.metal3machine.as_ref().and_then(host_of).is_some();
+
+    // The cluster's Machines and Metal3Machines: for the template's other configs and for
+    // matching's view once this Machine has a host. CAPI labels what it creates with the
+    // cluster's name: only this cluster's objects.
+    let by_cluster = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
+    let (cluster_machines, cluster_metal3machines) = if d.template_ref.is_some() || claimed {
+        (
+            machines.list(&by_cluster).await.map_err(Error::Read)?.items,
+            metal3machines
+                .list(&by_cluster)
+                .await
+                .map_err(Error::Read)?
+                .items,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
 
     if let Some(template_ref) = &d.template_ref {
         d.template = Api::<Metal3MachineTemplate>::namespaced(client.clone(), &ns)
@@ -95,23 +129,12 @@ pub async fn dereference(
             .await
             .map_err(Error::Read)?;
         // The template's other users: Metal3Machines cloned from it → their Machines → configs.
-        let by_cluster =
-            ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
-        // CAPI labels what it clones with the cluster's name: only this cluster's objects.
-        let cloned: Vec<String> = metal3machines
-            .list(&by_cluster)
-            .await
-            .map_err(Error::Read)?
-            .items
+        let cloned: Vec<String> = cluster_metal3machines
             .iter()
             .filter(|m| infraenv::template_of(m).as_ref() == Some(template_ref))
             .map(|m| m.name_any())
             .collect();
-        let config_names: Vec<String> = machines
-            .list(&by_cluster)
-            .await
-            .map_err(Error::Read)?
-            .items
+        let config_names: Vec<String> = cluster_machines
             .iter()
             .filter(|m| {
                 m.spec.infrastructure_ref.kind == "Metal3Machine"
@@ -156,8 +179,43 @@ pub async fn dereference(
         }
     }
 
+    if claimed {
+        let hosts = Api::<BareMetalHost>::namespaced(client.clone(), &ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::Read)?
+            .items;
+        d.cluster_machines =
+            cluster_machines
+                .into_iter()
+                .filter(|m| m.metadata.deletion_timestamp.is_none())
+                .map(|machine| {
+                    let metal3machine = cluster_metal3machines
+                        .iter()
+                        .find(|m3m| {
+                            machine.spec.infrastructure_ref.kind == "Metal3Machine"
+                                && m3m.name_any() == machine.spec.infrastructure_ref.name
+                        })
+                        .cloned();
+                    let host = metal3machine.as_ref().and_then(host_of).and_then(
+                        |(host_ns, host_name)| {
+                            hosts
+                                .iter()
+                                .find(|h| host_ns == ns && h.name_any() == host_name)
+                                .cloned()
+                        },
+                    );
+                    MachineHost {
+                        machine,
+                        metal3machine,
+                        host,
+                    }
+                })
+                .collect();
+    }
+
     d.cluster_deployments = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-        .list(&ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}")))
+        .list(&by_cluster)
         .await
         .map_err(Error::Read)?
         .items;

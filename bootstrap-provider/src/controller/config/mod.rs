@@ -11,6 +11,7 @@ use std::sync::Arc;
 use assisted_api::{AgentClusterInstall, InfraEnv};
 use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::Metal3Machine;
+use external_types::metal3_io::BareMetalHost;
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -20,6 +21,7 @@ use manager::controller::Fingerprints;
 use tokio::sync::watch;
 
 use super::infraenv::CLUSTER_NAME_LABEL;
+use super::matching::HOST_PROBLEM_REASONS;
 use super::{Context, Error};
 use crate::api::OpenshiftAssistedConfig;
 
@@ -65,6 +67,37 @@ fn configs_of_cluster(
         .collect()
 }
 
+/// The configs a BareMetalHost's boot MAC concerns: its consumer's (CAPM3 names the consumer
+/// Metal3Machine, which CAPI names like the Machine and its config), and every config of the
+/// namespace that shows a host problem now (one host's change can end another's duplicate).
+fn configs_of_host(
+    store: &Store<OpenshiftAssistedConfig>,
+    host: &BareMetalHost,
+) -> Vec<ObjectRef<OpenshiftAssistedConfig>> {
+    let namespace = host.namespace();
+    let consumer = host
+        .spec
+        .consumer_ref
+        .as_ref()
+        .filter(|r| r.kind.as_deref() == Some("Metal3Machine"))
+        .and_then(|r| r.name.clone());
+    store
+        .state()
+        .into_iter()
+        .filter(|c| c.namespace() == namespace)
+        .filter(|c| {
+            consumer.as_deref() == Some(c.name_any().as_str())
+                || c.status.as_ref().is_some_and(|s| {
+                    s.conditions.iter().any(|cond| {
+                        cond.type_ == plan::READY
+                            && HOST_PROBLEM_REASONS.contains(&cond.reason.as_str())
+                    })
+                })
+        })
+        .map(|c| ObjectRef::from_obj(&*c))
+        .collect()
+}
+
 pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     let client = &ctx.client;
     let scope = &ctx.scope;
@@ -74,9 +107,10 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
         scope.watcher_config(),
     );
     let store = controller.store();
-    let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
+    let (s1, s2, s3, s4) = (store.clone(), store.clone(), store.clone(), store.clone());
     // Only the fields the configs read re-queue them (see `Fingerprints`).
-    let (seen_ie, seen_aci, seen_cluster) = (
+    let (seen_ie, seen_aci, seen_cluster, seen_bmh) = (
+        Fingerprints::default(),
         Fingerprints::default(),
         Fingerprints::default(),
         Fingerprints::default(),
@@ -97,6 +131,22 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
                 .find(|o| o.kind == "Machine")
                 .map(|o| ObjectRef::new(&o.name).within(&m.namespace().unwrap_or_default()))
         })
+        // A host's boot MAC, claim or deletion: the boot-MAC problems shown on `Ready`.
+        .watches(scope.api::<BareMetalHost>(client), all.clone(), move |h| {
+            let identity = (
+                h.spec.boot_mac_address.clone(),
+                h.uid(),
+                h.spec
+                    .consumer_ref
+                    .as_ref()
+                    .map(|r| (r.kind.clone(), r.name.clone())),
+                h.metadata.deletion_timestamp.is_some(),
+            );
+            if !seen_bmh.changed(key(&h), identity) {
+                return Vec::new();
+            }
+            configs_of_host(&s4, &h)
+        })
         // The ISO URL, the install state and the cluster's readiness concern all its configs.
         .watches(scope.api::<InfraEnv>(client), all.clone(), move |ie| {
             let urls = ie.status.as_ref().map(|s| {
@@ -114,8 +164,12 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
             scope.api::<AgentClusterInstall>(client),
             all.clone(),
             move |aci| {
-                let state = aci.status.as_ref().and_then(|s| s.debug_info.state.clone());
-                if !seen_aci.changed(key(&aci), state) {
+                // The state and the install start decide the hold.
+                let hold_inputs = (
+                    aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
+                    crate::controller::agent::install_started_at(&aci),
+                );
+                if !seen_aci.changed(key(&aci), hold_inputs) {
                     return Vec::new();
                 }
                 configs_of_cluster(&s2, aci.namespace(), aci.labels().get(CLUSTER_NAME_LABEL))

@@ -16,6 +16,7 @@ use crate::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
 use crate::controller::agent::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
+use crate::controller::matching::{self, MachineInput};
 use crate::controller::{FINALIZER, PAUSED_ANNOTATION, PlannedEvent};
 
 pub const READY: &str = "Ready";
@@ -93,14 +94,34 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     } else {
         data_available
     };
-    let ready = if created {
-        Desired::true_(READY, "the bootstrap data Secret is available")
-    } else {
-        Desired::false_(
+    // A host that keeps the Machine's Agent from being matched shows on Ready, Secret or not
+    // (CAPM3 claims the host only once the Secret exists); the Secret gate is not affected.
+    let host_problem = host_problem(d);
+    let previous = config.status.clone().unwrap_or_default();
+    if let Some(problem) = &host_problem {
+        // Said once per change of the problem, not on every reconcile.
+        let said = previous.conditions.iter().any(|c| {
+            c.type_ == READY
+                && c.status == "False"
+                && c.reason == problem.reason
+                && c.message == problem.message
+        });
+        if !said {
+            plan.events.push(PlannedEvent {
+                warning: true,
+                reason: problem.reason,
+                note: problem.message.clone(),
+            });
+        }
+    }
+    let ready = match (&host_problem, created) {
+        (Some(problem), _) => Desired::false_(READY, problem.reason, problem.message.clone()),
+        (None, true) => Desired::true_(READY, "the bootstrap data Secret is available"),
+        (None, false) => Desired::false_(
             READY,
             data_available.reason.clone(),
             data_available.message.clone(),
-        )
+        ),
     };
     let paused_condition = if paused {
         Desired::true_(
@@ -110,7 +131,6 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     } else {
         Desired::false_(PAUSED, "NotPaused", "")
     };
-    let previous = config.status.clone().unwrap_or_default();
     let status = OpenshiftAssistedConfigStatus {
         conditions: conditions::merge(
             &previous.conditions,
@@ -132,6 +152,18 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         plan.requeue = Some(WAIT);
     }
     plan
+}
+
+/// The boot-MAC problem of this config's Machine's BareMetalHost, as the Agent controller's
+/// matching sees the cluster's Machines; None without one (or before the host is claimed).
+fn host_problem(d: &Dereferenced) -> Option<matching::HostProblem> {
+    let machine = d.machine.as_ref()?;
+    let inputs: Vec<MachineInput> = d
+        .cluster_machines
+        .iter()
+        .map(|m| MachineInput::from_objects(&m.machine, m.metal3machine.as_ref(), m.host.as_ref()))
+        .collect();
+    matching::host_problem(&machine.name_any(), &matching::machine_problems(&inputs))
 }
 
 /// A problem shown on `DataSecretAvailable` and as a Warning event.
@@ -268,13 +300,12 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
     let control_plane = machine
         .labels()
         .contains_key("cluster.x-k8s.io/control-plane");
-    let state = d
-        .aci
-        .as_ref()
-        .and_then(|a| a.status.as_ref())
-        .and_then(|s| s.debug_info.state.clone())
-        .unwrap_or_default();
-    let hold: Hold = agent::hold(control_plane, &state, false);
+    let state = agent::install_state(d.aci.as_ref());
+    let late = agent::created_after_install_started(
+        machine.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        d.aci.as_ref().and_then(agent::install_started_at),
+    );
+    let hold: Hold = agent::hold(control_plane, &state, late);
     let infrastructure_provisioned = cluster
         .status
         .as_ref()
@@ -361,6 +392,7 @@ mod tests {
 
     use super::*;
     use crate::api::OpenshiftAssistedConfig;
+    use crate::controller::config::dereference::MachineHost;
     use crate::controller::infraenv::TemplateRef;
 
     const ISO: &str = "https://assisted.example/byapikey/t/4.20/x86_64/full.iso?rev=1";
@@ -547,6 +579,7 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
             infraenv: Some(infraenv(Some(ISO))),
             data_secret_exists: false,
             discovery_ignition: None,
+            cluster_machines: Vec::new(),
         }
     }
 
@@ -755,6 +788,41 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
 
         // Day-2: the cluster accepts new hosts.
         d.aci = Some(aci("adding-hosts"));
+        assert!(super::plan(&d, t0()).data_secret.is_some());
+    }
+
+    #[test]
+    fn a_worker_created_after_the_install_started_waits_even_in_a_pre_install_state() {
+        // The install started at t0 (RequirementsMet True since) and the cluster is back in
+        // `ready`, retrying a failed preparation.
+        let mut d = dereferenced();
+        let mut started = aci("ready");
+        started.status.as_mut().unwrap().conditions.push(
+            serde_yaml::from_str(&format!(
+                "{{type: RequirementsMet, status: 'True', reason: ClusterIsReady, \
+                  lastTransitionTime: '{}'}}",
+                t0()
+            ))
+            .unwrap(),
+        );
+        d.aci = Some(started);
+        let created = |d: &mut Dereferenced, second: i64| {
+            let at = Timestamp::from_second(t0().as_second() + second).unwrap();
+            d.machine.as_mut().unwrap().metadata.creation_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at));
+        };
+        created(&mut d, 60);
+        let plan = plan(&d, t0());
+        assert_eq!(reason(&plan), "WaitingForInstallComplete");
+        let message = &condition(&plan, DATA_SECRET_AVAILABLE).message;
+        assert!(
+            message.contains("created after the day-1 install started"),
+            "{message}"
+        );
+        assert!(plan.data_secret.is_none());
+
+        // Created before the start: a day-1 worker.
+        created(&mut d, -60);
         assert!(super::plan(&d, t0()).data_secret.is_some());
     }
 
@@ -974,6 +1042,161 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
         config.status = first.status.clone();
         d.config = Arc::new(config);
         assert!(plan(&d, later).status.is_none());
+    }
+
+    // -- BareMetalHost problems ------------------------------------------------------------
+
+    /// Machine `name` (worker), its Metal3Machine claiming BareMetalHost `host-<name>`, and
+    /// that host with `boot_mac`.
+    fn claimed(name: &str, boot_mac: Option<&str>) -> MachineHost {
+        let mac = boot_mac.map_or_else(String::new, |m| format!("bootMACAddress: '{m}'"));
+        MachineHost {
+            machine: machine(name, false),
+            metal3machine: Some(metal3machine(
+                name,
+                &format!("metal3.io/BareMetalHost: ns/host-{name}"),
+                "{}",
+            )),
+            host: Some(
+                serde_yaml::from_str(&format!(
+                    "apiVersion: metal3.io/v1alpha1\nkind: BareMetalHost\n\
+                     metadata: {{name: host-{name}, namespace: ns, uid: u-{name}}}\n\
+                     spec: {{online: true, {mac}}}"
+                ))
+                .unwrap(),
+            ),
+        }
+    }
+
+    /// Worker w-0 with its data Secret, its host claimed; `others` are the cluster's other
+    /// Machines.
+    fn with_host(boot_mac: Option<&str>, others: Vec<MachineHost>) -> Dereferenced {
+        let mut d = dereferenced();
+        d.data_secret_exists = true;
+        d.metal3machine = Some(metal3machine(
+            "w-0",
+            "metal3.io/BareMetalHost: ns/host-w-0",
+            "{}",
+        ));
+        d.cluster_machines = vec![claimed("w-0", boot_mac)];
+        d.cluster_machines.extend(others);
+        d
+    }
+
+    /// `d` with the status `plan` wrote.
+    fn after(mut d: Dereferenced, plan: &Plan) -> Dereferenced {
+        let mut config = (*d.config).clone();
+        config.status = plan.status.clone().or(config.status);
+        d.config = Arc::new(config);
+        d
+    }
+
+    #[test]
+    fn a_host_without_a_boot_mac_shows_on_ready_with_one_warning() {
+        let d = with_host(None, vec![]);
+        let first = plan(&d, t0());
+        let ready = condition(&first, READY);
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", matching::BAREMETALHOST_WITHOUT_BOOT_MAC)
+        );
+        assert!(ready.message.contains("BareMetalHost ns/host-w-0"));
+        assert!(ready.message.contains("bootMACAddress"));
+        // The Secret exists and stays: the gate is not the host's business.
+        assert_eq!(condition(&first, DATA_SECRET_AVAILABLE).status, "True");
+        let status = first.status.as_ref().unwrap();
+        assert_eq!(status.data_secret_name.as_deref(), Some("w-0"));
+        assert_eq!(first.requeue, None, "waits for the host to change");
+        let events: Vec<_> = first
+            .events
+            .iter()
+            .map(|e| (e.warning, e.reason, e.note.as_str()))
+            .collect();
+        assert_eq!(
+            events,
+            [(
+                true,
+                matching::BAREMETALHOST_WITHOUT_BOOT_MAC,
+                ready.message.as_str()
+            )]
+        );
+
+        // Said already: no second event, no status write.
+        let d = after(d, &first);
+        let again = plan(&d, t0());
+        assert!(again.events.is_empty());
+        assert!(again.status.is_none());
+
+        // Fixed: Ready again, silently.
+        let mut d = d;
+        d.cluster_machines = vec![claimed("w-0", Some("52:54:00:00:01:00"))];
+        let fixed = plan(&d, t0());
+        assert_eq!(condition(&fixed, READY).status, "True");
+        assert!(fixed.events.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_or_shared_boot_mac_shows_on_each_machine_concerned() {
+        let d = with_host(Some("mac 52:54:00:aa:bb:cc"), vec![]);
+        assert_eq!(
+            condition(&plan(&d, t0()), READY).reason,
+            matching::INVALID_BOOT_MAC
+        );
+
+        let d = with_host(
+            Some("52:54:00:00:01:00"),
+            vec![claimed("w-1", Some("52:54:00:00:01:00"))],
+        );
+        let plan = plan(&d, t0());
+        let ready = condition(&plan, READY);
+        assert_eq!(ready.reason, matching::DUPLICATE_BOOT_MAC);
+        assert!(
+            ready.message.contains("ns/host-w-0") && ready.message.contains("ns/host-w-1"),
+            "{}",
+            ready.message
+        );
+        assert_eq!(plan.events.len(), 1);
+    }
+
+    #[test]
+    fn another_machines_host_problem_is_not_this_configs() {
+        let d = with_host(
+            Some("52:54:00:00:01:00"),
+            vec![
+                claimed("w-1", None),
+                MachineHost {
+                    machine: machine("w-2", false),
+                    metal3machine: None,
+                    host: None,
+                },
+            ],
+        );
+        let plan = plan(&d, t0());
+        assert_eq!(condition(&plan, READY).status, "True");
+        assert!(plan.events.is_empty());
+    }
+
+    #[test]
+    fn a_host_problem_does_not_hold_back_the_data_secret() {
+        // A claimed host before the Secret exists (it was deleted, say): the Secret is still
+        // created when the gate opens, and Ready shows the host's problem.
+        let mut d = with_host(None, vec![]);
+        d.data_secret_exists = false;
+        let plan = plan(&d, t0());
+        assert!(plan.data_secret.is_some());
+        assert_eq!(condition(&plan, DATA_SECRET_AVAILABLE).status, "True");
+        assert_eq!(
+            condition(&plan, READY).reason,
+            matching::BAREMETALHOST_WITHOUT_BOOT_MAC
+        );
+        let reasons: Vec<_> = plan.events.iter().map(|e| e.reason).collect();
+        assert_eq!(
+            reasons,
+            [
+                "DataSecretCreated",
+                matching::BAREMETALHOST_WITHOUT_BOOT_MAC
+            ]
+        );
     }
 
     fn jiff_seconds(s: i64) -> k8s_openapi::jiff::SignedDuration {

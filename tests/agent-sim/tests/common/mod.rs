@@ -447,3 +447,23 @@ pub async fn start_test_core_against(
     .await;
     (core, dir)
 }
+
+/// The Events (`events.k8s.io/v1`) of namespace `ns` about the object named `name`, as
+/// `(type, reason, note)`: what `kubectl describe` shows.
+pub async fn events_about(client: &Client, ns: &str, name: &str) -> Vec<(String, String, String)> {
+    Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|o| o.name.as_deref()) == Some(name))
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
