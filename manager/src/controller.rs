@@ -92,7 +92,8 @@ where
     let patch = json!({
         "apiVersion": K::api_version(&dt),
         "kind": K::kind(&dt),
-        "metadata": {"name": object.name_any(), "finalizers": finalizers},
+        // The uid makes the apply fail (409) instead of re-creating an object deleted meanwhile.
+        "metadata": {"name": object.name_any(), "uid": object.uid(), "finalizers": finalizers},
     });
     match api
         .patch(
@@ -104,6 +105,14 @@ where
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.is_not_found() && !present => Ok(()),
+        // Deleted meanwhile (the uid precondition fails): there is nothing to hold any more.
+        Err(source @ kube::Error::Api(_)) => match api.get_opt(&object.name_any()).await {
+            Ok(None) => Ok(()),
+            _ => Err(Error::Apply {
+                what: format!("finalizer of {} {}", K::kind(&dt), object.name_any()),
+                source,
+            }),
+        },
         Err(source) => Err(Error::Apply {
             what: format!("finalizer of {} {}", K::kind(&dt), object.name_any()),
             source,
