@@ -53,8 +53,13 @@ pub struct ClusterCtx<'a> {
     pub cfg: &'a Config,
 }
 
+/// One row of the cluster transition table.
 pub struct ClusterTransition {
+    /// Stable row name (used in tests and logs).
     pub name: &'static str,
+    /// Why the row exists: the real situation it handles, in one sentence (the counterpart
+    /// of upstream's rule descriptions). Documentation only; matching never reads it.
+    pub why: &'static str,
     pub event: ClusterEvent,
     pub sources: &'static [ClusterStatus],
     pub guard: fn(&ClusterCtx) -> bool,
@@ -250,13 +255,24 @@ use ClusterDest::{Same, To};
 use ClusterEffect as E;
 use ClusterEvent as Ev;
 
+/// `crow!(name, why, event, sources, guard, dest, info[, effects])`.
 macro_rules! crow {
-    ($name:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
-        crow!($name, $ev, $src, $guard, $dest, $info, &[])
+    ($name:literal, $why:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
+        crow!($name, $why, $ev, $src, $guard, $dest, $info, &[])
     };
-    ($name:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr, $eff:expr) => {
+    (
+        $name:literal,
+        $why:literal,
+        $ev:ident,
+        $src:expr,
+        $guard:expr,
+        $dest:expr,
+        $info:expr,
+        $eff:expr
+    ) => {
         ClusterTransition {
             name: $name,
+            why: $why,
             event: Ev::$ev,
             sources: $src,
             guard: $guard,
@@ -273,6 +289,7 @@ const PRE: &[ClusterStatus] = &[C::PendingForInput, C::Ready, C::Insufficient];
 pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     crow!(
         "cancel-installation",
+        "The user stopped an install under way; only a reset lets the cluster install again",
         CancelInstallation,
         &[
             C::Installing,
@@ -286,6 +303,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "cancel-preparation",
+        "Nothing is installed while preparing, so a cancel just goes back to ready",
         CancelInstallation,
         &[C::PreparingForInstallation],
         always,
@@ -295,6 +313,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "reset",
+        "The user retries after a failed or cancelled install; hosts must be rediscovered first",
         ResetCluster,
         &[
             C::PreparingForInstallation,
@@ -311,6 +330,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "prepare-for-installation",
+        "Install was requested for a ready cluster: artifacts and host checks come first",
         PrepareForInstallation,
         &[C::Ready],
         always,
@@ -320,6 +340,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pending-input",
+        "A required setting (networks, VIPs, domain, pull secret) is missing: the user must act",
         RefreshCluster,
         PRE,
         g_pending_input,
@@ -328,6 +349,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-insufficient",
+        "Some cluster check fails, e.g. too few ready hosts or conflicting networks",
         RefreshCluster,
         PRE,
         g_not_ready,
@@ -336,6 +358,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-ready",
+        "Every cluster validation passes, so the install may start",
         RefreshCluster,
         PRE,
         always,
@@ -344,6 +367,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-prepare-timeout",
+        "Preparation hung without a host failing; go back to ready so install can be retried",
         RefreshCluster,
         &[C::PreparingForInstallation],
         g_prepare_timeout,
@@ -353,6 +377,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-prepared-to-installing",
+        "Artifacts are ready and every host passed preparation: hosts may write their disks",
         RefreshCluster,
         &[C::PreparingForInstallation],
         g_all_prepared,
@@ -362,6 +387,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-host-left-preparing",
+        "A host dropped out of preparation, so the cluster can't install with this host set",
         RefreshCluster,
         &[C::PreparingForInstallation],
         g_host_left_preparing,
@@ -371,6 +397,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-preparation-failed",
+        "A host failed its checks or the artifacts failed; fix it and start again from ready",
         RefreshCluster,
         &[C::PreparingForInstallation],
         g_preparation_failed,
@@ -380,6 +407,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-installing-to-finalizing",
+        "Enough hosts are installed; what remains is waiting for the cluster operators",
         RefreshCluster,
         &[C::Installing],
         g_installed_enough,
@@ -389,6 +417,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-installing-error",
+        "So many hosts failed that the required masters and workers can't be reached",
         RefreshCluster,
         &[C::Installing],
         g_not_enough_active,
@@ -397,6 +426,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pending-user-action",
+        "A host needs the user (usually its boot order), which blocks the cluster",
         RefreshCluster,
         &[C::Installing, C::Finalizing],
         g_host_pending,
@@ -405,6 +435,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pua-to-finalizing",
+        "The user unblocked the host and enough hosts are now installed",
         RefreshCluster,
         &[C::InstallingPendingUserAction],
         g_pua_resolved_finalize,
@@ -414,6 +445,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pua-to-installing",
+        "The user unblocked the host, so the install carries on",
         RefreshCluster,
         &[C::InstallingPendingUserAction],
         g_pua_resolved,
@@ -422,6 +454,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pua-error",
+        "While waiting for the user, so many hosts failed that the cluster can't succeed",
         RefreshCluster,
         &[C::InstallingPendingUserAction],
         g_not_enough_active,
@@ -430,6 +463,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-pua-timeout",
+        "The user did not act before the overall install timeout",
         RefreshCluster,
         &[C::InstallingPendingUserAction],
         g_pua_timeout,
@@ -438,6 +472,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-install-timeout-soft",
+        "Soft timeouts never fail slow hosts, so the overall timeout ends a stuck install",
         RefreshCluster,
         &[C::Installing, C::Finalizing],
         g_soft_install_timeout,
@@ -446,6 +481,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-finalizing-timeout",
+        "With hard timeouts, operators that never settle end the install at the finalizing limit",
         RefreshCluster,
         &[C::Finalizing],
         g_finalizing_timeout,
@@ -454,6 +490,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-finalizing-stage-timeout",
+        "A finalizing stage that can fail the cluster hung far past its limit",
         RefreshCluster,
         &[C::Finalizing],
         g_finalizing_stage_timeout,
@@ -462,6 +499,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     ),
     crow!(
         "refresh-installed",
+        "The install is complete once the admin kubeconfig is out and the operators have settled",
         RefreshCluster,
         &[C::Finalizing],
         g_finalized,
@@ -471,6 +509,7 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
     // Explicit no-op rows document that these states are stable under refresh.
     crow!(
         "refresh-stable",
+        "These states change only on user events or other rows; a plain refresh keeps them",
         RefreshCluster,
         &[
             C::Installed,

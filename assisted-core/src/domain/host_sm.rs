@@ -132,6 +132,9 @@ pub struct HostCtx<'a> {
 pub struct HostTransition {
     /// Stable row name (used in tests and logs).
     pub name: &'static str,
+    /// Why the row exists: the real situation it handles, in one sentence (the counterpart
+    /// of upstream's rule descriptions). Documentation only; matching never reads it.
+    pub why: &'static str,
     pub event: HostEventKind,
     pub sources: &'static [HostStatus],
     pub guard: fn(&HostCtx) -> bool,
@@ -592,13 +595,24 @@ const RESETTABLE: &[HostStatus] = &[
     S::AddedToExistingCluster,
 ];
 
+/// `row!(name, why, event, sources, guard, dest, info[, effects])`.
 macro_rules! row {
-    ($name:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
-        row!($name, $ev, $src, $guard, $dest, $info, &[])
+    ($name:literal, $why:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
+        row!($name, $why, $ev, $src, $guard, $dest, $info, &[])
     };
-    ($name:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr, $eff:expr) => {
+    (
+        $name:literal,
+        $why:literal,
+        $ev:ident,
+        $src:expr,
+        $guard:expr,
+        $dest:expr,
+        $info:expr,
+        $eff:expr
+    ) => {
         HostTransition {
             name: $name,
+            why: $why,
             event: K::$ev,
             sources: $src,
             guard: $guard,
@@ -614,6 +628,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // RegisterHost
     row!(
         "register-preparing-to-known",
+        "An agent restarted mid-preparation: its inventory still holds, but its checks must rerun",
         RegisterHost,
         &[S::PreparingForInstallation, S::PreparingSuccessful],
         bound,
@@ -623,6 +638,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-rediscover",
+        "A host registering again before install may return with new hardware: rediscover it",
         RegisterHost,
         &[
             S::Discovering,
@@ -640,6 +656,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-resetting-rebooting",
+        "A reset raced the installer's reboot; the monitor, not this registration, moves it on",
         RegisterHost,
         &[S::Resetting],
         g_register_rebooting,
@@ -648,6 +665,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-resetting",
+        "After a reset the host booted the discovery image again, so discovery starts afresh",
         RegisterHost,
         &[S::Resetting],
         always,
@@ -657,6 +675,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-wrong-boot-order",
+        "After the installer's reboot the host booted the discovery image instead of its disk",
         RegisterHost,
         &[
             S::InstallingInProgress,
@@ -669,6 +688,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-during-install",
+        "The agent restarted while writing the OS, so this host's install can't be trusted",
         RegisterHost,
         &[S::Installing, S::InstallingInProgress],
         always,
@@ -677,6 +697,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-error",
+        "A failed host rebooted by hand is accepted quietly, or it would retry registering forever",
         RegisterHost,
         &[S::Error],
         always,
@@ -685,6 +706,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-installed",
+        "An installed host that boots the discovery image again must keep its installed state",
         RegisterHost,
         &[S::Installed],
         always,
@@ -693,6 +715,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "register-pool",
+        "Booting discovery ends a host's release, and a pool host may come back with new hardware",
         RegisterHost,
         &[
             S::DiscoveringUnbound,
@@ -717,6 +740,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // HostInstallationFailed
     row!(
         "installation-failed",
+        "The installer on the host hit a fatal error; the host stops and shows the reason",
         HostInstallationFailed,
         &[S::Installing, S::InstallingInProgress],
         always,
@@ -726,6 +750,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // CancelInstallation
     row!(
         "cancel-installation",
+        "The user stopped an install under way; the disks are touched, so only a reset undoes it",
         CancelInstallation,
         &[
             S::InstallingPendingUserAction,
@@ -740,6 +765,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "cancel-preparation",
+        "Nothing is written to disk while preparing, so a cancel just returns the host to known",
         CancelInstallation,
         &[S::PreparingForInstallation, S::PreparingSuccessful],
         always,
@@ -749,6 +775,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "cancel-known",
+        "A cancel reaches hosts that never started preparing; there is nothing to undo on them",
         CancelInstallation,
         &[S::Known],
         always,
@@ -758,6 +785,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // InstallHost (day-2 only; day-1 hosts start through refresh)
     row!(
         "install-day2",
+        "Day-2 hosts are installed one by one once approved, not through cluster preparation",
         InstallHost,
         &[S::Known],
         g_day2,
@@ -768,6 +796,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // ResettingPendingUserAction
     row!(
         "reset-pending-user-action",
+        "A reset needs the host to boot the discovery image again, which the user must do",
         ResettingPendingUserAction,
         RESETTABLE,
         bound,
@@ -778,6 +807,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // HostProgressChanged
     row!(
         "progress-day2-rebooting",
+        "A day-2 host is not done at its reboot: it installs on until its node joins the cluster",
         HostProgressChanged,
         &[S::Installing, S::InstallingInProgress],
         g_day2_rebooting,
@@ -786,6 +816,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "progress-day2-done",
+        "A day-2 host reporting done has joined the existing cluster: its final state",
         HostProgressChanged,
         &[
             S::Installing,
@@ -798,6 +829,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "progress-done",
+        "The installer reports the host finished installing",
         HostProgressChanged,
         &[S::Installing, S::InstallingInProgress],
         g_done,
@@ -806,6 +838,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "progress-in-progress",
+        "Any other stage means the installer is working, also on a host that waited for the user",
         HostProgressChanged,
         &[
             S::Installing,
@@ -818,6 +851,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "progress-ignored",
+        "Late reports from a finished or resetting host must not put it back to installing",
         HostProgressChanged,
         &[
             S::Installed,
@@ -831,6 +865,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // MediaDisconnect
     row!(
         "media-disconnect-pre-install",
+        "The discovery ISO went away before install; the host is unusable until it is back",
         MediaDisconnect,
         &[
             S::Discovering,
@@ -847,6 +882,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "media-disconnect-installing",
+        "Losing the discovery ISO once preparation or install began breaks the running steps",
         MediaDisconnect,
         &[
             S::PreparingForInstallation,
@@ -864,6 +900,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // Pool hosts lose their media the same way; they stay in the pool.
     row!(
         "media-disconnect-pool",
+        "Pool hosts lose their virtual media too; they show as disconnected but stay in the pool",
         MediaDisconnect,
         POOL,
         always,
@@ -874,6 +911,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // BindHost / UnbindHost / reclaim
     row!(
         "bind",
+        "A ready pool host was assigned to a cluster and waits to register with it",
         BindHost,
         &[S::KnownUnbound],
         always,
@@ -883,6 +921,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "unbind-pre-install",
+        "A host released before anything touched its disk can go back to the pool at once",
         UnbindHost,
         &[
             S::Known,
@@ -898,6 +937,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "unbind-post-install",
+        "A host released after preparing or installing must be rebooted into discovery by the user",
         UnbindHost,
         &[
             S::PreparingForInstallation,
@@ -918,6 +958,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "reclaim-installed",
+        "An installed host removed from its cluster can reboot itself into discovery for reuse",
         ReclaimHost,
         &[S::Installed, S::AddedToExistingCluster],
         always,
@@ -926,6 +967,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "reclaim-pre-install",
+        "Reclaiming a host that never installed is just releasing it to the pool",
         ReclaimHost,
         &[
             S::Known,
@@ -941,6 +983,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "reclaim-failed-host",
+        "A failed or cancelled host has no working OS to reclaim through; the user must reboot it",
         ReclaimHost,
         &[S::Error, S::Cancelled],
         always,
@@ -950,6 +993,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "rebooting-for-reclaim",
+        "The reclaim agent on the installed host is rebooting it into the discovery image",
         RebootingForReclaim,
         &[S::Reclaiming],
         always,
@@ -958,6 +1002,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "reclaim-host-failed",
+        "Reclaiming through the installed OS failed, so the user must reboot the host by hand",
         ReclaimHostFailed,
         &[S::Reclaiming, S::ReclaimingRebooting],
         always,
@@ -968,6 +1013,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // RefreshHost, in registration order
     row!(
         "refresh-known-to-preparing",
+        "The cluster began preparing: disk and image checks run only once install is asked for",
         RefreshHost,
         &[S::Known],
         g_prepare,
@@ -977,6 +1023,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-preparing-successful",
+        "The host passed its disk-speed and image checks while the cluster is still preparing",
         RefreshHost,
         &[S::PreparingForInstallation],
         g_prepared,
@@ -985,6 +1032,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-prepared-wait",
+        "A prepared host waits for the rest of the cluster to finish preparing",
         RefreshHost,
         &[S::PreparingSuccessful],
         g_cluster_preparing,
@@ -993,6 +1041,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-prepared-to-installing",
+        "Every host is prepared and the cluster started installing; this host follows it",
         RefreshHost,
         &[S::PreparingSuccessful],
         g_cluster_installing,
@@ -1002,6 +1051,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-preparing-to-known",
+        "The cluster stopped preparing (cancel, timeout, failure), so this host stops as well",
         RefreshHost,
         &[S::PreparingForInstallation],
         g_cluster_not_preparing,
@@ -1011,6 +1061,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-prepared-to-known",
+        "The cluster left preparation without installing; the host prepares again next time",
         RefreshHost,
         &[S::PreparingSuccessful, S::PreparingFailed],
         g_cluster_idle,
@@ -1020,6 +1071,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-disk-speed-insufficient",
+        "The installation disk measured too slow for etcd; only another disk fixes that",
         RefreshHost,
         &[S::PreparingForInstallation, S::PreparingFailed, S::Known],
         g_disk_slow,
@@ -1028,6 +1080,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-preparing-failed",
+        "An image can't be pulled or the checks hung; failing lets the cluster stop waiting for it",
         RefreshHost,
         &[S::PreparingForInstallation],
         g_preparation_failed,
@@ -1036,6 +1089,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-disconnected",
+        "Before install, a host whose agent went silent or whose ISO vanished can't be used",
         RefreshHost,
         &[
             S::Discovering,
@@ -1051,6 +1105,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-preparing-disconnected",
+        "A host that goes silent while preparing can neither finish its checks nor install",
         RefreshHost,
         &[S::PreparingForInstallation, S::PreparingSuccessful],
         g_not_connected,
@@ -1059,6 +1114,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-installing-disconnected",
+        "Without soft timeouts, an installing host that stops reporting has failed",
         RefreshHost,
         &[S::Installing, S::InstallingInProgress],
         g_lost_hard,
@@ -1067,6 +1123,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-installing-disconnected-soft",
+        "With soft timeouts a silent host may just be busy: flag it, keep installing",
         RefreshHost,
         &[S::Installing, S::InstallingInProgress],
         g_lost_soft,
@@ -1076,6 +1133,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-cluster-error",
+        "A failed day-1 install fails its hosts too; day-2 hosts join an installed cluster",
         RefreshHost,
         &[
             S::Installing,
@@ -1090,6 +1148,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-installing-timeout",
+        "The host was told to install but its installer never reported a first stage",
         RefreshHost,
         &[S::Installing],
         g_installing_timeout,
@@ -1098,6 +1157,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-reboot-timeout",
+        "A host not back from the installer's reboot most likely booted the wrong device",
         RefreshHost,
         &[S::InstallingInProgress],
         g_reboot_timeout,
@@ -1106,6 +1166,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-stage-timeout",
+        "Without soft timeouts, a stage far slower than expected fails the host",
         RefreshHost,
         &[S::InstallingInProgress],
         g_stage_timeout_hard,
@@ -1114,6 +1175,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-stage-timeout-soft",
+        "With soft timeouts a slow stage is only flagged and the install carries on",
         RefreshHost,
         &[S::InstallingInProgress],
         g_stage_timeout_soft,
@@ -1123,6 +1185,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-pending-user-action-timeout",
+        "A host left waiting for the user too long fails, if the cluster can do without it",
         RefreshHost,
         &[S::InstallingPendingUserAction],
         g_pua_timeout,
@@ -1131,6 +1194,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-no-inventory",
+        "A bound host without a hardware inventory yet (or that lost it) is still discovering",
         RefreshHost,
         PRE_INSTALL,
         g_bound_no_inventory,
@@ -1139,6 +1203,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-min-hardware",
+        "The host lacks the minimum hardware for any role, which only new hardware can fix",
         RefreshHost,
         PRE_INSTALL,
         g_bound_min_hw,
@@ -1147,6 +1212,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-user-input",
+        "The host can't be validated until the user gives cluster input, e.g. machine network",
         RefreshHost,
         PRE_INSTALL,
         g_bound_input,
@@ -1155,6 +1221,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-insufficient",
+        "A check required before install fails for this host (role hardware, network, DNS...)",
         RefreshHost,
         PRE_INSTALL,
         g_bound_insufficient,
@@ -1163,6 +1230,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-known",
+        "Every gating validation passes, so the host can be installed",
         RefreshHost,
         PRE_INSTALL,
         bound,
@@ -1171,6 +1239,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "refresh-reclaim-timeout",
+        "The host did not reboot into discovery in time, so the user has to do it",
         RefreshHost,
         &[S::Reclaiming, S::ReclaimingRebooting],
         g_reclaim_timeout,
@@ -1181,6 +1250,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     // Pool machine refresh
     row!(
         "pool-disconnected",
+        "A pool host whose agent stopped checking in cannot be bound until it returns",
         RefreshHost,
         POOL,
         g_not_connected,
@@ -1189,6 +1259,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "pool-no-inventory",
+        "A pool host that has not sent its hardware inventory is still being discovered",
         RefreshHost,
         POOL,
         g_no_inventory,
@@ -1197,6 +1268,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "pool-insufficient",
+        "A pool host lacking minimum hardware or a valid hostname cannot go to any cluster",
         RefreshHost,
         POOL,
         g_pool_insufficient,
@@ -1205,6 +1277,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
     ),
     row!(
         "pool-known",
+        "A pool host passing its checks can be bound to a cluster",
         RefreshHost,
         POOL,
         unbound,

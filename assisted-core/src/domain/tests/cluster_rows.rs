@@ -117,6 +117,26 @@ fn every_cluster_row_is_tested() {
 }
 
 #[test]
+fn cluster_row_names_are_unique() {
+    let mut names: Vec<&str> = CLUSTER_TRANSITIONS.iter().map(|t| t.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), CLUSTER_TRANSITIONS.len());
+}
+
+#[test]
+fn every_cluster_row_says_why() {
+    for t in CLUSTER_TRANSITIONS {
+        assert!(!t.why.trim().is_empty(), "row {} has no why", t.name);
+        assert!(!t.why.contains('\n'), "row {}: why is one line", t.name);
+    }
+    let mut whys: Vec<&str> = CLUSTER_TRANSITIONS.iter().map(|t| t.why).collect();
+    whys.sort();
+    whys.dedup();
+    assert_eq!(whys.len(), CLUSTER_TRANSITIONS.len(), "a why is copied");
+}
+
+#[test]
 fn cluster_status_infos() {
     let cfg = Config::default();
     let c = cl(C::Finalizing, S::Installed, |c| {

@@ -264,6 +264,18 @@ fn row_names_are_unique() {
 }
 
 #[test]
+fn every_host_row_says_why() {
+    for t in HOST_TRANSITIONS {
+        assert!(!t.why.trim().is_empty(), "row {} has no why", t.name);
+        assert!(!t.why.contains('\n'), "row {}: why is one line", t.name);
+    }
+    let mut whys: Vec<&str> = HOST_TRANSITIONS.iter().map(|t| t.why).collect();
+    whys.sort();
+    whys.dedup();
+    assert_eq!(whys.len(), HOST_TRANSITIONS.len(), "a why is copied");
+}
+
+#[test]
 fn unmatched_events_are_rejected() {
     let c = case(C::Installed, S::Installed, Ev::Install, |_, _| {});
     let err = apply_host_event(&c.host, c.cluster.as_ref(), &c.event, c.now, &c.cfg).unwrap_err();

@@ -1,12 +1,14 @@
-//! A minimal "newc" (SVR4, magic `070701`) cpio writer and reader.
+//! A minimal "newc" (SVR4, magic `070701`) cpio writer, and a reader for tests.
 //!
 //! Archives are written uncompressed: the kernel's initramfs unpacker and Ignition's
 //! live-ISO config lookup both accept plain newc, and skipping xz keeps us dependency-free
 //! (coreos-installer compresses, which only matters for fitting into the 256 KiB area).
 
+#[cfg(any(test, feature = "test-support"))]
 use super::ImageError;
 
 const MAGIC: &[u8; 6] = b"070701";
+#[cfg(any(test, feature = "test-support"))]
 const HEADER_LEN: usize = 110;
 const TRAILER: &str = "TRAILER!!!";
 
@@ -160,6 +162,7 @@ pub fn ignition_cpio(ign: &[u8]) -> Vec<u8> {
     }])
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// Parses an archive up to its trailer; trailing zero padding is ignored.
 pub fn read(mut buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
     let bad = |what: &str| ImageError::MalformedEmbed(format!("cpio: {what}"));

@@ -95,6 +95,7 @@ pub struct DiscoveryIgnitionParams {
     pub openshift_version: Option<String>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// The values a discovery agent needs, read back from a discovery ignition.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiscoveredAgentConfig {
@@ -214,6 +215,7 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
     serde_json::to_string(&config).map_err(|e| ImageError::input("ignition", e.to_string()))
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// Reads the agent settings back out of a discovery ignition (ours or upstream-shaped:
 /// an `agent.service` whose ExecStart carries `--url`, `--infra-env-id`, ...).
 pub fn parse_discovery_ignition(ign: &str) -> Result<DiscoveredAgentConfig, ImageError> {
@@ -312,6 +314,7 @@ pub(crate) fn data_url(data: &[u8]) -> String {
     format!("data:text/plain;charset=utf-8;base64,{}", B64.encode(data))
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// Decodes `data:[type][;base64],payload`; the non-base64 form is percent-decoded.
 pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
     let rest = url.strip_prefix("data:")?;
@@ -384,6 +387,7 @@ pub(crate) fn env_line(field: &'static str, key: &str, v: &str) -> Result<String
     Ok(format!("Environment=\"{key}={quoted}\"\n"))
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// Splits a unit-file value into words, honouring double and single quotes and
 /// backslash escapes, and undoing `%%`/`$$`.
 fn unit_words(s: &str) -> Vec<String> {

@@ -213,7 +213,8 @@ fn name_matches(raw: &[u8], want: &str) -> bool {
 mod tests {
     use std::io::Cursor;
 
-    use super::super::iso::{TestIsoContents, read_embed_area, write_test_iso};
+    use super::super::iso::read_embed_area;
+    use super::super::test_iso::{TestIsoContents, write_test_iso};
     use super::*;
 
     fn test_iso() -> Vec<u8> {

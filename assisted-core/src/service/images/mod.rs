@@ -8,6 +8,9 @@
 //! - [`OsImageCache`] keeps the base ISOs on local disk;
 //! - [`find_file`] locates the PXE kernel, initrd and rootfs inside a base ISO, and
 //!   [`FileParts`] streams them (the initrd with the ignition cpio appended).
+//!
+//! Helpers only tests need (a test ISO writer, readers of what was embedded) are compiled
+//! only for this crate's tests and with the `test-support` feature.
 
 pub mod cpio;
 mod error;
@@ -17,17 +20,20 @@ pub mod iso_read;
 pub mod os_image;
 pub mod pxe;
 pub mod stream;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_iso;
 
 pub use cpio::ignition_cpio;
 pub use error::ImageError;
+#[cfg(any(test, feature = "test-support"))]
+pub use ignition::{DiscoveredAgentConfig, parse_discovery_ignition};
 pub use ignition::{
-    DiscoveredAgentConfig, DiscoveryIgnitionParams, MacInterface, ProxySettings,
-    StaticNetworkConfig, discovery_ignition, parse_discovery_ignition,
+    DiscoveryIgnitionParams, MacInterface, ProxySettings, StaticNetworkConfig, discovery_ignition,
 };
-pub use iso::{
-    EmbedArea, TestIsoContents, extract_embedded_ignition, read_embed_area, write_test_iso,
-};
+pub use iso::{EmbedArea, read_embed_area};
 pub use iso_read::{IsoExtent, find_file};
 pub use os_image::{OsImage, OsImageCache, select};
 pub use pxe::{IpxeScriptType, ipxe_boot_order_control_script, ipxe_script, minimal_initrd};
 pub use stream::{ByteRange, CustomizedIso, FileParts, Part, parse_range};
+#[cfg(any(test, feature = "test-support"))]
+pub use test_iso::{TestIsoContents, extract_embedded_ignition, write_test_iso};

@@ -412,7 +412,7 @@ fn set(r: &mut Response, name: header::HeaderName, value: String) {
 mod tests {
     use http_body_util::BodyExt;
 
-    use super::super::iso::{TestIsoContents, write_test_iso};
+    use super::super::test_iso::{TestIsoContents, write_test_iso};
     use super::*;
 
     #[test]

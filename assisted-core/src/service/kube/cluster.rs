@@ -314,18 +314,28 @@ async fn release_aci(cd: &ClusterDeployment, ctx: &Context) -> Result<(), Error>
     if let Some(aci) = acis.get_opt(&name).await?
         && aci.finalizers().iter().any(|f| f == ACI_FINALIZER)
     {
-        let rest: Vec<&String> = aci
-            .finalizers()
-            .iter()
-            .filter(|f| *f != ACI_FINALIZER)
-            .collect();
-        acis.patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
-        )
-        .await?;
+        remove_aci_finalizer(&acis, &name, &aci).await?;
     }
+    Ok(())
+}
+
+/// Drops our deregistration finalizer from the ACI `name`, keeping any others.
+async fn remove_aci_finalizer(
+    acis: &Api<AgentClusterInstall>,
+    name: &str,
+    aci: &AgentClusterInstall,
+) -> Result<(), Error> {
+    let rest: Vec<&String> = aci
+        .finalizers()
+        .iter()
+        .filter(|f| *f != ACI_FINALIZER)
+        .collect();
+    acis.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
+    )
+    .await?;
     Ok(())
 }
 
@@ -369,17 +379,7 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
             tracing::info!(cluster = %cd.name_any(), "AgentClusterInstall deleted: deregistering the cluster");
             ctx.store.remove_cluster(&id);
             ctx.forget_cluster(&id).await;
-            let rest: Vec<&String> = aci
-                .finalizers()
-                .iter()
-                .filter(|f| *f != ACI_FINALIZER)
-                .collect();
-            acis.patch(
-                &aci_name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
-            )
-            .await?;
+            remove_aci_finalizer(&acis, &aci_name, &aci).await?;
         }
         return Ok(Action::await_change());
     }

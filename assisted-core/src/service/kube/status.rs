@@ -49,30 +49,49 @@ fn transition_time(
     }
 }
 
+/// Stamps `conds` with their transition times, in either condition shape below: `last` reads
+/// a condition written before as (type, status, lastTransitionTime), `build` makes a new one
+/// from a [`Cond`] and its transition time.
+fn stamp<T>(
+    conds: &[Cond],
+    previous: &[T],
+    now: Timestamp,
+    last: impl Fn(&T) -> (&str, &str, &Option<Time>),
+    build: impl Fn(&Cond, Option<Time>) -> T,
+) -> Vec<T> {
+    conds
+        .iter()
+        .map(|c| {
+            let prev = previous
+                .iter()
+                .map(&last)
+                .find(|(type_, _, _)| *type_ == c.type_)
+                .map(|(_, status, time)| (status, time));
+            build(c, transition_time(prev, c.status, now))
+        })
+        .collect()
+}
+
 /// The InfraEnv/Agent condition shape.
 pub fn openshift_conditions(
     conds: &[Cond],
     previous: &[OpenShiftCondition],
     now: Timestamp,
 ) -> Vec<OpenShiftCondition> {
-    conds
-        .iter()
-        .map(|c| {
-            let prev = previous
-                .iter()
-                .find(|p| p.type_ == c.type_)
-                .map(|p| (p.status.as_str(), &p.last_transition_time));
-            let transition = transition_time(prev, c.status, now);
-            OpenShiftCondition {
-                type_: c.type_.into(),
-                status: c.status.into(),
-                reason: Some(c.reason.into()),
-                message: Some(c.message.clone()),
-                last_heartbeat_time: transition.clone(),
-                last_transition_time: transition,
-            }
-        })
-        .collect()
+    stamp(
+        conds,
+        previous,
+        now,
+        |p| (&p.type_, &p.status, &p.last_transition_time),
+        |c, transition| OpenShiftCondition {
+            type_: c.type_.into(),
+            status: c.status.into(),
+            reason: Some(c.reason.into()),
+            message: Some(c.message.clone()),
+            last_heartbeat_time: transition.clone(),
+            last_transition_time: transition,
+        },
+    )
 }
 
 /// The Hive condition shape of AgentClusterInstall.
@@ -81,24 +100,20 @@ pub fn hive_conditions(
     previous: &[ClusterInstallCondition],
     now: Timestamp,
 ) -> Vec<ClusterInstallCondition> {
-    conds
-        .iter()
-        .map(|c| {
-            let prev = previous
-                .iter()
-                .find(|p| p.type_ == c.type_)
-                .map(|p| (p.status.as_str(), &p.last_transition_time));
-            let transition = transition_time(prev, c.status, now);
-            ClusterInstallCondition {
-                type_: c.type_.into(),
-                status: c.status.into(),
-                reason: Some(c.reason.into()),
-                message: Some(c.message.clone()),
-                last_probe_time: transition.clone(),
-                last_transition_time: transition,
-            }
-        })
-        .collect()
+    stamp(
+        conds,
+        previous,
+        now,
+        |p| (&p.type_, &p.status, &p.last_transition_time),
+        |c, transition| ClusterInstallCondition {
+            type_: c.type_.into(),
+            status: c.status.into(),
+            reason: Some(c.reason.into()),
+            message: Some(c.message.clone()),
+            last_probe_time: transition.clone(),
+            last_transition_time: transition,
+        },
+    )
 }
 
 fn validations_of(info: Option<&serde_json::Value>) -> Option<ValidationsStatus> {
@@ -119,6 +134,59 @@ fn validation_summary(v: &ValidationsStatus) -> (Vec<String>, bool) {
     (failing, pending)
 }
 
+/// SpecSynced, the same for Agents and AgentClusterInstalls.
+fn spec_synced(spec_error: Option<&str>) -> Cond {
+    match spec_error {
+        None => cond(
+            "SpecSynced",
+            true,
+            "SyncOK",
+            "The Spec has been successfully applied",
+        ),
+        Some(e) => cond(
+            "SpecSynced",
+            false,
+            "InputError",
+            format!("The Spec could not be synced due to an input error: {e}"),
+        ),
+    }
+}
+
+/// Validated from the stored validations of an agent or a cluster (`whose`).
+fn validated(whose: &str, validations: Option<ValidationsStatus>) -> Cond {
+    let Some(v) = validations else {
+        return Cond {
+            type_: "Validated",
+            status: "Unknown",
+            reason: "ValidationsUnknown",
+            message: format!("The {whose}'s validations have not yet been calculated"),
+        };
+    };
+    match validation_summary(&v) {
+        (failing, _) if !failing.is_empty() => cond(
+            "Validated",
+            false,
+            "ValidationsFailing",
+            format!(
+                "The {whose}'s validations are failing: {}",
+                failing.join(",")
+            ),
+        ),
+        (_, true) => cond(
+            "Validated",
+            false,
+            "ValidationsUserPending",
+            format!("The {whose}'s validations are pending for user input"),
+        ),
+        _ => cond(
+            "Validated",
+            true,
+            "ValidationsPassing",
+            format!("The {whose}'s validations are passing"),
+        ),
+    }
+}
+
 const INSTALLING_HOST: &[HostStatus] = &[
     HostStatus::PreparingForInstallation,
     HostStatus::PreparingSuccessful,
@@ -136,20 +204,7 @@ pub fn agent_conditions(
     use HostStatus as S;
     let s = host.status;
     let info = &host.status_info;
-    let spec = match spec_error {
-        None => cond(
-            "SpecSynced",
-            true,
-            "SyncOK",
-            "The Spec has been successfully applied",
-        ),
-        Some(e) => cond(
-            "SpecSynced",
-            false,
-            "InputError",
-            format!("The Spec could not be synced due to an input error: {e}"),
-        ),
-    };
+    let spec = spec_synced(spec_error);
     let connected = if matches!(s, S::Disconnected | S::DisconnectedUnbound) {
         cond(
             "Connected",
@@ -213,45 +268,20 @@ pub fn agent_conditions(
             "The agent is not ready to begin the installation",
         ),
     };
-    let validated = match (s, validations_of(validations)) {
-        (S::Binding, _) => cond(
+    let validated = match s {
+        S::Binding => cond(
             "Validated",
             false,
             "Binding",
             "The agent is currently binding to a cluster deployment",
         ),
-        (S::Unbinding | S::UnbindingPendingUserAction, _) => cond(
+        S::Unbinding | S::UnbindingPendingUserAction => cond(
             "Validated",
             false,
             "Unbinding",
             "The agent is currently unbinding from a cluster deployment",
         ),
-        (_, None) => Cond {
-            type_: "Validated",
-            status: "Unknown",
-            reason: "ValidationsUnknown",
-            message: "The agent's validations have not yet been calculated".into(),
-        },
-        (_, Some(v)) => match validation_summary(&v) {
-            (failing, _) if !failing.is_empty() => cond(
-                "Validated",
-                false,
-                "ValidationsFailing",
-                format!("The agent's validations are failing: {}", failing.join(",")),
-            ),
-            (_, true) => cond(
-                "Validated",
-                false,
-                "ValidationsUserPending",
-                "The agent's validations are pending for user input",
-            ),
-            _ => cond(
-                "Validated",
-                true,
-                "ValidationsPassing",
-                "The agent's validations are passing",
-            ),
-        },
+        _ => validated("agent", validations_of(validations)),
     };
     let installed = match s {
         S::Installed | S::AddedToExistingCluster => cond(
@@ -532,51 +562,8 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
     use ClusterStatus as C;
     let c = &rec.snapshot;
     let info = &c.status_info;
-    let spec = match spec_error {
-        None => cond(
-            "SpecSynced",
-            true,
-            "SyncOK",
-            "The Spec has been successfully applied",
-        ),
-        Some(e) => cond(
-            "SpecSynced",
-            false,
-            "InputError",
-            format!("The Spec could not be synced due to an input error: {e}"),
-        ),
-    };
-    let validated = match validations_of(rec.validations_info.as_ref()) {
-        None => Cond {
-            type_: "Validated",
-            status: "Unknown",
-            reason: "ValidationsUnknown",
-            message: "The cluster's validations have not yet been calculated".into(),
-        },
-        Some(v) => match validation_summary(&v) {
-            (failing, _) if !failing.is_empty() => cond(
-                "Validated",
-                false,
-                "ValidationsFailing",
-                format!(
-                    "The cluster's validations are failing: {}",
-                    failing.join(",")
-                ),
-            ),
-            (_, true) => cond(
-                "Validated",
-                false,
-                "ValidationsUserPending",
-                "The cluster's validations are pending for user input",
-            ),
-            _ => cond(
-                "Validated",
-                true,
-                "ValidationsPassing",
-                "The cluster's validations are passing",
-            ),
-        },
-    };
+    let spec = spec_synced(spec_error);
+    let validated = validated("cluster", validations_of(rec.validations_info.as_ref()));
     let requirements = match &rec.requirements {
         Some(d) => cond(
             "RequirementsMet",
