@@ -83,7 +83,7 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
     let (crds, hooks): (Vec<Value>, Vec<Value>) = patched
         .into_iter()
         .partition(|d| kind_of(d) == "CustomResourceDefinition");
-    resources::install_crds(&tb.client, crds).await?;
+    install_or_repoint_crds(tb, crds, webhook_port).await?;
 
     let cert_dir = tb.dir.join("capi-webhook");
     std::fs::create_dir_all(&cert_dir)?;
@@ -119,10 +119,43 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
     )
     .await?;
     // Register the webhooks only once the manager serves them.
+    apply_or_repoint_hooks(tb, hooks, webhook_port).await
+}
+
+/// Installs the CRDs, or, when `clusterctl init` installed them, re-points the installed ones
+/// at loopback (replacing their `clientConfig.service`, which an apply would keep).
+pub(crate) async fn install_or_repoint_crds(
+    tb: &Testbed,
+    crds: Vec<Value>,
+    port: u16,
+) -> Result<()> {
+    if !tb.installed_by_clusterctl {
+        return resources::install_crds(&tb.client, crds).await;
+    }
+    let names: Vec<String> = crds
+        .iter()
+        .map(|d| resources::name_of(d).to_owned())
+        .collect();
+    for doc in &crds {
+        resources::repoint_existing(&tb.client, doc, port, tb.ca_pem()).await?;
+    }
+    resources::wait_established(&tb.client, &names, Duration::from_secs(60)).await
+}
+
+/// Applies the webhook configurations, or re-points those `clusterctl init` installed.
+pub(crate) async fn apply_or_repoint_hooks(
+    tb: &Testbed,
+    hooks: Vec<Value>,
+    port: u16,
+) -> Result<()> {
     for h in hooks {
-        resources::apply(&tb.client, &h)
-            .await
-            .context("applying CAPI webhook configuration")?;
+        if tb.installed_by_clusterctl {
+            resources::repoint_existing(&tb.client, &h, port, tb.ca_pem()).await?;
+        } else {
+            resources::apply(&tb.client, &h)
+                .await
+                .with_context(|| format!("applying {} {}", kind_of(&h), resources::name_of(&h)))?;
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! repo/cluster-api/<capi version>/{core-components.yaml,metadata.yaml}        from the cache
 //! repo/bootstrap-openshift-assisted/v<ours>/{bootstrap-components.yaml,metadata.yaml}
 //! repo/control-plane-openshift-assisted/v<ours>/{control-plane-components.yaml,metadata.yaml}
+//! repo/infrastructure-metal3/<capm3 version>/{infrastructure-components.yaml,metadata.yaml}  cache
 //! clusterctl.yaml   providers pointing at the files above; cert-manager externally provisioned
 //! ```
 //!
@@ -24,6 +25,8 @@ use crate::resources;
 
 /// Our providers' clusterctl name.
 pub const PROVIDER: &str = "openshift-assisted";
+/// CAPM3's clusterctl name.
+pub const METAL3: &str = "metal3";
 
 pub struct Clusterctl {
     pub bin: PathBuf,
@@ -66,6 +69,13 @@ impl Clusterctl {
             &controlplane,
         )?;
         copy(&release.join("metadata.yaml"), &controlplane)?;
+        let capm3_version = tb.cache.version("CAPM3_VERSION")?;
+        let capm3 = tb.cache.manifests().join("capm3");
+        let metal3 = repo
+            .join(format!("infrastructure-{METAL3}"))
+            .join(&capm3_version);
+        copy(&capm3.join("infrastructure-components.yaml"), &metal3)?;
+        copy(&capm3.join("metadata.yaml"), &metal3)?;
 
         let url = |dir: &Path, file: &str| format!("file://{}", dir.join(file).display());
         let config = base.join("clusterctl.yaml");
@@ -76,11 +86,13 @@ impl Clusterctl {
                  - name: cluster-api\n  type: CoreProvider\n  url: {}\n\
                  - name: {PROVIDER}\n  type: BootstrapProvider\n  url: {}\n\
                  - name: {PROVIDER}\n  type: ControlPlaneProvider\n  url: {}\n\
+                 - name: {METAL3}\n  type: InfrastructureProvider\n  url: {}\n\
                  cert-manager:\n  externallyProvisioned: \"true\"\n  timeout: 2m\n\
                  overridesFolder: {}\n",
                 url(&core, "core-components.yaml"),
                 url(&bootstrap, "bootstrap-components.yaml"),
                 url(&controlplane, "control-plane-components.yaml"),
+                url(&metal3, "infrastructure-components.yaml"),
                 base.join("overrides").display(),
             ),
         )?;

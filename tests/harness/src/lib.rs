@@ -55,6 +55,7 @@ pub struct TestbedBuilder {
     controller_manager: bool,
     crd_files: Vec<PathBuf>,
     crd_yaml: Vec<String>,
+    clusterctl_init: bool,
     capi: bool,
     metal3: bool,
 }
@@ -106,6 +107,20 @@ impl TestbedBuilder {
         self
     }
 
+    /// Install Cluster API, CAPM3 (infrastructure `metal3`) and our two providers with the real
+    /// `clusterctl init` from a local repository (cert-manager externally provisioned: its CRDs
+    /// only), as a user would. Their Deployments have no kubelet to run them, so Cluster API and
+    /// CAPM3 then run as processes, their CRD conversion and admission webhooks re-pointed at
+    /// loopback (what the Services and cert-manager's CA injector do in a cluster); our managers
+    /// are the caller's to run ([`Testbed::point_conversion_webhook`]). Implies
+    /// [`TestbedBuilder::metal3`].
+    pub fn clusterctl_init(mut self) -> Self {
+        self.clusterctl_init = true;
+        self.capi = true;
+        self.metal3 = true;
+        self
+    }
+
     pub async fn start(self) -> Result<Testbed> {
         Testbed::start(self).await
     }
@@ -126,6 +141,9 @@ pub struct Testbed {
     name: String,
     procs: Vec<Process>,
     tmp: Option<tempfile::TempDir>,
+    /// CAPI and CAPM3 were installed by `clusterctl init`: their objects exist and are
+    /// re-pointed rather than applied.
+    installed_by_clusterctl: bool,
 }
 
 impl Testbed {
@@ -160,6 +178,7 @@ impl Testbed {
             name,
             procs: Vec::new(),
             tmp: Some(tmp),
+            installed_by_clusterctl: false,
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),
@@ -181,6 +200,24 @@ impl Testbed {
             crds.extend(resources::parse_yaml(y)?);
         }
         resources::install_crds(&self.client, crds).await?;
+        if opts.clusterctl_init {
+            clusterctl::Clusterctl::install_cert_manager_crds(self).await?;
+            let clusterctl = clusterctl::Clusterctl::new(self)?;
+            clusterctl
+                .run(&[
+                    "init",
+                    "--core",
+                    "cluster-api",
+                    "--infrastructure",
+                    clusterctl::METAL3,
+                    "--bootstrap",
+                    clusterctl::PROVIDER,
+                    "--control-plane",
+                    clusterctl::PROVIDER,
+                ])
+                .await?;
+            self.installed_by_clusterctl = true;
+        }
         if opts.capi {
             capi::start(self).await?;
         }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::Value;
 
 use crate::Testbed;
@@ -38,7 +38,7 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
     if crds.is_empty() {
         bail!("no CRDs in {}", components.display());
     }
-    resources::install_crds(&tb.client, crds).await?;
+    crate::capi::install_or_repoint_crds(tb, crds, webhook_port).await?;
 
     let kubeconfig = tb.kubeconfig.display().to_string();
     let bmo_health = free_port()?;
@@ -98,10 +98,5 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
         async || Ok(http_get(health, "/readyz")?.0 == 200),
     )
     .await?;
-    for h in hooks {
-        resources::apply(&tb.client, &h)
-            .await
-            .context("applying CAPM3 webhook configuration")?;
-    }
-    Ok(())
+    crate::capi::apply_or_repoint_hooks(tb, hooks, webhook_port).await
 }

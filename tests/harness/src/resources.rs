@@ -64,6 +64,34 @@ pub fn name_of(v: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// Re-points the webhooks of an installed CRD or webhook configuration (named as `doc` names
+/// it) at `https://127.0.0.1:<port>`, trusting `ca_pem`: the installed object is read, its
+/// client configs rewritten, and written back whole, so its other fields stay as installed.
+pub async fn repoint_existing(client: &Client, doc: &Value, port: u16, ca_pem: &str) -> Result<()> {
+    let kind = kind_of(doc);
+    let name = name_of(doc);
+    let (group, version) = doc
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .with_context(|| format!("{kind} {name} has no group/version"))?;
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (resource, _) = pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("discovering {kind}"))?;
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let installed = api
+        .get(name)
+        .await
+        .with_context(|| format!("reading installed {kind} {name}"))?;
+    let pointed = crate::capi::point_webhooks_at(serde_json::to_value(&installed)?, port, ca_pem);
+    let object: DynamicObject = serde_json::from_value(pointed)?;
+    api.replace(name, &Default::default(), &object)
+        .await
+        .with_context(|| format!("re-pointing {kind} {name} at port {port}"))?;
+    Ok(())
+}
+
 /// Applies the CRDs among `docs` and waits until all are Established.
 pub async fn install_crds(client: &Client, docs: Vec<Value>) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());

@@ -138,3 +138,70 @@ async fn clusterctl_init_installs_our_providers() {
         vec!["capi-system/capi-controller-manager".to_owned()]
     );
 }
+
+/// The lab's way: `clusterctl init` installs Cluster API, CAPM3 and our providers, then Cluster
+/// API and CAPM3 run as processes with the installed webhooks re-pointed at them, so creating
+/// their objects goes through their real webhooks.
+#[tokio::test]
+async fn clusterctl_init_of_everything_then_capi_and_capm3_as_processes() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder()
+        .controller_manager()
+        .clusterctl_init()
+        .start()
+        .await
+        .expect("start testbed with clusterctl init");
+    let providers = Api::<DynamicObject>::all_with(
+        tb.client.clone(),
+        &ApiResource {
+            group: "clusterctl.cluster.x-k8s.io".into(),
+            version: "v1alpha3".into(),
+            api_version: "clusterctl.cluster.x-k8s.io/v1alpha3".into(),
+            kind: "Provider".into(),
+            plural: "providers".into(),
+        },
+    )
+    .list(&ListParams::default())
+    .await
+    .expect("list clusterctl Providers");
+    let mut names: Vec<String> = providers
+        .items
+        .iter()
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.data["type"].as_str().unwrap_or_default(),
+                p.data["providerName"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "BootstrapProvider/openshift-assisted",
+            "ControlPlaneProvider/openshift-assisted",
+            "CoreProvider/cluster-api",
+            "InfrastructureProvider/metal3",
+        ]
+    );
+    // Both webhooks (CAPI's Cluster defaulting/validation, CAPM3's Metal3Cluster) answer.
+    tb.apply_yaml(
+        r#"apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {name: c, namespace: default}
+spec:
+  controlPlaneEndpoint: {host: 192.0.2.10, port: 6443}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: c, namespace: default}
+spec:
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: c}
+"#,
+    )
+    .await
+    .expect("objects admitted by the re-pointed webhooks");
+}
