@@ -11,7 +11,9 @@ fn main() -> ExitCode {
         lease_name: manifests::LEASE_NAME,
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
-        convert: None,
+        convert: Some(|object, version| {
+            bootstrap_provider::conversion::convert(object, version).map_err(|e| e.to_string())
+        }),
     };
     cli::main(spec, |leader| async move {
         controller::run(

@@ -1,7 +1,11 @@
 //! The bootstrap provider's release: its CRDs, its one RBAC rule list, its Deployment.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
 use kube::CustomResourceExt;
+use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, UPDATE, Variable,
     WRITE_STATUS,
@@ -13,11 +17,69 @@ pub const NAME: &str = "bootstrap-provider";
 /// Same Lease name as CAPOA's bootstrap manager, so the two never run at once by accident.
 pub const LEASE_NAME: &str = "08dff33b.cluster.x-k8s.io";
 
+/// Namespace of the bootstrap manager (and of its webhook Service).
+pub const NAMESPACE: &str = "capoa-bootstrap-system";
+/// The Service in front of the manager's webhook server (`<name prefix>webhook-service`).
+pub const WEBHOOK_SERVICE_NAME: &str = "capoa-bootstrap-webhook-service";
+/// Port of the webhook Service (the apiserver's default).
+pub const WEBHOOK_SERVICE_PORT: i32 = 443;
+/// Path of the CRD conversion endpoint on the webhook server.
+pub const CONVERSION_PATH: &str = "/convert";
+
+/// One CRD per kind with every served version: v1alpha2 (the hub, stored) and v1alpha1
+/// (deprecated, converted by the webhook at [`WEBHOOK_SERVICE_NAME`]).
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        OpenshiftAssistedConfig::crd(),
-        OpenshiftAssistedConfigTemplate::crd(),
+    [
+        (
+            OpenshiftAssistedConfig::crd(),
+            crate::v1alpha1::OpenshiftAssistedConfig::crd(),
+        ),
+        (
+            OpenshiftAssistedConfigTemplate::crd(),
+            crate::v1alpha1::OpenshiftAssistedConfigTemplate::crd(),
+        ),
     ]
+    .into_iter()
+    .map(|(hub, spoke)| {
+        with_webhook_conversion(
+            merge_crds(vec![hub, spoke], "v1alpha2").expect("the bootstrap CRD versions merge"),
+            &[("cluster.x-k8s.io/v1beta1", "v1alpha1")],
+            NAMESPACE,
+            WEBHOOK_SERVICE_NAME,
+        )
+    })
+    .collect()
+}
+
+/// A merged CRD as served: the extra contract labels, and conversion through the webhook Service
+/// (`/convert`, ConversionReview v1). The hub stays the first version (`merge_crds` puts the
+/// stored one first; the api-conformance tests read the schema of `versions[0]`).
+pub fn with_webhook_conversion(
+    mut crd: CustomResourceDefinition,
+    labels: &[(&str, &str)],
+    namespace: &str,
+    service: &str,
+) -> CustomResourceDefinition {
+    let crd_labels = crd.metadata.labels.get_or_insert_default();
+    for (key, value) in labels {
+        crd_labels.insert((*key).to_string(), (*value).to_string());
+    }
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.to_string(),
+                    name: service.to_string(),
+                    path: Some(CONVERSION_PATH.to_string()),
+                    port: Some(WEBHOOK_SERVICE_PORT),
+                }),
+                ..Default::default()
+            }),
+            conversion_review_versions: vec!["v1".into()],
+        }),
+    });
+    crd
 }
 
 /// Everything the bootstrap manager may do; the ClusterRole is generated from this list only.

@@ -3,4 +3,6 @@
 
 pub mod api;
 pub mod controller;
+pub mod conversion;
 pub mod manifests;
+pub mod v1alpha2;

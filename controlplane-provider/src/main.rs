@@ -30,7 +30,9 @@ fn main() -> ExitCode {
         lease_name: manifests::LEASE_NAME,
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
-        convert: None,
+        convert: Some(|object, version| {
+            controlplane_provider::conversion::convert(object, version).map_err(|e| e.to_string())
+        }),
     };
     cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
         let controller = controller::run(

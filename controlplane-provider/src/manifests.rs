@@ -1,8 +1,10 @@
 //! The control-plane provider's release: its CRD plus the assisted CRDs of the embedded core, its
 //! one RBAC rule list, its Deployment and the Services of the agent API and images.
 
+use bootstrap_provider::manifests::with_webhook_conversion;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort, UPDATE,
     Variable, WRITE_STATUS,
@@ -18,9 +20,28 @@ pub const AGENT_API_PORT: u16 = 8090;
 /// Port of the discovery image downloads.
 pub const IMAGES_PORT: u16 = 8091;
 
-/// This manager's CRDs: OpenshiftAssistedControlPlane and the CRDs of the embedded assisted-core.
+/// Namespace of the control-plane manager (and of its webhook Service).
+pub const NAMESPACE: &str = "capoa-controlplane-system";
+/// The Service in front of the manager's webhook server (`<name prefix>webhook-service`).
+pub const WEBHOOK_SERVICE_NAME: &str = "capoa-controlplane-webhook-service";
+
+/// This manager's CRDs: OpenshiftAssistedControlPlane (v1alpha3 stored, v1alpha2 deprecated and
+/// converted by the webhook at [`WEBHOOK_SERVICE_NAME`]) and the CRDs of the embedded assisted-core.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    let mut crds = vec![OpenshiftAssistedControlPlane::crd()];
+    let control_plane = merge_crds(
+        vec![
+            OpenshiftAssistedControlPlane::crd(),
+            crate::v1alpha2::OpenshiftAssistedControlPlane::crd(),
+        ],
+        "v1alpha3",
+    )
+    .expect("the control-plane CRD versions merge");
+    let mut crds = vec![with_webhook_conversion(
+        control_plane,
+        &[("cluster.x-k8s.io/v1beta1", "v1alpha2")],
+        NAMESPACE,
+        WEBHOOK_SERVICE_NAME,
+    )];
     crds.extend(assisted_api::crds());
     crds
 }

@@ -1,0 +1,228 @@
+//! CAPOA's older API versions through the real kube-apiserver: our CRDs convert by webhook, and
+//! the managers' webhook server (HTTPS, ConversionReview v1) answers on loopback, as it does
+//! behind its Service in a cluster. Objects written as `controlplane.cluster.x-k8s.io/v1alpha2`
+//! and `bootstrap.cluster.x-k8s.io/v1alpha1` are stored as the hubs and read back either way.
+
+use std::sync::Arc;
+
+use controlplane_provider::api::OpenshiftAssistedControlPlane;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use manager::webhook::{Converter, conversion_router, serve_tls};
+use testbed::Testbed;
+use tokio::sync::watch;
+
+const NS: &str = "default";
+
+/// Serves `convert` on a loopback port with a certificate of the testbed CA and points `crds`
+/// at it.
+async fn serve_conversion(
+    tb: &Testbed,
+    name: &str,
+    convert: Converter,
+    crds: &[&str],
+    stop: watch::Receiver<bool>,
+) {
+    let dir = tb.dir.join(format!("{name}-webhook"));
+    tb.write_serving_cert(name, &dir)
+        .expect("serving certificate");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(serve_tls(listener, dir, conversion_router(convert), stop));
+    for crd in crds {
+        tb.point_conversion_webhook(crd, port)
+            .await
+            .expect("point the CRD at the webhook");
+    }
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+#[tokio::test]
+async fn capoa_v1alpha2_and_v1alpha1_objects_are_converted_by_our_webhooks() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder()
+        .our_crds()
+        .start()
+        .await
+        .expect("testbed");
+    let (_stop, stop) = watch::channel(false);
+    serve_conversion(
+        &tb,
+        "controlplane",
+        Arc::new(|o, v| {
+            controlplane_provider::conversion::convert(o, v).map_err(|e| e.to_string())
+        }),
+        &["openshiftassistedcontrolplanes.controlplane.cluster.x-k8s.io"],
+        stop.clone(),
+    )
+    .await;
+    serve_conversion(
+        &tb,
+        "bootstrap",
+        Arc::new(|o, v| bootstrap_provider::conversion::convert(o, v).map_err(|e| e.to_string())),
+        &[
+            "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
+            "openshiftassistedconfigtemplates.bootstrap.cluster.x-k8s.io",
+        ],
+        stop,
+    )
+    .await;
+
+    // CAPOA's v1alpha2 shape: an ObjectReference and Go durations in the machine template, a
+    // v1alpha1 config spec inside.
+    tb.apply_yaml(
+        r#"apiVersion: controlplane.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedControlPlane
+metadata: {name: multinode, namespace: default}
+spec:
+  distributionVersion: 4.19.0
+  replicas: 3
+  openshiftAssistedConfigSpec:
+    pullSecretRef: {name: pull-secret}
+    nodeRegistration:
+      kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
+  config:
+    apiVIPs: [192.168.222.40]
+    ingressVIPs: [192.168.222.41]
+    baseDomain: lab.home
+    pullSecretRef: {name: pull-secret}
+  machineTemplate:
+    infrastructureRef:
+      apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+      kind: Metal3MachineTemplate
+      name: multinode-controlplane
+    nodeDrainTimeout: 1m30s
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha1
+kind: OpenshiftAssistedConfigTemplate
+metadata: {name: multinode-workers, namespace: default}
+spec:
+  template:
+    spec:
+      pullSecretRef: {name: pull-secret}
+      cpuArchitecture: x86_64
+"#,
+    )
+    .await
+    .expect("CAPOA's older versions are accepted");
+
+    // Read as the hub the controller uses.
+    let hub = Api::<OpenshiftAssistedControlPlane>::namespaced(tb.client.clone(), NS)
+        .get("multinode")
+        .await
+        .expect("read as v1alpha3");
+    let reference = &hub.spec.machine_template.infrastructure_ref;
+    assert_eq!(reference.api_group, "infrastructure.cluster.x-k8s.io");
+    assert_eq!(reference.kind, "Metal3MachineTemplate");
+    let drain = serde_json::to_value(&hub.spec.machine_template).unwrap();
+    assert_eq!(drain["deletion"]["nodeDrainTimeoutSeconds"], 90, "{drain}");
+    let template = Api::<bootstrap_provider::api::OpenshiftAssistedConfigTemplate>::namespaced(
+        tb.client.clone(),
+        NS,
+    )
+    .get("multinode-workers")
+    .await
+    .expect("read the template as v1alpha2");
+    assert_eq!(
+        template.spec.template.spec.cpu_architecture.as_deref(),
+        Some("x86_64")
+    );
+
+    // And back in the version it was written in, spelled as written.
+    let old = Api::<DynamicObject>::namespaced_with(
+        tb.client.clone(),
+        NS,
+        &resource(
+            "controlplane.cluster.x-k8s.io",
+            "v1alpha2",
+            "OpenshiftAssistedControlPlane",
+            "openshiftassistedcontrolplanes",
+        ),
+    )
+    .get("multinode")
+    .await
+    .expect("read as v1alpha2");
+    let spec = &old.data["spec"];
+    assert_eq!(
+        spec["machineTemplate"]["infrastructureRef"]["apiVersion"],
+        "infrastructure.cluster.x-k8s.io/v1beta1"
+    );
+    assert_eq!(spec["machineTemplate"]["nodeDrainTimeout"], "1m30s");
+    assert_eq!(spec["replicas"], 3);
+
+    // A hub object reads in the old version too.
+    tb.apply_yaml(
+        r#"apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfig
+metadata: {name: new-style, namespace: default}
+spec:
+  preBootstrapCommands: ["echo hi"]
+"#,
+    )
+    .await
+    .expect("apply a hub config");
+    let as_v1alpha1 = Api::<DynamicObject>::namespaced_with(
+        tb.client.clone(),
+        NS,
+        &resource(
+            "bootstrap.cluster.x-k8s.io",
+            "v1alpha1",
+            "OpenshiftAssistedConfig",
+            "openshiftassistedconfigs",
+        ),
+    )
+    .get("new-style")
+    .await
+    .expect("read a v1alpha2 config as v1alpha1");
+    assert!(
+        as_v1alpha1.data["spec"]
+            .get("preBootstrapCommands")
+            .is_none(),
+        "v1alpha1 has no preBootstrapCommands: {}",
+        as_v1alpha1.data["spec"]
+    );
+
+    // Bad input: a duration Go cannot parse is refused with the converter's message.
+    let err = Api::<DynamicObject>::namespaced_with(
+        tb.client.clone(),
+        NS,
+        &resource(
+            "controlplane.cluster.x-k8s.io",
+            "v1alpha2",
+            "OpenshiftAssistedControlPlane",
+            "openshiftassistedcontrolplanes",
+        ),
+    )
+    .patch(
+        "bad-duration",
+        &PatchParams::apply("conversion-test"),
+        &Patch::Apply(serde_json::json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha2",
+            "kind": "OpenshiftAssistedControlPlane",
+            "metadata": {"name": "bad-duration", "namespace": NS},
+            "spec": {
+                "distributionVersion": "4.19.0",
+                "machineTemplate": {
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "name": "x"},
+                    "nodeDrainTimeout": "banana"
+                }
+            }
+        })),
+    )
+    .await
+    .expect_err("an unparseable duration is refused");
+    let message = err.to_string();
+    assert!(message.contains("banana"), "{message}");
+}
