@@ -12,6 +12,26 @@ use manager::manifests::{validate_manifests, validate_object};
 use serde_json::Value;
 
 fn typed_round_trip(object: &Value) -> Value {
+    // CAPOA's older versions, served and converted by our webhooks (docs/api-versions.md).
+    match (
+        object["kind"].as_str().unwrap_or_default(),
+        object["apiVersion"].as_str().unwrap_or_default(),
+    ) {
+        ("OpenshiftAssistedControlPlane", "controlplane.cluster.x-k8s.io/v1alpha2") => {
+            return round_trip::<controlplane_provider::v1alpha2::OpenshiftAssistedControlPlane>(
+                object,
+            );
+        }
+        ("OpenshiftAssistedConfig", "bootstrap.cluster.x-k8s.io/v1alpha1") => {
+            return round_trip::<bootstrap_provider::v1alpha1::OpenshiftAssistedConfig>(object);
+        }
+        ("OpenshiftAssistedConfigTemplate", "bootstrap.cluster.x-k8s.io/v1alpha1") => {
+            return round_trip::<bootstrap_provider::v1alpha1::OpenshiftAssistedConfigTemplate>(
+                object,
+            );
+        }
+        _ => {}
+    }
     match object["kind"].as_str().unwrap_or_default() {
         "OpenshiftAssistedConfig" => round_trip::<OpenshiftAssistedConfig>(object),
         "OpenshiftAssistedConfigTemplate" => round_trip::<OpenshiftAssistedConfigTemplate>(object),

@@ -2,19 +2,24 @@
 //! where our two providers install an OpenShift cluster end to end. Everything is real except
 //! the servers and the kubelets (see docs/lab.md).
 //!
-//! [`run`] starts the management testbed (etcd, kube-apiserver, kube-controller-manager, CAPI,
-//! CAPM3, BMO with its fixture provisioner), a workload apiserver, our two managers as
-//! processes and one [`site::Site`] per cluster; then installs the clusters day-1 (one, or
-//! `--clusters N` concurrently, each in its own namespace), adds a day-2 worker to each and
-//! removes it again, printing progress and, at the end, a timeline, the managers' peak memory
-//! ([`memory`]) and the wall time.
+//! [`run`] generates the clusters' manifests from `templates/` with the real `clusterctl`
+//! ([`generate`]), or reads the user's (`--cluster-file`, [`clusterfile`]); starts the
+//! management testbed (etcd, kube-apiserver, kube-controller-manager, CAPI, CAPM3, BMO with its
+//! fixture provisioner), a workload apiserver, our two managers as processes and one
+//! [`site::Site`] per cluster; then installs the clusters day-1 (one, or `--clusters N`
+//! concurrently, each in its own namespace), adds a day-2 worker to each and removes it again,
+//! printing progress and, at the end, a timeline, the managers' peak memory ([`memory`]) and the
+//! wall time; `--report` writes it all as JSON ([`Report::to_json`]).
 
+pub mod clusterfile;
+pub mod generate;
 pub mod managers;
 pub mod manifests;
 pub mod memory;
 pub mod observe;
 pub mod site;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -28,10 +33,12 @@ use external_types::capi::MachineDeployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use testbed::Testbed;
 use tokio::task::JoinHandle;
 
+use clusterfile::ClusterFile;
+use generate::Generate;
 use managers::{Managers, WorkloadAccess};
 use manifests::ClusterSpec;
 use memory::Memory;
@@ -61,11 +68,6 @@ impl Topology {
     pub fn day2(self) -> bool {
         self.day1().1 > 0
     }
-
-    fn hosts_day1(self) -> usize {
-        let (m, w) = self.day1();
-        (m + w) as usize
-    }
 }
 
 pub struct Options {
@@ -73,6 +75,11 @@ pub struct Options {
     /// How many clusters of `topology` to install concurrently, each in its own namespace
     /// with its own BareMetalHosts (at least 1).
     pub clusters: u32,
+    /// Install the cluster of this file (manifests written for CAPOA) instead of generating
+    /// `topology` from the templates; `topology` and `clusters` are then ignored.
+    pub cluster_file: Option<PathBuf>,
+    /// Write the JSON report ([`Report::to_json`]) here at the end.
+    pub report: Option<PathBuf>,
     /// The lab directory (must exist): logs, the core's data, certificates.
     pub dir: PathBuf,
     /// Where the `controlplane-provider` and `bootstrap-provider` binaries are.
@@ -89,22 +96,195 @@ pub struct Options {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub ok: bool,
+    /// Where the clusters came from: the template, or the cluster file.
+    pub source: String,
     /// Milestones reached by every cluster, with the time since the lab started (the time
     /// the last cluster reached it).
     pub milestones: Vec<(Duration, String)>,
+    /// Why the run failed (timeout, a manager exited, ...).
+    pub failure: Option<String>,
     /// The step that did not finish, on failure.
     pub stuck: Option<String>,
     /// Each cluster's own milestones.
     pub clusters: Vec<ClusterReport>,
     /// The managers' memory over the run.
     pub memory: Memory,
+    /// The whole run, since the lab started.
+    pub duration: Duration,
 }
 
-/// One cluster's milestones.
+/// One cluster's run.
 #[derive(Debug, Clone)]
 pub struct ClusterReport {
     pub name: String,
+    pub namespace: String,
+    pub masters: u32,
+    pub workers: u32,
     pub milestones: Vec<(Duration, String)>,
+    /// When its AgentClusterInstall was `installed`.
+    pub installed: Option<Duration>,
+    /// Whether it reached its last milestone.
+    pub done: bool,
+    /// What the lab saw last (JSON object, see docs/lab.md "The report").
+    pub last_seen: Value,
+    /// The step it did not finish and the objects that step waits on.
+    pub stuck: Option<Stuck>,
+}
+
+/// A step that did not finish.
+#[derive(Debug, Clone)]
+pub struct Stuck {
+    pub step: String,
+    pub waiting_for: String,
+    pub objects: Vec<ObjectState>,
+}
+
+/// An object a stuck step depends on, as last seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectState {
+    pub kind: String,
+    pub name: String,
+    pub state: String,
+    /// `Type=Status Reason: message`, the ones not True first.
+    pub conditions: Vec<String>,
+}
+
+impl ObjectState {
+    /// What it waits on: its first condition that is not True and says why (has a message),
+    /// else its first one not True.
+    pub fn blocking(&self) -> Option<&str> {
+        let not_true = || self.conditions.iter().filter(|c| !c.contains("=True "));
+        not_true()
+            .find(|c| {
+                c.split_once(": ")
+                    .is_some_and(|(_, m)| !m.trim().is_empty())
+            })
+            .or_else(|| not_true().next())
+            .map(String::as_str)
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+/// The report's JSON, fields in the order docs/lab.md shows them.
+mod report_json {
+    use serde::Serialize;
+    use serde_json::Value;
+
+    /// The report of a run that could not start (a bad cluster file, a component that failed).
+    #[derive(Serialize)]
+    pub struct Error {
+        pub ok: bool,
+        pub error: String,
+        pub seconds: f64,
+    }
+
+    #[derive(Serialize)]
+    pub struct Milestone<'a> {
+        pub name: &'a str,
+        pub seconds: f64,
+    }
+
+    #[derive(Serialize)]
+    pub struct Report<'a> {
+        pub ok: bool,
+        pub source: &'a str,
+        pub seconds: f64,
+        pub failure: Option<&'a str>,
+        pub stuck: Option<&'a str>,
+        pub milestones: Vec<Milestone<'a>>,
+        pub all_installed_seconds: Option<f64>,
+        pub first_applied_seconds: Option<f64>,
+        pub clusters: Vec<Cluster<'a>>,
+        pub memory: Memory<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Cluster<'a> {
+        pub name: &'a str,
+        pub namespace: &'a str,
+        pub control_plane_nodes: u32,
+        pub workers: u32,
+        pub done: bool,
+        pub installed_seconds: Option<f64>,
+        pub milestones: Vec<Milestone<'a>>,
+        pub last_seen: &'a Value,
+        pub stuck: Option<Stuck<'a>>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Stuck<'a> {
+        pub step: &'a str,
+        pub waiting_for: &'a str,
+        /// The first of `objects` with a condition that is not True.
+        pub object: Option<Object<'a>>,
+        pub objects: Vec<Object<'a>>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Object<'a> {
+        pub kind: &'a str,
+        pub name: &'a str,
+        pub state: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub condition: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub conditions: Option<&'a [String]>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Memory<'a> {
+        pub samples: u64,
+        pub managers: Vec<Manager<'a>>,
+        pub peak_sum_mib: f64,
+        pub peak_sum_sampled_mib: f64,
+    }
+
+    #[derive(Serialize)]
+    pub struct Manager<'a> {
+        pub name: &'a str,
+        pub idle_mib: f64,
+        pub peak_mib: f64,
+        pub last_mib: f64,
+    }
+}
+
+fn milestones_json(m: &[(Duration, String)]) -> Vec<report_json::Milestone<'_>> {
+    m.iter()
+        .map(|(d, name)| report_json::Milestone {
+            name,
+            seconds: secs(*d),
+        })
+        .collect()
+}
+
+impl ObjectState {
+    fn to_json(&self, full: bool) -> report_json::Object<'_> {
+        report_json::Object {
+            kind: &self.kind,
+            name: &self.name,
+            state: &self.state,
+            condition: (!full).then(|| self.blocking()).flatten(),
+            conditions: full.then_some(self.conditions.as_slice()),
+        }
+    }
+}
+
+impl Stuck {
+    fn to_json(&self) -> report_json::Stuck<'_> {
+        report_json::Stuck {
+            step: &self.step,
+            waiting_for: &self.waiting_for,
+            object: self
+                .objects
+                .iter()
+                .find(|o| o.blocking().is_some())
+                .map(|o| o.to_json(false)),
+            objects: self.objects.iter().map(|o| o.to_json(true)).collect(),
+        }
+    }
 }
 
 impl Report {
@@ -114,6 +294,59 @@ impl Report {
             .iter()
             .find(|(_, m)| m == Step::Installed.title())
             .map(|(d, _)| *d)
+    }
+
+    /// The report `--report` writes, pretty-printed (its shape is in docs/lab.md "The report").
+    pub fn to_json(&self) -> String {
+        let first_applied = self
+            .clusters
+            .iter()
+            .filter_map(|c| c.milestones.first().map(|(d, _)| *d))
+            .min();
+        let mib = |kib: u64| (memory::mib(kib) * 10.0).round() / 10.0;
+        let report = report_json::Report {
+            ok: self.ok,
+            source: &self.source,
+            seconds: secs(self.duration),
+            failure: self.failure.as_deref(),
+            stuck: self.stuck.as_deref(),
+            milestones: milestones_json(&self.milestones),
+            all_installed_seconds: self.all_installed().map(secs),
+            first_applied_seconds: first_applied.map(secs),
+            clusters: self
+                .clusters
+                .iter()
+                .map(|c| report_json::Cluster {
+                    name: &c.name,
+                    namespace: &c.namespace,
+                    control_plane_nodes: c.masters,
+                    workers: c.workers,
+                    done: c.done,
+                    installed_seconds: c.installed.map(secs),
+                    milestones: milestones_json(&c.milestones),
+                    last_seen: &c.last_seen,
+                    stuck: c.stuck.as_ref().map(Stuck::to_json),
+                })
+                .collect(),
+            memory: report_json::Memory {
+                samples: self.memory.samples,
+                managers: self
+                    .memory
+                    .managers
+                    .iter()
+                    .map(|u| report_json::Manager {
+                        name: &u.name,
+                        idle_mib: mib(u.idle_kib),
+                        peak_mib: mib(u.peak_kib),
+                        last_mib: mib(u.last_kib),
+                    })
+                    .collect(),
+                peak_sum_mib: mib(self.memory.peak_sum_kib()),
+                peak_sum_sampled_mib: mib(self.memory.peak_sum_sampled_kib),
+            },
+        };
+        // Nothing in it can fail to serialize (no maps with non-string keys).
+        serde_json::to_string_pretty(&report).unwrap_or_default()
     }
 }
 
@@ -133,7 +366,7 @@ enum Step {
 }
 
 impl Step {
-    fn all(t: Topology) -> Vec<Step> {
+    fn all(day2: bool) -> Vec<Step> {
         use Step::*;
         let mut s = vec![
             HostsAvailable,
@@ -145,7 +378,7 @@ impl Step {
             NodesRegistered,
             MachinesRunning,
         ];
-        if t.day2() {
+        if day2 {
             s.extend([Day2Installed, ScaleDownDone]);
         }
         s
@@ -168,16 +401,15 @@ impl Step {
     }
 
     /// What the step waits for, said so that a stuck run names it.
-    fn waiting_for(self, t: Topology) -> String {
-        let n = t.hosts_day1();
-        let (_, w) = t.day1();
+    fn waiting_for(self, spec: &ClusterSpec) -> String {
+        let n = spec.hosts_day1();
         match self {
             Step::HostsAvailable => {
                 "every BareMetalHost `available` (baremetal-operator, fixture provisioner)".into()
             }
             Step::InfraEnvsReady => format!(
                 "{} InfraEnv(s) with an ISO URL (bootstrap provider + assisted-core)",
-                if w > 0 { 2 } else { 1 }
+                spec.infraenvs
             ),
             Step::HostsProvisioned => {
                 format!("{n} BareMetalHosts `provisioned` by CAPM3 and booted by the site")
@@ -202,13 +434,12 @@ impl Step {
         }
     }
 
-    fn done(self, t: Topology, s: &Snapshot, site: &Site, servers: usize) -> bool {
-        let n = t.hosts_day1();
-        let (_, w) = t.day1();
+    fn done(self, spec: &ClusterSpec, s: &Snapshot, site: &Site, servers: usize) -> bool {
+        let n = spec.hosts_day1();
         let installed = ["installed", "adding-hosts"].contains(&s.aci_state());
         match self {
             Step::HostsAvailable => s.bmhs.len() == servers && s.bmhs_in("available") == servers,
-            Step::InfraEnvsReady => s.infraenvs_ready() >= if w > 0 { 2 } else { 1 },
+            Step::InfraEnvsReady => s.infraenvs_ready() >= spec.infraenvs,
             Step::HostsProvisioned => s.bmhs_in("provisioned") >= n && site.powered_on() >= n,
             Step::AgentsApproved => s.agents_approved() >= n,
             Step::InstallStarted => {
@@ -260,14 +491,13 @@ impl Lab {
 
 async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
     println!(
-        "{} starting the management cluster: etcd, kube-apiserver, kube-controller-manager, Cluster API, CAPM3, baremetal-operator",
+        "{} starting the management cluster: etcd, kube-apiserver, kube-controller-manager; `clusterctl init` of Cluster API, CAPM3 (metal3) and our two providers; Cluster API, CAPM3 and baremetal-operator as processes",
         stamp(start)
     );
     let mut tb = Testbed::builder()
         .name("lab")
         .controller_manager()
-        .our_crds()
-        .metal3()
+        .clusterctl_init()
         .start()
         .await
         .context("starting the management testbed")?;
@@ -306,7 +536,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             managers::CONTROLPLANE,
             managers::BOOTSTRAP
         );
-        managers::start(
+        let managers = managers::start(
             &opts.bin_dir,
             &opts.dir,
             &tb.kubeconfig,
@@ -317,7 +547,11 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
                 ca_key_file,
             },
         )
-        .await
+        .await?;
+        // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,
+        // and the processes above stand in for them (webhooks included).
+        managers::point_conversion_webhooks(&tb, &managers).await?;
+        Ok(managers)
     }
     .await;
     match managers {
@@ -341,14 +575,15 @@ fn link(target: &Path, at: &Path) {
 }
 
 async fn scale_workers(client: &Client, spec: &ClusterSpec, replicas: u32) -> Result<()> {
+    let md = spec.workers_name();
     Api::<MachineDeployment>::namespaced(client.clone(), &spec.ns)
         .patch(
-            &spec.workers_name(),
+            &md,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"replicas": replicas}})),
         )
         .await
-        .with_context(|| format!("scaling {} to {replicas}", spec.workers_name()))?;
+        .with_context(|| format!("scaling {md} to {replicas}"))?;
     Ok(())
 }
 
@@ -396,6 +631,10 @@ async fn installer_controller(
 struct ClusterRun {
     spec: ClusterSpec,
     servers: Vec<Server>,
+    /// The cluster's manifests, applied once its hosts are available.
+    objects: Vec<Value>,
+    /// What they are, for the output.
+    applied: String,
     site: Site,
     snap: Snapshot,
     /// The next step of `Step::all`.
@@ -408,21 +647,308 @@ struct ClusterRun {
     last_print: Option<Instant>,
 }
 
+/// A cluster before the lab starts: its size and names, its hosts and its manifests.
+struct Plan {
+    spec: ClusterSpec,
+    servers: Vec<Server>,
+    /// The namespace, BMC Secrets and BareMetalHosts.
+    hosts_yaml: String,
+    /// The cluster's manifests: placeholder pull secrets, then the file's objects.
+    objects: Vec<Value>,
+    applied: String,
+}
+
+impl Plan {
+    /// Adds the pull secrets `f` refers to but does not contain; fills in the summary.
+    fn with_objects(mut self, f: &ClusterFile) -> Result<Plan> {
+        let mut objects = Vec::new();
+        for name in &f.missing_secrets {
+            objects.extend(testbed::resources::parse_yaml(
+                &manifests::pull_secret_yaml(&f.namespace, name),
+            )?);
+        }
+        objects.extend(f.objects.iter().cloned());
+        self.objects = objects;
+        self.applied = f.summary();
+        if !f.missing_secrets.is_empty() {
+            self.applied = format!(
+                "Secret {} (the lab's placeholder pull secret), {}",
+                f.missing_secrets.join(", "),
+                self.applied
+            );
+        }
+        Ok(self)
+    }
+}
+
+/// Cluster `c` of `n` of `topology`, generated from its template by clusterctl; the YAML is
+/// kept in `<dir>/clusters/<name>.yaml`.
+async fn plan_generated(
+    opts: &Options,
+    c: u32,
+    n: u32,
+    clusterctl: &Path,
+    start: Instant,
+) -> Result<Plan> {
+    let t = opts.topology;
+    let spec = ClusterSpec::new(t, c, n);
+    let root = testbed::cache::repo_root();
+    let g = Generate::new(&spec, &root.join(generate::template(t)));
+    let yaml = g
+        .run(clusterctl, &opts.dir.join("clusterctl-home"))
+        .await
+        .with_context(|| format!("generating cluster {}", spec.name))?;
+    let dir = opts.dir.join("clusters");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join(format!("{}.yaml", spec.name));
+    std::fs::write(&file, &yaml).with_context(|| format!("writing {}", file.display()))?;
+    if c == 0 {
+        println!("{} {}", stamp(start), g.shown(&root));
+        println!(
+            "{} generated cluster {}{}: {}",
+            stamp(start),
+            spec.name,
+            if n > 1 {
+                format!(" (and {} more, one per cluster)", n - 1)
+            } else {
+                String::new()
+            },
+            file.display()
+        );
+    }
+    let f = ClusterFile::parse(&yaml, &file.display().to_string())?;
+    // The template must make the cluster the lab waits for.
+    let expected = ClusterSpec::from_file(&f);
+    let seen = |s: &ClusterSpec| {
+        (
+            s.name.clone(),
+            s.ns.clone(),
+            s.control_plane.clone(),
+            s.masters,
+            s.workers,
+            s.day2.clone(),
+        )
+    };
+    if seen(&expected) != seen(&spec) {
+        anyhow::bail!(
+            "{} is not the cluster the lab expects: it has {:?}, the lab expects {:?} (name, namespace, control plane, masters, workers, day-2 MachineDeployment)",
+            file.display(),
+            seen(&expected),
+            seen(&spec)
+        );
+    }
+    let spare = u32::from(spec.day2.is_some());
+    let servers = site::servers(&spec, spec.masters, spec.workers + spare)?;
+    let hosts_yaml = site::site_yaml(&spec.ns, &servers)?;
+    Plan {
+        spec,
+        servers,
+        hosts_yaml,
+        objects: Vec::new(),
+        applied: String::new(),
+    }
+    .with_objects(&f)
+}
+
+/// Most BareMetalHosts the lab adds for a cluster file.
+pub const MAX_FILE_HOSTS: u32 = 50;
+
+/// The hosts for a cluster file: `master-i` labelled for the control plane's template,
+/// `worker-j` for the MachineDeployments' (the day-2 spare for the first one). When a host
+/// meant for one template can be taken by another's Machines, every host gets control-plane
+/// hardware.
+fn file_servers(
+    f: &ClusterFile,
+    spec: &ClusterSpec,
+) -> Result<Vec<(Server, BTreeMap<String, String>)>> {
+    use agent_sim::HostProfile;
+    let needed = f.hosts_needed();
+    if needed > MAX_FILE_HOSTS || f.masters > 10 {
+        anyhow::bail!(
+            "{}: {needed} BareMetalHosts needed ({} control plane); the lab adds at most {MAX_FILE_HOSTS}, 10 for the control plane",
+            f.source,
+            f.masters
+        );
+    }
+    let cidr = spec.machine_cidr.as_str();
+    let master = |i: u32| {
+        if spec.masters == 1 {
+            HostProfile::sno_like(i, cidr)
+        } else {
+            HostProfile::master_like(i, cidr)
+        }
+    };
+    let any_role = f.hosts_interchangeable();
+    let mut out = Vec::new();
+    for i in 0..f.masters {
+        out.push((
+            Server {
+                name: format!("master-{i}"),
+                role: "master",
+                profile: master(i).map_err(|e| anyhow!("host profile: {e}"))?,
+            },
+            f.control_plane_hosts.host_labels(),
+        ));
+    }
+    let mut j = 0;
+    for (k, pool) in f.pools.iter().enumerate() {
+        let count = pool.replicas + u32::from(k == 0);
+        for _ in 0..count {
+            let profile = if any_role {
+                master(f.masters + j)
+            } else {
+                HostProfile::worker_like(j, cidr)
+            }
+            .map_err(|e| anyhow!("host profile: {e}"))?;
+            out.push((
+                Server {
+                    name: format!("worker-{j}"),
+                    role: "worker",
+                    profile,
+                },
+                pool.hosts.host_labels(),
+            ));
+            j += 1;
+        }
+    }
+    for vip in f.api_vips.iter().chain(&f.ingress_vips) {
+        if let Some((s, _)) = out
+            .iter()
+            .find(|(s, _)| s.profile.primary_ipv4() == Some(vip.as_str()))
+        {
+            anyhow::bail!(
+                "{}: VIP {vip} is the address the lab gives host {} ({cidr}: control-plane hosts from .10, workers from .100, a single node .200); choose VIPs outside these",
+                f.source,
+                s.name
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The cluster of a user's file: its manifests as given, the hosts they ask for.
+fn plan_file(f: &ClusterFile) -> Result<Plan> {
+    let spec = ClusterSpec::from_file(f);
+    let hosts = file_servers(f, &spec)?;
+    let mut hosts_yaml = manifests::namespace_yaml(&spec.ns);
+    for (s, labels) in &hosts {
+        let mac = &s
+            .profile
+            .nics
+            .first()
+            .with_context(|| format!("host profile of {} has no NIC", s.name))?
+            .mac;
+        hosts_yaml.push_str(&manifests::host_yaml_labels(&spec.ns, &s.name, labels, mac));
+    }
+    Plan {
+        spec,
+        servers: hosts.into_iter().map(|(s, _)| s).collect(),
+        hosts_yaml,
+        objects: Vec::new(),
+        applied: String::new(),
+    }
+    .with_objects(f)
+}
+
+/// What the lab read from a cluster file, printed before it starts.
+fn describe_file(f: &ClusterFile, plan: &Plan, start: Instant) {
+    let spec = &plan.spec;
+    let workers = match &f.pools[..] {
+        [] => "no MachineDeployment (no day-2 step)".to_string(),
+        pools => format!(
+            "{} worker(s) in MachineDeployment {}",
+            f.workers(),
+            pools
+                .iter()
+                .map(|p| format!("{} (replicas: {})", p.name, p.replicas))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let network = match &f.machine_cidr {
+        Some(c) => format!(
+            "{c} (around API VIP {}, ingress VIP {})",
+            f.api_vips.join(","),
+            f.ingress_vips.join(",")
+        ),
+        None => format!("{} (no VIPs in the file)", spec.machine_cidr),
+    };
+    println!(
+        "{} cluster file {}: Cluster {} in namespace {}, OpenshiftAssistedControlPlane {} (replicas: {}), {workers}; machine network {network}",
+        stamp(start),
+        f.source,
+        f.name,
+        f.namespace,
+        f.control_plane,
+        f.masters
+    );
+    let labels = |l: &BTreeMap<String, String>| {
+        if l.is_empty() {
+            "no labels".to_string()
+        } else {
+            l.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+    };
+    let mut groups = vec![format!(
+        "{} for the control plane ({})",
+        f.masters,
+        labels(&f.control_plane_hosts.host_labels())
+    )];
+    for (k, p) in f.pools.iter().enumerate() {
+        groups.push(format!(
+            "{} for {}{} ({})",
+            p.replicas + u32::from(k == 0),
+            p.name,
+            if k == 0 {
+                ", one of them the day-2 spare"
+            } else {
+                ""
+            },
+            labels(&p.hosts.host_labels())
+        ));
+    }
+    println!(
+        "{} the lab adds {} BareMetalHosts: {}{}",
+        stamp(start),
+        plan.servers.len(),
+        groups.join("; "),
+        if f.hosts_interchangeable() {
+            "; the templates' host selectors do not keep the roles apart, so every host has control-plane hardware"
+        } else {
+            ""
+        }
+    );
+    for note in &f.notes {
+        println!("{} {note}", stamp(start));
+    }
+    for s in &f.missing_secrets {
+        println!(
+            "{} the file refers to pull secret {s}, which it does not contain: the lab adds a placeholder",
+            stamp(start)
+        );
+    }
+}
+
 impl ClusterRun {
-    fn new(spec: ClusterSpec, client: &Client, workload: &Client) -> Result<ClusterRun> {
-        let t = spec.topology;
-        let (masters, workers) = t.day1();
-        // One spare worker for the day-2 step.
-        let spare = u32::from(t.day2());
-        let servers = site::servers(&spec, masters, workers + spare)?;
-        let reply_ctx = if masters > 1 {
+    fn new(plan: Plan, client: &Client, workload: &Client) -> ClusterRun {
+        let Plan {
+            spec,
+            servers,
+            objects,
+            applied,
+            ..
+        } = plan;
+        let reply_ctx = if spec.api_vip.is_empty() {
+            ReplyCtx::default()
+        } else {
             ReplyCtx {
                 api_vips: vec![spec.api_vip.clone()],
                 ingress_vips: vec![spec.ingress_vip.clone()],
                 ..ReplyCtx::default()
             }
-        } else {
-            ReplyCtx::default()
         };
         let site = Site::new(
             client.clone(),
@@ -431,9 +957,11 @@ impl ClusterRun {
             &servers,
             reply_ctx,
         );
-        Ok(ClusterRun {
+        ClusterRun {
             spec,
             servers,
+            objects,
+            applied,
             site,
             snap: Snapshot::default(),
             next: 0,
@@ -442,37 +970,114 @@ impl ClusterRun {
             controller_started: false,
             last_line: String::new(),
             last_print: None,
-        })
+        }
     }
 
     fn report(&self, steps: &[Step]) -> ClusterReport {
+        let milestones: Vec<(Duration, String)> = self
+            .reached
+            .iter()
+            .zip(steps)
+            .map(|(d, s)| (*d, s.title().to_string()))
+            .collect();
+        let installed = milestones
+            .iter()
+            .find(|(_, m)| m == Step::Installed.title())
+            .map(|(d, _)| *d);
+        let stuck = steps.get(self.next).map(|step| Stuck {
+            step: step.title().to_string(),
+            waiting_for: step.waiting_for(&self.spec),
+            objects: stuck_objects(*step, &self.snap, &self.site),
+        });
         ClusterReport {
             name: self.spec.name.clone(),
-            milestones: self
-                .reached
-                .iter()
-                .zip(steps)
-                .map(|(d, s)| (*d, s.title().to_string()))
-                .collect(),
+            namespace: self.spec.ns.clone(),
+            masters: self.spec.masters,
+            workers: self.spec.workers,
+            milestones,
+            installed,
+            done: self.next >= steps.len(),
+            last_seen: self.snap.to_json(&self.spec.name),
+            stuck,
         }
     }
 }
 
-fn topology_name(t: Topology) -> &'static str {
-    match t {
-        Topology::ThreePlusTwo => "3+2",
-        Topology::Sno => "sno",
+/// `3+2`, `sno`, `1+2`, ...
+fn shape(spec: &ClusterSpec) -> String {
+    if spec.masters == 1 && spec.workers == 0 {
+        "sno".into()
+    } else {
+        format!("{}+{}", spec.masters, spec.workers)
     }
 }
 
 /// Runs the scenario; `Ok` with `ok: false` when it did not finish (after printing why).
+/// With `opts.report`, writes the JSON report at the end; when the lab could not run at all
+/// (a bad cluster file, a component that did not start), the report says so in `error`.
 pub async fn run(opts: &Options) -> Result<Report> {
     let start = Instant::now();
-    let t = opts.topology;
-    let n = opts.clusters.max(1);
+    let result = run_scenario(opts, start).await;
+    if let Some(path) = &opts.report {
+        let text = match &result {
+            Ok(r) => r.to_json(),
+            Err(e) => error_report(e, start.elapsed()),
+        };
+        write_report(path, &text)?;
+    }
+    result
+}
+
+/// The report of a run that could not start: `{"ok": false, "error": ..., "seconds": ...}`.
+pub fn error_report(e: &anyhow::Error, elapsed: Duration) -> String {
+    serde_json::to_string_pretty(&report_json::Error {
+        ok: false,
+        error: format!("{e:#}"),
+        seconds: secs(elapsed),
+    })
+    .unwrap_or_default()
+}
+
+/// Writes a report (`--report`) and says where.
+pub fn write_report(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, format!("{text}\n"))
+        .with_context(|| format!("writing the report {}", path.display()))?;
+    println!("report written to {}", path.display());
+    Ok(())
+}
+
+async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
+    let n = if opts.cluster_file.is_some() {
+        1
+    } else {
+        opts.clusters.max(1)
+    };
     if n > 100 {
         anyhow::bail!("--clusters: at most 100");
     }
+    // The clusters' manifests first: a file the lab cannot use fails before anything starts.
+    let (plans, source) = match &opts.cluster_file {
+        Some(path) => {
+            let f = ClusterFile::read(path)?;
+            let plan = plan_file(&f)?;
+            describe_file(&f, &plan, start);
+            (vec![plan], format!("cluster file {}", path.display()))
+        }
+        None => {
+            let clusterctl = generate::clusterctl()?;
+            let mut plans = Vec::new();
+            for c in 0..n {
+                plans.push(plan_generated(opts, c, n, &clusterctl, start).await?);
+            }
+            (
+                plans,
+                format!(
+                    "{} (clusterctl generate cluster)",
+                    generate::template(opts.topology)
+                ),
+            )
+        }
+    };
     let mut lab = start_lab(opts, start).await?;
     println!(
         "{} lab directory {} (management: {}, workload: {})",
@@ -486,16 +1091,15 @@ pub async fn run(opts: &Options) -> Result<Report> {
         managers::BOOTSTRAP,
     ]);
     memory.sample(&lab.managers.pids());
-    let (masters, workers) = t.day1();
     let client = lab.tb.client.clone();
     let mut runs = Vec::new();
-    for c in 0..n {
-        let r = ClusterRun::new(ClusterSpec::new(t, c, n), &client, &lab.workload.client)?;
+    for plan in plans {
+        let name = plan.spec.name.clone();
         lab.tb
-            .apply_yaml(&site::site_yaml(&r.spec.ns, &r.servers)?)
+            .apply_yaml(&plan.hosts_yaml)
             .await
-            .with_context(|| format!("applying the BareMetalHosts of {}", r.spec.name))?;
-        runs.push(r);
+            .with_context(|| format!("applying the BareMetalHosts of {name}"))?;
+        runs.push(ClusterRun::new(plan, &client, &lab.workload.client));
     }
     if n == 1 {
         let servers = &runs[0].servers;
@@ -534,7 +1138,8 @@ pub async fn run(opts: &Options) -> Result<Report> {
         Duration::from_secs(2)
     };
 
-    let steps = Step::all(t);
+    // Every cluster of a run has the same shape (one topology, or the one file's cluster).
+    let steps = Step::all(runs[0].spec.day2.is_some());
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
     let failure: Option<String> = 'run: loop {
@@ -572,7 +1177,7 @@ pub async fn run(opts: &Options) -> Result<Report> {
             // The installer-controller runs in the new cluster once its masters are up.
             if !r.controller_started
                 && ["installing", "finalizing"].contains(&r.snap.aci_state())
-                && r.site.powered_on() >= t.hosts_day1()
+                && r.site.powered_on() >= r.spec.hosts_day1()
                 && r.site.all_rebooted()
             {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -606,7 +1211,7 @@ pub async fn run(opts: &Options) -> Result<Report> {
                 }
             }
             while let Some(&step) = steps.get(r.next) {
-                if !step.done(t, &r.snap, &r.site, r.servers.len()) {
+                if !step.done(&r.spec, &r.snap, &r.site, r.servers.len()) {
                     break;
                 }
                 r.reached.push(start.elapsed());
@@ -617,39 +1222,30 @@ pub async fn run(opts: &Options) -> Result<Report> {
                     println!("{} {pre}== {}", stamp(start), step.title());
                 }
                 let cluster = &r.spec.name;
-                let action = match step {
-                    Step::HostsAvailable => lab
-                        .tb
-                        .apply_yaml(&manifests::cluster_yaml(&r.spec))
-                        .await
-                        .map(|_| {
-                            println!(
-                                "{} applied cluster {cluster}: Cluster, Metal3Cluster, OpenshiftAssistedControlPlane (replicas: {masters}), Metal3MachineTemplates{}",
-                                stamp(start),
-                                if workers > 0 {
-                                    format!(", MachineDeployment (replicas: {workers}), OpenshiftAssistedConfigTemplate")
-                                } else {
-                                    String::new()
-                                }
-                            )
-                        })
-                        .with_context(|| format!("applying cluster {cluster}")),
-                    Step::MachinesRunning if t.day2() => {
+                let action = match (step, &r.spec.day2) {
+                    (Step::HostsAvailable, _) => {
+                        testbed::resources::apply_all(&client, r.objects.clone())
+                            .await
+                            .map(|_| {
+                                println!(
+                                    "{} applied cluster {cluster}: {}",
+                                    stamp(start),
+                                    r.applied
+                                )
+                            })
+                            .with_context(|| format!("applying cluster {cluster}"))
+                    }
+                    (Step::MachinesRunning, Some((md, workers))) => {
                         println!(
-                            "{} scaling {} to {} for a day-2 worker",
+                            "{} scaling {md} to {} for a day-2 worker",
                             stamp(start),
-                            r.spec.workers_name(),
                             workers + 1
                         );
                         scale_workers(&client, &r.spec, workers + 1).await
                     }
-                    Step::Day2Installed => {
-                        println!(
-                            "{} scaling {} back to {workers}",
-                            stamp(start),
-                            r.spec.workers_name()
-                        );
-                        scale_workers(&client, &r.spec, workers).await
+                    (Step::Day2Installed, Some((md, workers))) => {
+                        println!("{} scaling {md} back to {workers}", stamp(start));
+                        scale_workers(&client, &r.spec, *workers).await
                     }
                     _ => Ok(()),
                 };
@@ -690,18 +1286,17 @@ pub async fn run(opts: &Options) -> Result<Report> {
     memory.sample(&lab.managers.pids());
 
     println!();
+    let shape = shape(&runs[0].spec);
     if n == 1 {
         println!(
-            "Timeline (cluster {}, topology {}):",
-            runs[0].spec.name,
-            topology_name(t)
+            "Timeline (cluster {}, {shape}, from {source}):",
+            runs[0].spec.name
         );
     } else {
         println!(
-            "Timeline ({n} clusters {}..{}, topology {}; a milestone is reached when every cluster has reached it):",
+            "Timeline ({n} clusters {}..{}, {shape}, from {source}; a milestone is reached when every cluster has reached it):",
             runs[0].spec.name,
             runs[runs.len() - 1].spec.name,
-            topology_name(t)
         );
     }
     for (at, what) in &milestones {
@@ -728,14 +1323,11 @@ pub async fn run(opts: &Options) -> Result<Report> {
     println!();
     print!("{}", memory.report());
     let first_applied = runs.iter().filter_map(|r| r.reached.first()).min().copied();
-    let report = Report {
-        ok: failure.is_none(),
-        milestones,
-        stuck: None,
-        clusters: runs.iter().map(|r| r.report(&steps)).collect(),
-        memory,
-    };
-    match (report.all_installed(), first_applied) {
+    let all_installed = milestones
+        .iter()
+        .find(|(_, m)| m == Step::Installed.title())
+        .map(|(d, _)| *d);
+    match (all_installed, first_applied) {
         (Some(at), Some(applied)) => println!(
             "Wall time: {} installed at {:.1}s since the lab started ({:.1}s after the first cluster was applied)",
             if n == 1 {
@@ -753,7 +1345,6 @@ pub async fn run(opts: &Options) -> Result<Report> {
         Some(r) => format!("{}{}: {f}", prefix(&r.spec), steps[r.next].title()),
         None => f.clone(),
     });
-    let report = Report { stuck, ..report };
     if let Some(why) = &failure {
         println!();
         println!("FAILED: {why}");
@@ -763,11 +1354,16 @@ pub async fn run(opts: &Options) -> Result<Report> {
                 "{}stuck at step `{}`: waiting for {}",
                 prefix(&r.spec),
                 step.title(),
-                step.waiting_for(t)
+                step.waiting_for(&r.spec)
             );
             // The objects of the first stuck cluster; the others' progress lines.
             if i == 0 {
-                diagnose(step, &r.snap, &r.site);
+                for o in stuck_objects(step, &r.snap, &r.site) {
+                    println!("  {} {}: {}", o.kind, o.name, o.state);
+                    for c in &o.conditions {
+                        println!("      {c}");
+                    }
+                }
             }
             println!("last progress: {}", r.snap.summary(&r.spec.name));
         }
@@ -783,7 +1379,7 @@ pub async fn run(opts: &Options) -> Result<Report> {
             } else {
                 format!("{n} clusters")
             },
-            if t.day2() {
+            if steps.contains(&Step::ScaleDownDone) {
                 ", scaled up by a day-2 worker and back down"
             } else {
                 ""
@@ -791,6 +1387,16 @@ pub async fn run(opts: &Options) -> Result<Report> {
             start.elapsed().as_secs_f64()
         );
     }
+    let report = Report {
+        ok: failure.is_none(),
+        source,
+        milestones,
+        stuck,
+        failure,
+        clusters: runs.iter().map(|r| r.report(&steps)).collect(),
+        memory,
+        duration: start.elapsed(),
+    };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
         lab.workload.keep_dir();
@@ -801,50 +1407,66 @@ pub async fn run(opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
-/// The objects the stuck step depends on, with their last conditions.
-fn diagnose(step: Step, s: &Snapshot, site: &Site) {
-    let show = |kind: &str, name: String, extra: String, conds: Vec<String>| {
-        println!("  {kind} {name}{extra}");
-        for c in conds {
-            println!("      {c}");
+/// The objects a step depends on, with their last conditions (not-True ones first).
+fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
+    let mut out = Vec::new();
+    let mut push = |kind: &str, name: String, state: String, conditions: Vec<String>| {
+        out.push(ObjectState {
+            kind: kind.into(),
+            name,
+            state,
+            conditions,
+        })
+    };
+    let (bmhs, infraenvs, machines, agents, aci, hosts) = match step {
+        Step::HostsAvailable => (true, false, false, false, false, false),
+        Step::InfraEnvsReady => (false, true, false, false, false, false),
+        Step::HostsProvisioned => (true, false, true, false, false, false),
+        Step::AgentsApproved => (false, false, false, true, false, true),
+        Step::InstallStarted | Step::Installed => (false, false, false, true, true, true),
+        Step::NodesRegistered => (false, false, false, false, false, true),
+        Step::MachinesRunning | Step::Day2Installed | Step::ScaleDownDone => {
+            (true, false, true, true, false, true)
         }
     };
-    let bmhs = || {
-        for b in &s.bmhs {
-            let st = b.status.as_ref();
-            let err = st.map(|s| s.error_message.clone()).unwrap_or_default();
-            show(
-                "BareMetalHost",
-                b.name_any(),
-                format!(
-                    ": {}{}",
-                    Snapshot::bmh_state(b),
-                    if err.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (error: {err})")
-                    }
-                ),
-                Vec::new(),
-            );
+    if infraenvs {
+        for i in &s.infraenvs {
+            let state = if i
+                .status
+                .as_ref()
+                .is_some_and(|s| s.iso_download_url.is_some())
+            {
+                "ISO ready"
+            } else {
+                "no ISO URL yet"
+            };
+            push("InfraEnv", i.name_any(), state.into(), conditions(i));
         }
-    };
-    let machines = || {
+    }
+    if machines {
         for m in &s.machines {
             let phase = serde_json::to_value(m.status.as_ref().map(|s| &s.phase))
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            show("Machine", m.name_any(), format!(": {phase}"), conditions(m));
+            push("Machine", m.name_any(), phase, conditions(m));
         }
-    };
-    let agents = || {
+    }
+    if aci && let Some(a) = &s.aci {
+        push(
+            "AgentClusterInstall",
+            a.name_any(),
+            s.aci_state().into(),
+            conditions(a),
+        );
+    }
+    if agents {
         for a in &s.agents {
-            show(
+            push(
                 "Agent",
                 a.name_any(),
                 format!(
-                    ": {} (approved {}, hostname {})",
+                    "{} (approved {}, hostname {})",
                     Snapshot::agent_state(a),
                     a.spec.approved,
                     a.spec.hostname.as_deref().unwrap_or("-")
@@ -852,50 +1474,29 @@ fn diagnose(step: Step, s: &Snapshot, site: &Site) {
                 conditions(a),
             );
         }
-    };
-    let aci = || {
-        if let Some(a) = &s.aci {
-            show(
-                "AgentClusterInstall",
-                a.name_any(),
-                format!(": {}", s.aci_state()),
-                conditions(a),
-            );
-        }
-    };
-    let hosts = || {
-        for h in site.host_states() {
-            println!("  simulated host {h}");
-        }
-    };
-    match step {
-        Step::HostsAvailable => bmhs(),
-        Step::InfraEnvsReady => {
-            for i in &s.infraenvs {
-                show("InfraEnv", i.name_any(), String::new(), conditions(i));
-            }
-        }
-        Step::HostsProvisioned => {
-            bmhs();
-            machines();
-        }
-        Step::AgentsApproved => {
-            agents();
-            hosts();
-        }
-        Step::InstallStarted | Step::Installed => {
-            aci();
-            agents();
-            hosts();
-        }
-        Step::NodesRegistered => hosts(),
-        Step::MachinesRunning | Step::Day2Installed | Step::ScaleDownDone => {
-            machines();
-            agents();
-            bmhs();
-            hosts();
+    }
+    if bmhs {
+        for b in &s.bmhs {
+            let err = b
+                .status
+                .as_ref()
+                .map(|s| s.error_message.clone())
+                .unwrap_or_default();
+            let state = if err.is_empty() {
+                Snapshot::bmh_state(b).to_string()
+            } else {
+                format!("{} (error: {err})", Snapshot::bmh_state(b))
+            };
+            push("BareMetalHost", b.name_any(), state, Vec::new());
         }
     }
+    if hosts {
+        for h in site.host_states() {
+            let (name, state) = h.split_once(": ").unwrap_or((h.as_str(), ""));
+            push("simulated host", name.into(), state.into(), Vec::new());
+        }
+    }
+    out
 }
 
 /// `--keep`: everything keeps running (the site too) until Ctrl-C.
@@ -938,5 +1539,192 @@ async fn keep_running(lab: &mut Lab, runs: &mut [ClusterRun]) {
                 tracing::warn!("site of {}: {e:#}", r.spec.name);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(conditions: &[&str]) -> ObjectState {
+        ObjectState {
+            kind: "Machine".into(),
+            name: "m".into(),
+            state: "Provisioning".into(),
+            conditions: conditions.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_blocking_condition_is_the_first_not_true_one_that_says_why() {
+        let o = object(&[
+            "Available=False NotReady: ",
+            "Ready=Unknown ReadyUnknown: Metal3DataReady: not yet reported",
+            "BootstrapConfigReady=True Ready: available",
+        ]);
+        assert_eq!(
+            o.blocking(),
+            Some("Ready=Unknown ReadyUnknown: Metal3DataReady: not yet reported")
+        );
+        assert_eq!(
+            object(&["Available=False NotReady: "]).blocking(),
+            Some("Available=False NotReady: ")
+        );
+        assert_eq!(object(&["Ready=True Ready: fine"]).blocking(), None);
+        assert_eq!(object(&[]).blocking(), None);
+    }
+
+    #[test]
+    fn report_json_shape() {
+        let s = |x: f64| Duration::from_secs_f64(x);
+        let report = Report {
+            ok: false,
+            source: "cluster file c.yaml".into(),
+            milestones: vec![(s(9.04), "hosts available".into())],
+            failure: Some("timed out after 60s".into()),
+            stuck: Some("InfraEnvs ready: timed out after 60s".into()),
+            clusters: vec![ClusterReport {
+                name: "c".into(),
+                namespace: "ns".into(),
+                masters: 3,
+                workers: 2,
+                milestones: vec![(s(9.04), "hosts available".into())],
+                installed: None,
+                done: false,
+                last_seen: Snapshot::default().to_json("c"),
+                stuck: Some(Stuck {
+                    step: "InfraEnvs ready".into(),
+                    waiting_for: "2 InfraEnv(s) with an ISO URL".into(),
+                    objects: vec![object(&["Ready=False NoISO: waiting for the image"])],
+                }),
+            }],
+            memory: Memory::new(&["a", "b"]),
+            duration: s(60.0),
+        };
+        let text = report.to_json();
+        // Fields in the documented order: `ok` first.
+        assert!(
+            text.starts_with("{\n  \"ok\": false,\n  \"source\""),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(v["milestones"][0]["seconds"], 9.0);
+        assert_eq!(v["all_installed_seconds"], Value::Null);
+        assert_eq!(v["first_applied_seconds"], 9.0);
+        let c = &v["clusters"][0];
+        assert_eq!(c["control_plane_nodes"], 3);
+        assert_eq!(c["installed_seconds"], Value::Null);
+        assert_eq!(c["last_seen"]["machines"], 0);
+        assert_eq!(c["stuck"]["step"], "InfraEnvs ready");
+        assert_eq!(
+            c["stuck"]["object"]["condition"],
+            "Ready=False NoISO: waiting for the image"
+        );
+        assert_eq!(
+            c["stuck"]["objects"][0]["conditions"][0],
+            "Ready=False NoISO: waiting for the image"
+        );
+        assert_eq!(v["memory"]["managers"][1]["name"], "b");
+        let e = error_report(&anyhow!("no Cluster in f.yaml"), s(0.25));
+        let e: Value = serde_json::from_str(&e).expect("JSON");
+        assert_eq!(e["ok"], false);
+        assert_eq!(e["error"], "no Cluster in f.yaml");
+        assert_eq!(e["seconds"], 0.3);
+    }
+
+    #[test]
+    fn hosts_for_a_cluster_file() {
+        let path = testbed::cache::repo_root().join("docs/examples/capoa-multinode.yaml");
+        let f = ClusterFile::read(&path).expect("example");
+        let plan = plan_file(&f).expect("plan");
+        let names: Vec<&str> = plan.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "master-0", "master-1", "master-2", "worker-0", "worker-1", "worker-2"
+            ]
+        );
+        // No host selectors: every host has control-plane hardware, on the VIPs' network.
+        assert!(plan.servers.iter().all(|s| s.profile.cpu_count == 4));
+        assert!(plan.servers.iter().all(|s| {
+            s.profile
+                .primary_ipv4()
+                .is_some_and(|a| a.starts_with("192.168.222."))
+        }));
+        assert!(
+            plan.hosts_yaml
+                .contains("kind: Namespace\nmetadata: {name: test-capi}")
+        );
+        assert_eq!(plan.spec.day2, Some(("test-multinode-worker".into(), 2)));
+        assert_eq!(plan.spec.infraenvs, 2);
+
+        // Host selectors that keep the roles apart: workers get worker hardware and labels.
+        let generated = |api_vip: &str| {
+            let spec = ClusterSpec::new(Topology::ThreePlusTwo, 0, 1);
+            format!(
+                r#"
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: bm, namespace: lab}}
+spec:
+  controlPlaneRef: {{kind: OpenshiftAssistedControlPlane, name: bm-cp}}
+  infrastructureRef: {{kind: Metal3Cluster, name: bm}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: bm, namespace: lab}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: bm-cp, namespace: lab}}
+spec:
+  replicas: 3
+  config: {{apiVIPs: ["{api_vip}"], ingressVIPs: ["{}"]}}
+  machineTemplate: {{infrastructureRef: {{kind: Metal3MachineTemplate, name: cp}}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: cp, namespace: lab}}
+spec: {{template: {{spec: {{hostSelector: {{matchLabels: {{role: master}}}}}}}}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: w, namespace: lab}}
+spec: {{template: {{spec: {{hostSelector: {{matchLabels: {{role: worker}}}}}}}}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: w, namespace: lab}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: bm-workers, namespace: lab}}
+spec:
+  clusterName: bm
+  replicas: 1
+  template:
+    spec:
+      bootstrap: {{configRef: {{kind: OpenshiftAssistedConfigTemplate, name: w}}}}
+      infrastructureRef: {{kind: Metal3MachineTemplate, name: w}}
+"#,
+                spec.ingress_vip
+            )
+        };
+        let f = ClusterFile::parse(&generated(manifests::API_VIP), "g.yaml").expect("valid");
+        let plan = plan_file(&f).expect("plan");
+        assert_eq!(plan.servers.len(), 5);
+        let workers: Vec<&Server> = plan.servers.iter().filter(|s| s.role == "worker").collect();
+        assert_eq!(workers.len(), 2);
+        assert!(workers.iter().all(|s| s.profile.cpu_count == 2));
+        assert!(plan.hosts_yaml.contains(r#"labels: {"role": "worker"}"#));
+        assert!(plan.hosts_yaml.contains(r#"labels: {"role": "master"}"#));
+
+        // A VIP on a host's address is refused, naming the host.
+        let f = ClusterFile::parse(&generated("192.168.111.10"), "g.yaml").expect("valid");
+        let e = format!("{:#}", plan_file(&f).err().expect("refused"));
+        assert!(
+            e.contains("VIP 192.168.111.10 is the address the lab gives host master-0"),
+            "{e}"
+        );
     }
 }

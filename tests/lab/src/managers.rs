@@ -21,6 +21,32 @@ pub struct Managers {
     pub procs: Vec<Process>,
     /// The agent REST API as hosts reach it.
     pub agent_api_url: String,
+    /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
+    pub webhooks: Vec<(&'static str, u16, PathBuf)>,
+}
+
+/// The CRDs each manager converts (CAPOA's older versions).
+pub fn converted_crds(manager: &str) -> &'static [&'static str] {
+    match manager {
+        CONTROLPLANE => &["openshiftassistedcontrolplanes.controlplane.cluster.x-k8s.io"],
+        BOOTSTRAP => &[
+            "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
+            "openshiftassistedconfigtemplates.bootstrap.cluster.x-k8s.io",
+        ],
+        _ => &[],
+    }
+}
+
+/// Gives each manager's webhook server a certificate of the management testbed's CA and points
+/// the CRDs it converts at it: what the webhook Services and cert-manager do in a cluster.
+pub async fn point_conversion_webhooks(tb: &testbed::Testbed, managers: &Managers) -> Result<()> {
+    for (name, port, cert_dir) in &managers.webhooks {
+        tb.write_serving_cert(name, cert_dir)?;
+        for crd in converted_crds(name) {
+            tb.point_conversion_webhook(crd, *port).await?;
+        }
+    }
+    Ok(())
 }
 
 impl Managers {
@@ -73,16 +99,23 @@ pub async fn start(
         "version": "417.94.202410090854-0",
     }])
     .to_string();
-    let common = |health: &str| -> Result<Vec<String>> {
-        Ok(vec![
+    let mut webhooks = Vec::new();
+    let mut common = |name: &'static str, health: &str| -> Result<Vec<String>> {
+        let port = free_port()?;
+        let cert_dir = dir.join(format!("{name}-webhook"));
+        let args = vec![
             format!("--kubeconfig={}", kubeconfig.display()),
             format!("--metrics-bind-address={}", addr()?),
             format!("--health-probe-bind-address={health}"),
+            format!("--webhook-bind-address=127.0.0.1:{port}"),
+            format!("--webhook-cert-dir={}", cert_dir.display()),
             "--log-level=info,kube=warn,tower=warn,hyper=warn".into(),
-        ])
+        ];
+        webhooks.push((name, port, cert_dir));
+        Ok(args)
     };
     let cp_health = addr()?;
-    let mut cp_args = common(&cp_health)?;
+    let mut cp_args = common(CONTROLPLANE, &cp_health)?;
     cp_args.extend([
         "--install-backend=lab".into(),
         format!("--lab-api-url={}", workload.api_url),
@@ -103,7 +136,7 @@ pub async fn start(
         "--monitor-interval-seconds=1".into(),
     ]);
     let bs_health = addr()?;
-    let bs_args = common(&bs_health)?;
+    let bs_args = common(BOOTSTRAP, &bs_health)?;
     // Log files are read by people, not terminals.
     let envs = [("NO_COLOR", "1")];
     let mut procs = Vec::new();
@@ -132,5 +165,6 @@ pub async fn start(
     Ok(Managers {
         procs,
         agent_api_url: format!("http://{agent_api}"),
+        webhooks,
     })
 }

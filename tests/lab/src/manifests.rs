@@ -1,8 +1,11 @@
-//! The YAML the lab applies: the site's BareMetalHosts and the cluster a user would write for
-//! CAPOA (Cluster, Metal3Cluster, OpenshiftAssistedControlPlane, Metal3MachineTemplates,
-//! MachineDeployment, OpenshiftAssistedConfigTemplate).
+//! The YAML the lab writes itself: the site's BareMetalHosts and placeholder pull secrets. The
+//! clusters come from `templates/` through clusterctl ([`crate::generate`]) or from the user's
+//! `--cluster-file` ([`crate::clusterfile`]).
+
+use std::collections::BTreeMap;
 
 use crate::Topology;
+use crate::clusterfile::ClusterFile;
 
 /// Namespace of the site and the cluster when the lab installs one cluster.
 pub const NS: &str = "lab";
@@ -23,9 +26,10 @@ pub fn cluster_name(t: Topology) -> &'static str {
 /// UUIDs (functions of kind and index) never collide across clusters.
 pub const INDEX_STRIDE: u32 = 10;
 
-/// One cluster of the lab: its namespace, names, machine network and host index range.
+/// One cluster of the lab: its namespace, names, size, machine network and host index range.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
+    /// `Sno` for one control-plane node without workers (the hosts' hardware follows it).
     pub topology: Topology,
     /// The namespace of its BareMetalHosts and CAPI objects.
     pub ns: String,
@@ -34,10 +38,21 @@ pub struct ClusterSpec {
     /// Prefix of its BareMetalHosts' names (empty with one cluster: `master-0`).
     pub host_prefix: String,
     pub machine_cidr: String,
+    /// The VIPs (empty without: SNO).
     pub api_vip: String,
     pub ingress_vip: String,
     /// The first agent-sim profile index of its hosts.
     pub index_base: u32,
+    /// Control-plane nodes and workers installed day-1.
+    pub masters: u32,
+    pub workers: u32,
+    /// The OpenshiftAssistedControlPlane (also its ClusterDeployment and AgentClusterInstall).
+    pub control_plane: String,
+    /// The MachineDeployment the day-2 step scales up by one and back, with its day-1
+    /// replicas; `None`: no day-2 step.
+    pub day2: Option<(String, u32)>,
+    /// InfraEnvs made day-1 (one per Metal3MachineTemplate with Machines).
+    pub infraenvs: usize,
 }
 
 impl ClusterSpec {
@@ -45,41 +60,98 @@ impl ClusterSpec {
     /// and 192.168.111.0/24; with more, cluster `c` is `<name>-<c+1, 2 digits>` in namespace
     /// `lab-<c+1>` on 10.<c+1>.0.0/16.
     pub fn new(topology: Topology, c: u32, n: u32) -> ClusterSpec {
-        if n == 1 {
-            return ClusterSpec {
-                topology,
-                ns: NS.into(),
-                name: cluster_name(topology).into(),
-                host_prefix: String::new(),
-                machine_cidr: MACHINE_CIDR.into(),
-                api_vip: API_VIP.into(),
-                ingress_vip: INGRESS_VIP.into(),
-                index_base: 0,
-            };
-        }
-        let k = c + 1;
-        let name = format!("{}-{k:02}", cluster_name(topology));
+        let (masters, workers) = topology.day1();
+        let (ns, name, host_prefix, machine_cidr, api_vip, ingress_vip, index_base) = if n == 1 {
+            (
+                NS.to_string(),
+                cluster_name(topology).to_string(),
+                String::new(),
+                MACHINE_CIDR.to_string(),
+                API_VIP.to_string(),
+                INGRESS_VIP.to_string(),
+                0,
+            )
+        } else {
+            let k = c + 1;
+            let name = format!("{}-{k:02}", cluster_name(topology));
+            (
+                format!("lab-{k:02}"),
+                name.clone(),
+                format!("{name}-"),
+                format!("10.{k}.0.0/16"),
+                format!("10.{k}.0.5"),
+                format!("10.{k}.0.4"),
+                c * INDEX_STRIDE,
+            )
+        };
+        let (api_vip, ingress_vip) = if masters > 1 {
+            (api_vip, ingress_vip)
+        } else {
+            (String::new(), String::new())
+        };
         ClusterSpec {
             topology,
-            ns: format!("lab-{k:02}"),
-            host_prefix: format!("{name}-"),
+            control_plane: format!("{name}-cp"),
+            day2: topology
+                .day2()
+                .then(|| (format!("{name}-workers"), workers)),
+            infraenvs: if workers > 0 { 2 } else { 1 },
+            ns,
             name,
-            machine_cidr: format!("10.{k}.0.0/16"),
-            api_vip: format!("10.{k}.0.5"),
-            ingress_vip: format!("10.{k}.0.4"),
-            index_base: c * INDEX_STRIDE,
+            host_prefix,
+            machine_cidr,
+            api_vip,
+            ingress_vip,
+            index_base,
+            masters,
+            workers,
+        }
+    }
+
+    /// The cluster a user's manifests describe (`--cluster-file`): one cluster, hosts named
+    /// `master-0`, `worker-0`, ..., on the /24 around its API VIP (192.168.111.0/24 without).
+    pub fn from_file(f: &ClusterFile) -> ClusterSpec {
+        let workers = f.workers();
+        ClusterSpec {
+            topology: if f.masters == 1 && f.pools.is_empty() {
+                Topology::Sno
+            } else {
+                Topology::ThreePlusTwo
+            },
+            ns: f.namespace.clone(),
+            name: f.name.clone(),
+            host_prefix: String::new(),
+            machine_cidr: f
+                .machine_cidr
+                .clone()
+                .unwrap_or_else(|| MACHINE_CIDR.into()),
+            api_vip: f.api_vips.first().cloned().unwrap_or_default(),
+            ingress_vip: f.ingress_vips.first().cloned().unwrap_or_default(),
+            index_base: 0,
+            masters: f.masters,
+            workers,
+            control_plane: f.control_plane.clone(),
+            day2: f.day2_pool().map(|p| (p.name.clone(), p.replicas)),
+            infraenvs: f.infraenvs_day1(),
         }
     }
 
     /// The OpenshiftAssistedControlPlane's name (also its ClusterDeployment and
     /// AgentClusterInstall).
     pub fn control_plane_name(&self) -> String {
-        format!("{}-cp", self.name)
+        self.control_plane.clone()
     }
 
-    /// The workers' MachineDeployment.
+    /// The workers' MachineDeployment (the one the day-2 step scales).
     pub fn workers_name(&self) -> String {
-        format!("{}-workers", self.name)
+        self.day2
+            .as_ref()
+            .map_or_else(|| format!("{}-workers", self.name), |(n, _)| n.clone())
+    }
+
+    /// BareMetalHosts installed day-1.
+    pub fn hosts_day1(&self) -> usize {
+        (self.masters + self.workers) as usize
     }
 }
 
@@ -89,6 +161,33 @@ pub fn namespace_yaml(ns: &str) -> String {
 
 /// One server: its BMC Secret and BareMetalHost, labelled with the role templates select.
 pub fn host_yaml(ns: &str, name: &str, role: &str, mac: &str) -> String {
+    host_yaml_labels(
+        ns,
+        name,
+        &BTreeMap::from([("role".into(), role.into())]),
+        mac,
+    )
+}
+
+/// One server: its BMC Secret and BareMetalHost with `labels`.
+pub fn host_yaml_labels(
+    ns: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    mac: &str,
+) -> String {
+    // JSON strings are YAML flow scalars: any label key or value is safe.
+    let labels = labels
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}: {}",
+                serde_json::Value::from(k.as_str()),
+                serde_json::Value::from(v.as_str())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         r#"---
 apiVersion: v1
@@ -98,7 +197,7 @@ stringData: {{username: admin, password: password}}
 ---
 apiVersion: metal3.io/v1alpha1
 kind: BareMetalHost
-metadata: {{name: {name}, namespace: {ns}, labels: {{role: {role}}}}}
+metadata: {{name: {name}, namespace: {ns}, labels: {{{labels}}}}}
 spec:
   online: true
   bootMACAddress: "{mac}"
@@ -107,116 +206,17 @@ spec:
     )
 }
 
-/// The cluster as a user writes it for CAPOA: live-ISO templates whose image URL the bootstrap
-/// provider replaces with its InfraEnv's ISO.
-pub fn cluster_yaml(spec: &ClusterSpec) -> String {
-    let t = spec.topology;
-    let cluster = &spec.name;
-    let cp = spec.control_plane_name();
-    let ns = &spec.ns;
-    let (api_vip, ingress_vip) = (&spec.api_vip, &spec.ingress_vip);
-    let (masters, workers) = t.day1();
-    let (endpoint, vips) = if masters > 1 {
-        (
-            api_vip.to_string(),
-            format!("    apiVIPs: [{api_vip}]\n    ingressVIPs: [{ingress_vip}]\n"),
-        )
-    } else {
-        (format!("{cluster}.lab.example.com"), String::new())
-    };
-    let mut yaml = format!(
+/// A placeholder pull secret (the lab pulls no images).
+pub fn pull_secret_yaml(ns: &str, name: &str) -> String {
+    format!(
         r#"apiVersion: v1
 kind: Secret
-metadata: {{name: pull-secret, namespace: {ns}}}
+metadata: {{name: {name}, namespace: {ns}}}
 type: kubernetes.io/dockerconfigjson
 stringData:
   .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata: {{name: {cluster}, namespace: {ns}}}
-spec:
-  clusterNetwork:
-    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
-    services: {{cidrBlocks: ["172.30.0.0/16"]}}
-  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: {cp}}}
-  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: {cluster}}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: Metal3Cluster
-metadata: {{name: {cluster}, namespace: {ns}}}
-spec:
-  controlPlaneEndpoint: {{host: "{endpoint}", port: 6443}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: Metal3MachineTemplate
-metadata: {{name: {cluster}-controlplane, namespace: {ns}}}
-spec:
-  template:
-    spec:
-      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
-      hostSelector: {{matchLabels: {{role: master}}}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
-kind: OpenshiftAssistedControlPlane
-metadata: {{name: {cp}, namespace: {ns}}}
-spec:
-  distributionVersion: 4.17.3
-  replicas: {masters}
-  openshiftAssistedConfigSpec:
-    pullSecretRef: {{name: pull-secret}}
-    sshAuthorizedKey: ssh-ed25519 AAAA lab
-    nodeRegistration:
-      name: $METADATA_NAME
-      kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
-  config:
-{vips}    baseDomain: lab.example.com
-    pullSecretRef: {{name: pull-secret}}
-  machineTemplate:
-    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {cluster}-controlplane}}
 "#
-    );
-    if workers > 0 {
-        let md = spec.workers_name();
-        yaml.push_str(&format!(
-            r#"---
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: Metal3MachineTemplate
-metadata: {{name: {md}, namespace: {ns}}}
-spec:
-  template:
-    spec:
-      image: {{url: "http://placeholder.invalid/discovery.iso", checksum: "", diskFormat: live-iso}}
-      hostSelector: {{matchLabels: {{role: worker}}}}
----
-apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
-kind: OpenshiftAssistedConfigTemplate
-metadata: {{name: {md}, namespace: {ns}}}
-spec:
-  template:
-    spec:
-      pullSecretRef: {{name: pull-secret}}
-      sshAuthorizedKey: ssh-ed25519 AAAA lab
----
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: MachineDeployment
-metadata: {{name: {md}, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: {cluster}}}}}
-spec:
-  clusterName: {cluster}
-  replicas: {workers}
-  # Scale-down removes the day-2 worker, the newest Machine.
-  deletion: {{order: Newest}}
-  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: {md}}}}}
-  template:
-    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: {md}}}}}
-    spec:
-      clusterName: {cluster}
-      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {md}}}}}
-      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {md}}}
-"#
-        ));
-    }
-    yaml
+    )
 }
 
 /// What a day-2 kubelet needs in the workload cluster: its bootstrap identity may ask for a

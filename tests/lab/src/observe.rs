@@ -197,6 +197,31 @@ impl Snapshot {
             .count()
     }
 
+    /// What was seen, for the report: the progress line and its figures.
+    pub fn to_json(&self, cluster: &str) -> Value {
+        let by_state = |states: Vec<&str>| -> BTreeMap<String, usize> {
+            let mut m = BTreeMap::new();
+            for s in states {
+                *m.entry(if s.is_empty() { "new" } else { s }.to_string())
+                    .or_default() += 1;
+            }
+            m
+        };
+        serde_json::json!({
+            "summary": self.summary(cluster),
+            "install_state": self.aci_state(),
+            "install_percent": self.aci_percent(),
+            "bare_metal_hosts": by_state(self.bmhs.iter().map(Self::bmh_state).collect()),
+            "infraenvs_ready": self.infraenvs_ready(),
+            "machines": self.machines.len(),
+            "machines_running": self.machines_running(),
+            "agents": by_state(self.agents.iter().map(Self::agent_state).collect()),
+            "agents_approved": self.agents_approved(),
+            "nodes": self.nodes.len(),
+            "nodes_ready": self.nodes_ready(),
+        })
+    }
+
     /// The progress line: hosts by state, InfraEnvs, Machines, Agents, install, Nodes.
     pub fn summary(&self, cluster: &str) -> String {
         let mut hosts: BTreeMap<&str, usize> = BTreeMap::new();

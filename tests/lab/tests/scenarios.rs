@@ -1,0 +1,8 @@
+//! The lab's end-to-end scenarios, in one test binary so that they run in parallel (see
+//! tests/lab/Cargo.toml). Each needs `make testbed` and the provider binaries in `target/debug/`
+//! (`make test` builds them). One of them: `cargo test -p lab --test scenarios sno`.
+
+#[path = "cluster_file.rs"]
+mod cluster_file;
+#[path = "sno.rs"]
+mod sno;
