@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         crds: assisted_core::api::crds,
         manifest: None,
         convert: None,
+        validate: &[],
     };
     cli::main_with::<CoreArgs, _, _>(spec, |leader, args| async move {
         let listeners = Listeners::bind(&args).await?;

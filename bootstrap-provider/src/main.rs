@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         convert: Some(|object, version| {
             bootstrap_provider::conversion::convert(object, version).map_err(|e| e.to_string())
         }),
+        validate: &[],
     };
     cli::main(spec, |leader| async move {
         controller::run(

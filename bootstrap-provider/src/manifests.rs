@@ -197,5 +197,6 @@ pub fn provider_manifest() -> ProviderManifest {
         memory_limit: "128Mi",
         data_volume: None,
         webhooks: true,
+        validating_webhooks: &[],
     }
 }

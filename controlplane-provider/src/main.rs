@@ -33,6 +33,10 @@ fn main() -> ExitCode {
         convert: Some(|object, version| {
             controlplane_provider::conversion::convert(object, version).map_err(|e| e.to_string())
         }),
+        validate: &[(
+            controlplane_provider::admission::VALIDATE_PATH,
+            controlplane_provider::admission::review,
+        )],
     };
     cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
         let controller = controller::run(

@@ -7,7 +7,7 @@ use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort, UPDATE,
-    Variable, WRITE_STATUS,
+    ValidatingWebhook, Variable, WRITE_STATUS,
 };
 
 use crate::api::OpenshiftAssistedControlPlane;
@@ -258,5 +258,12 @@ pub fn provider_manifest() -> ProviderManifest {
         memory_limit: "256Mi",
         data_volume: Some(("file-store", "/var/lib/assisted-core")),
         webhooks: true,
+        validating_webhooks: &[ValidatingWebhook {
+            name: "validation.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io",
+            path: crate::admission::VALIDATE_PATH,
+            group: "controlplane.cluster.x-k8s.io",
+            version: "v1alpha3",
+            resource: "openshiftassistedcontrolplanes",
+        }],
     }
 }

@@ -52,6 +52,8 @@ pub struct ManagerSpec {
     /// Converts the provider's objects between its API versions (`/convert` on the webhook
     /// server); `None` for managers without older versions to serve.
     pub convert: Option<webhook::ConvertFn>,
+    /// Validating admission webhooks: (path, validation), served next to `/convert`.
+    pub validate: &'static [(&'static str, webhook::ValidateFn)],
 }
 
 /// Parses the command line and runs it; errors are printed as one clear message.
@@ -113,10 +115,17 @@ where
                 .enable_all()
                 .build()?;
             let extra = cli.extra;
-            let webhooks = spec.convert.map(|convert| {
+            let mut webhooks = spec.convert.map(|convert| {
                 let convert: webhook::Converter = std::sync::Arc::new(convert);
                 webhook::conversion_router(convert)
             });
+            for (path, validate) in spec.validate {
+                let router = webhook::validation_router(path, *validate);
+                webhooks = Some(match webhooks {
+                    Some(w) => w.merge(router),
+                    None => router,
+                });
+            }
             runtime.block_on(runtime::run_manager(
                 spec.name,
                 spec.lease_name,

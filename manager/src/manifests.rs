@@ -78,6 +78,22 @@ pub struct ProviderManifest {
     /// Service, a cert-manager Issuer and Certificate mounted into the manager, and point every
     /// CRD with a `Webhook` conversion at that Service with cert-manager's CA injection.
     pub webhooks: bool,
+    /// Validating admission webhooks the manager serves (a ValidatingWebhookConfiguration).
+    pub validating_webhooks: &'static [ValidatingWebhook],
+}
+
+/// One validating admission webhook of a provider.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidatingWebhook {
+    /// The webhook's name, e.g. `validation.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io`.
+    pub name: &'static str,
+    /// Where the manager serves it.
+    pub path: &'static str,
+    pub group: &'static str,
+    /// The version the webhook reads; requests in other served versions are converted to it
+    /// (`matchPolicy: Equivalent`).
+    pub version: &'static str,
+    pub resource: &'static str,
 }
 
 pub const METRICS_PORT: u16 = 8080;
@@ -135,6 +151,40 @@ impl ProviderManifest {
                 }
             }),
         ]
+    }
+
+    /// The ValidatingWebhookConfiguration of [`ProviderManifest::validating_webhooks`], pointed
+    /// at the webhook Service with cert-manager's CA injection.
+    pub fn validating_webhook_configuration(&self) -> Option<Value> {
+        if self.validating_webhooks.is_empty() {
+            return None;
+        }
+        let hooks: Vec<Value> = self
+            .validating_webhooks
+            .iter()
+            .map(|w| {
+                json!({
+                    "name": w.name,
+                    "admissionReviewVersions": ["v1"],
+                    "clientConfig": { "service": { "namespace": self.namespace, "name": self.webhook_service_name(), "path": w.path, "port": 443 } },
+                    "failurePolicy": "Fail",
+                    "matchPolicy": "Equivalent",
+                    "sideEffects": "None",
+                    "rules": [{ "apiGroups": [w.group], "apiVersions": [w.version], "operations": ["CREATE", "UPDATE"], "resources": [w.resource] }]
+                })
+            })
+            .collect();
+        let mut meta = json!({ "name": format!("{}validating-webhook-configuration", self.name_prefix), "labels": self.labels() });
+        meta["annotations"][INJECT_CA_FROM] = json!(format!(
+            "{}/{}",
+            self.namespace,
+            self.serving_certificate_name()
+        ));
+        Some(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": meta,
+            "webhooks": hooks
+        }))
     }
 
     /// A CRD as released: the provider label, and a `Webhook` conversion pointed at this
@@ -298,6 +348,7 @@ impl ProviderManifest {
                 }
             }));
             objects.extend(self.webhook_certificates());
+            objects.extend(self.validating_webhook_configuration());
         }
         if let Some((name, extra)) = self.extra_service {
             objects.push(json!({

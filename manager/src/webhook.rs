@@ -1,7 +1,8 @@
 //! The managers' webhook server: HTTPS with the certificate in `--webhook-cert-dir` (`tls.crt`,
 //! `tls.key`, the layout cert-manager and controller-runtime use), re-read when the files change
 //! so a rotated certificate is served without a restart. It serves CRD conversion (`/convert`,
-//! `ConversionReview` v1) for the provider's older API versions.
+//! `ConversionReview` v1) for the provider's older API versions and admission (`AdmissionReview`
+//! v1) for the kinds a provider validates.
 //!
 //! [`review_response`] is the pure part: one review in, one review out.
 
@@ -95,6 +96,52 @@ async fn convert_handler(
     };
     let response = review_response(&review, convert.as_ref());
     (StatusCode::OK, axum::Json(response))
+}
+
+/// A provider's validation of one kind: the `AdmissionReview` request in, the warnings to show
+/// (allowed) or the reason to refuse.
+pub type ValidateFn = fn(&Value) -> Result<Vec<String>, String>;
+
+/// The answer to an `AdmissionReview` v1: allowed (with warnings) or refused with the reason,
+/// as controller-runtime's `Denied` does (403). The request's uid is echoed.
+pub fn admission_response(review: &Value, validate: ValidateFn) -> Value {
+    let request = &review["request"];
+    let (allowed, warnings, message) = match validate(request) {
+        Ok(warnings) => (true, warnings, None),
+        Err(reason) => (false, Vec::new(), Some(reason)),
+    };
+    let mut response = json!({"uid": request["uid"].clone(), "allowed": allowed});
+    if !warnings.is_empty() {
+        response["warnings"] = json!(warnings);
+    }
+    if let Some(message) = message {
+        response["status"] = json!({"code": 403, "reason": "Forbidden", "message": message});
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+async fn validate_handler(
+    State(validate): State<ValidateFn>,
+    body: axum::body::Bytes,
+) -> impl IntoResponse {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(review) => (
+            StatusCode::OK,
+            axum::Json(admission_response(&review, validate)),
+        ),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"message": format!("the body is not an AdmissionReview: {e}")})),
+        ),
+    }
+}
+
+/// `path` answering `AdmissionReview`s with `validate`.
+pub fn validation_router(path: &str, validate: ValidateFn) -> Router {
+    Router::new()
+        .route(path, post(validate_handler))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(validate)
 }
 
 /// `/convert`, for the provider's CRDs.
@@ -314,6 +361,38 @@ mod tests {
             "{message}"
         );
         assert_eq!(out["response"]["convertedObjects"], json!([]));
+    }
+
+    fn refuse_odd(request: &Value) -> Result<Vec<String>, String> {
+        match request["object"]["n"].as_i64() {
+            Some(n) if n % 2 == 1 => Err(format!("spec.n: {n} is odd")),
+            Some(_) => Ok(vec!["even numbers only for now".into()]),
+            None => Err("no n".into()),
+        }
+    }
+
+    #[test]
+    fn admission_answers_echo_the_uid_and_carry_the_reason_or_warnings() {
+        let allowed = admission_response(
+            &json!({"request": {"uid": "a", "object": {"n": 2}}}),
+            refuse_odd,
+        );
+        assert_eq!(allowed["kind"], "AdmissionReview");
+        assert_eq!(allowed["response"]["uid"], "a");
+        assert_eq!(allowed["response"]["allowed"], true);
+        assert_eq!(
+            allowed["response"]["warnings"][0],
+            "even numbers only for now"
+        );
+        let refused = admission_response(
+            &json!({"request": {"uid": "b", "object": {"n": 3}}}),
+            refuse_odd,
+        );
+        assert_eq!(refused["response"]["allowed"], false);
+        assert_eq!(refused["response"]["status"]["code"], 403);
+        assert_eq!(refused["response"]["status"]["message"], "spec.n: 3 is odd");
+        let malformed = admission_response(&json!({}), refuse_odd);
+        assert_eq!(malformed["response"]["allowed"], false);
     }
 
     #[test]

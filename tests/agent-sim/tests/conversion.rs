@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use manager::webhook::{Converter, conversion_router, serve_tls};
+use manager::webhook::{Converter, conversion_router, serve_tls, validation_router};
 use testbed::Testbed;
 use tokio::sync::watch;
 
@@ -21,7 +21,7 @@ async fn serve_conversion(
     convert: Converter,
     crds: &[&str],
     stop: watch::Receiver<bool>,
-) {
+) -> u16 {
     let dir = tb.dir.join(format!("{name}-webhook"));
     tb.write_serving_cert(name, &dir)
         .expect("serving certificate");
@@ -29,12 +29,20 @@ async fn serve_conversion(
         .await
         .expect("listen");
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(serve_tls(listener, dir, conversion_router(convert), stop));
+    let mut router = conversion_router(convert);
+    if name == "controlplane" {
+        router = router.merge(validation_router(
+            controlplane_provider::admission::VALIDATE_PATH,
+            controlplane_provider::admission::review,
+        ));
+    }
+    tokio::spawn(serve_tls(listener, dir, router, stop));
     for crd in crds {
         tb.point_conversion_webhook(crd, port)
             .await
             .expect("point the CRD at the webhook");
     }
+    port
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -48,7 +56,7 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 }
 
 #[tokio::test]
-async fn capoa_v1alpha2_and_v1alpha1_objects_are_converted_by_our_webhooks() {
+async fn capoa_older_versions_are_converted_and_control_planes_validated_by_our_webhooks() {
     if testbed::skip() {
         return;
     }
@@ -58,7 +66,7 @@ async fn capoa_v1alpha2_and_v1alpha1_objects_are_converted_by_our_webhooks() {
         .await
         .expect("testbed");
     let (_stop, stop) = watch::channel(false);
-    serve_conversion(
+    let controlplane_port = serve_conversion(
         &tb,
         "controlplane",
         Arc::new(|o, v| {
@@ -79,6 +87,20 @@ async fn capoa_v1alpha2_and_v1alpha1_objects_are_converted_by_our_webhooks() {
         stop,
     )
     .await;
+
+    // The control plane's validating webhook, as its release installs it, on the same server.
+    let config = controlplane_provider::manifests::provider_manifest()
+        .validating_webhook_configuration()
+        .expect("the control plane validates");
+    tb.apply_yaml(&config.to_string())
+        .await
+        .expect("install the ValidatingWebhookConfiguration");
+    tb.point_validating_webhooks(
+        config["metadata"]["name"].as_str().unwrap(),
+        controlplane_port,
+    )
+    .await
+    .expect("point it at the webhook server");
 
     // CAPOA's v1alpha2 shape: an ObjectReference and Go durations in the machine template, a
     // v1alpha1 config spec inside.
@@ -225,4 +247,67 @@ spec:
     .expect_err("an unparseable duration is refused");
     let message = err.to_string();
     assert!(message.contains("banana"), "{message}");
+
+    // Admission: what the assisted installer would refuse is refused when written, in either
+    // version (a v1alpha2 request is converted and validated as v1alpha3).
+    let err = tb
+        .apply_yaml(
+            r#"apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {name: two-masters, namespace: default}
+spec:
+  distributionVersion: 4.19.0
+  replicas: 2
+  config: {baseDomain: lab.home, apiVIPs: [not-an-ip], ingressVIPs: [192.168.222.41]}
+  machineTemplate:
+    infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: x}
+"#,
+        )
+        .await
+        .expect_err("two masters and a VIP that is not an address are refused");
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("spec.replicas: 2 control-plane nodes"),
+        "{message}"
+    );
+    assert!(message.contains("spec.config.apiVIPs[0]"), "{message}");
+    let err = tb
+        .apply_yaml(
+            r#"apiVersion: controlplane.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedControlPlane
+metadata: {name: too-old, namespace: default}
+spec:
+  distributionVersion: 4.12.0
+  replicas: 3
+  machineTemplate:
+    infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3MachineTemplate, name: x}
+"#,
+        )
+        .await
+        .expect_err("a release the assisted installer does not install is refused");
+    assert!(
+        format!("{err:#}").contains("spec.distributionVersion"),
+        "{err:#}"
+    );
+    // Changing the template kind of an existing control plane is refused; its name may change.
+    let hubs = Api::<OpenshiftAssistedControlPlane>::namespaced(tb.client.clone(), NS);
+    let err = hubs
+        .patch(
+            "multinode",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"machineTemplate": {"infrastructureRef": {"kind": "OtherMachineTemplate"}}}})),
+        )
+        .await
+        .expect_err("the infrastructure kind cannot change");
+    hubs.patch(
+        "multinode",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"machineTemplate": {"infrastructureRef": {"name": "multinode-controlplane-v2"}}}})),
+    )
+    .await
+    .expect("the template name may change");
+    assert!(
+        format!("{err:#}").contains("the kind cannot change"),
+        "{err:#}"
+    );
 }

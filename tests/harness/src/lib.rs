@@ -434,6 +434,17 @@ impl Testbed {
         Ok(())
     }
 
+    /// Points every webhook of the installed ValidatingWebhookConfiguration `name` at
+    /// `https://127.0.0.1:<port><its path>`, trusting the testbed CA.
+    pub async fn point_validating_webhooks(&self, name: &str, port: u16) -> Result<()> {
+        let doc = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+        });
+        resources::repoint_existing(&self.client, &doc, port, self.ca_pem()).await
+    }
+
     /// Points the conversion webhook of the installed CRD `crd_name` at
     /// `https://127.0.0.1:<port>/convert`, trusting the testbed CA: what the webhook Service and
     /// cert-manager's CA injector do in a cluster.

@@ -550,7 +550,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
         .await?;
         // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,
         // and the processes above stand in for them (webhooks included).
-        managers::point_conversion_webhooks(&tb, &managers).await?;
+        managers::point_webhooks(&tb, &managers).await?;
         Ok(managers)
     }
     .await;

@@ -37,13 +37,25 @@ pub fn converted_crds(manager: &str) -> &'static [&'static str] {
     }
 }
 
+/// The ValidatingWebhookConfiguration each manager's release installs, if any.
+pub fn validating_webhook_configuration(manager: &str) -> Option<&'static str> {
+    match manager {
+        CONTROLPLANE => Some("capoa-controlplane-validating-webhook-configuration"),
+        _ => None,
+    }
+}
+
 /// Gives each manager's webhook server a certificate of the management testbed's CA and points
-/// the CRDs it converts at it: what the webhook Services and cert-manager do in a cluster.
-pub async fn point_conversion_webhooks(tb: &testbed::Testbed, managers: &Managers) -> Result<()> {
+/// the CRDs it converts and the admission webhooks it serves at it: what the webhook Services and
+/// cert-manager do in a cluster.
+pub async fn point_webhooks(tb: &testbed::Testbed, managers: &Managers) -> Result<()> {
     for (name, port, cert_dir) in &managers.webhooks {
         tb.write_serving_cert(name, cert_dir)?;
         for crd in converted_crds(name) {
             tb.point_conversion_webhook(crd, *port).await?;
+        }
+        if let Some(config) = validating_webhook_configuration(name) {
+            tb.point_validating_webhooks(config, *port).await?;
         }
     }
     Ok(())

@@ -1,0 +1,256 @@
+//! Admission of OpenshiftAssistedControlPlanes: what the assisted installer would refuse is
+//! refused when it is written, with a message naming the field, instead of showing up later as
+//! a condition. Pure: the webhook server (`manager::webhook`) hands in the objects.
+//!
+//! The controller keeps its own checks (`InvalidDistributionVersion` and friends): objects
+//! written while the webhook was not installed still get a condition.
+
+use std::net::IpAddr;
+
+use serde_json::Value;
+
+use crate::api::OpenshiftAssistedControlPlane;
+use crate::controller::release::{Version, parse_distribution_version};
+
+/// Where the control-plane manager serves this validation (kubebuilder's path convention).
+pub const VALIDATE_PATH: &str =
+    "/validate-controlplane-cluster-x-k8s-io-v1alpha3-openshiftassistedcontrolplane";
+
+/// The annotation Cluster API's topology controller puts on the objects of its server-side
+/// apply dry runs; such requests must not be refused for fields the topology fills in later.
+pub const TOPOLOGY_DRY_RUN_ANNOTATION: &str = "topology.cluster.x-k8s.io/dry-run";
+
+/// The first release the assisted installer installs with four or five control-plane nodes.
+const MANY_MASTERS_SINCE: (u64, u64) = (4, 18);
+
+/// Why a control plane is refused: one entry per problem, each naming its field.
+pub fn problems(
+    new: &OpenshiftAssistedControlPlane,
+    old: Option<&OpenshiftAssistedControlPlane>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let spec = &new.spec;
+    let version = match parse_distribution_version(&spec.distribution_version) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push(format!("spec.distributionVersion: {e}"));
+            None
+        }
+    };
+    let replicas = spec.replicas.unwrap_or(1);
+    if let Some(problem) = replicas_problem(replicas, version.as_ref()) {
+        out.push(format!("spec.replicas: {problem}"));
+    }
+    if let Some(config) = &spec.config {
+        for (field, vips) in [
+            ("spec.config.apiVIPs", &config.api_vips),
+            ("spec.config.ingressVIPs", &config.ingress_vips),
+        ] {
+            for (i, vip) in vips.iter().enumerate() {
+                if vip.parse::<IpAddr>().is_err() {
+                    out.push(format!("{field}[{i}]: {vip:?} is not an IP address"));
+                }
+            }
+        }
+        if config.api_vips.is_empty() != config.ingress_vips.is_empty() {
+            out.push(
+                "spec.config: apiVIPs and ingressVIPs go together: give both (platform BareMetal) \
+                 or neither (platform None)"
+                    .into(),
+            );
+        }
+    }
+    if let Some(old) = old {
+        let (before, after) = (
+            &old.spec.machine_template.infrastructure_ref,
+            &spec.machine_template.infrastructure_ref,
+        );
+        if (&before.api_group, &before.kind) != (&after.api_group, &after.kind) {
+            out.push(format!(
+                "spec.machineTemplate.infrastructureRef: the kind cannot change (from {} {} to {} {}); \
+                 only the template name can, to point at another template of the same kind",
+                before.api_group, before.kind, after.api_group, after.kind
+            ));
+        }
+    }
+    out
+}
+
+/// The control-plane sizes the assisted installer installs: one node (SNO), three, and from
+/// 4.18 four or five.
+fn replicas_problem(replicas: i32, version: Option<&Version>) -> Option<String> {
+    match replicas {
+        1 | 3 => None,
+        4 | 5 => match version {
+            Some(v) if (v.major, v.minor) < MANY_MASTERS_SINCE => Some(format!(
+                "{replicas} control-plane nodes need OpenShift {}.{} or newer (distributionVersion is {v})",
+                MANY_MASTERS_SINCE.0, MANY_MASTERS_SINCE.1
+            )),
+            _ => None,
+        },
+        2 => Some(
+            "2 control-plane nodes need an arbiter node, which this provider does not create; \
+             use 1 (single-node OpenShift) or 3"
+                .into(),
+        ),
+        _ => Some(format!(
+            "{replicas} is not a control-plane size the assisted installer installs: use 1 \
+             (single-node OpenShift), 3, or from OpenShift {}.{} 4 or 5",
+            MANY_MASTERS_SINCE.0, MANY_MASTERS_SINCE.1
+        )),
+    }
+}
+
+/// The answer to an `AdmissionReview` v1 request about a control plane.
+pub fn review(request: &Value) -> Result<Vec<String>, String> {
+    let object = &request["object"];
+    let dry_run = request["dryRun"].as_bool() == Some(true);
+    let annotated = object["metadata"]["annotations"]
+        .get(TOPOLOGY_DRY_RUN_ANNOTATION)
+        .is_some();
+    if dry_run && annotated {
+        return Ok(Vec::new());
+    }
+    let new: OpenshiftAssistedControlPlane = serde_json::from_value(object.clone())
+        .map_err(|e| format!("the object is not an OpenshiftAssistedControlPlane: {e}"))?;
+    let old: Option<OpenshiftAssistedControlPlane> = match &request["oldObject"] {
+        Value::Null => None,
+        o => Some(
+            serde_json::from_value(o.clone())
+                .map_err(|e| format!("the old object does not parse: {e}"))?,
+        ),
+    };
+    let problems = problems(&new, old.as_ref());
+    if problems.is_empty() {
+        Ok(Vec::new())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn oacp(spec: Value) -> OpenshiftAssistedControlPlane {
+        let mut full = json!({
+            "distributionVersion": "4.19.0",
+            "replicas": 3,
+            "machineTemplate": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "cp"}},
+            "openshiftAssistedConfigSpec": {},
+            "config": {"baseDomain": "example.com", "apiVIPs": ["192.168.1.5"], "ingressVIPs": ["192.168.1.4"]},
+        });
+        for (k, v) in spec.as_object().unwrap() {
+            full[k] = v.clone();
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha3",
+            "kind": "OpenshiftAssistedControlPlane",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": full,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_valid_control_plane_passes() {
+        assert_eq!(problems(&oacp(json!({})), None), Vec::<String>::new());
+        let sno = oacp(json!({"replicas": 1, "config": {"baseDomain": "e.com"}}));
+        assert_eq!(problems(&sno, None), Vec::<String>::new());
+    }
+
+    #[test]
+    fn old_or_unparseable_versions_are_refused_naming_the_field() {
+        for v in ["4.12.0", "latest", "4.x"] {
+            let p = problems(&oacp(json!({"distributionVersion": v})), None);
+            assert_eq!(p.len(), 1, "{v}: {p:?}");
+            assert!(p[0].starts_with("spec.distributionVersion: "), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn control_plane_sizes_follow_the_assisted_installer() {
+        for (replicas, version, ok) in [
+            (1, "4.19.0", true),
+            (3, "4.14.0", true),
+            (4, "4.18.0", true),
+            (5, "4.20.1", true),
+            (4, "4.17.9", false),
+            (2, "4.20.0", false),
+            (0, "4.20.0", false),
+            (6, "4.20.0", false),
+            (-1, "4.20.0", false),
+        ] {
+            let p = problems(
+                &oacp(json!({"replicas": replicas, "distributionVersion": version})),
+                None,
+            );
+            assert_eq!(p.is_empty(), ok, "{replicas} on {version}: {p:?}");
+            if !ok {
+                assert!(p[0].starts_with("spec.replicas: "), "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn vips_must_be_addresses_and_come_in_pairs() {
+        let p = problems(
+            &oacp(
+                json!({"config": {"baseDomain": "e.com", "apiVIPs": ["banana"], "ingressVIPs": ["10.0.0.4"]}}),
+            ),
+            None,
+        );
+        assert_eq!(
+            p,
+            ["spec.config.apiVIPs[0]: \"banana\" is not an IP address"]
+        );
+        let p = problems(
+            &oacp(json!({"config": {"baseDomain": "e.com", "apiVIPs": ["10.0.0.5"]}})),
+            None,
+        );
+        assert!(p[0].contains("go together"), "{p:?}");
+        let dual = oacp(
+            json!({"config": {"baseDomain": "e.com", "apiVIPs": ["10.0.0.5", "fd00::5"], "ingressVIPs": ["10.0.0.4", "fd00::4"]}}),
+        );
+        assert!(problems(&dual, None).is_empty());
+    }
+
+    #[test]
+    fn the_infrastructure_kind_cannot_change_but_the_name_can() {
+        let old = oacp(json!({}));
+        let renamed = oacp(
+            json!({"machineTemplate": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "cp-v2"}}}),
+        );
+        assert!(problems(&renamed, Some(&old)).is_empty());
+        let other_kind = oacp(
+            json!({"machineTemplate": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachineTemplate", "name": "cp"}}}),
+        );
+        let p = problems(&other_kind, Some(&old));
+        assert!(p[0].contains("the kind cannot change"), "{p:?}");
+        assert!(problems(&other_kind, None).is_empty(), "any kind on create");
+    }
+
+    #[test]
+    fn reviews_refuse_with_every_problem_and_skip_topology_dry_runs() {
+        let bad = serde_json::to_value(oacp(
+            json!({"replicas": 2, "distributionVersion": "4.10.0"}),
+        ))
+        .unwrap();
+        let err = review(&json!({"object": bad.clone()})).unwrap_err();
+        assert!(
+            err.contains("spec.distributionVersion") && err.contains("spec.replicas"),
+            "{err}"
+        );
+        let mut dry = bad.clone();
+        dry["metadata"]["annotations"] = json!({TOPOLOGY_DRY_RUN_ANNOTATION: ""});
+        assert!(review(&json!({"object": dry.clone(), "dryRun": true})).is_ok());
+        // The annotation alone (no dry run) is not a way around validation.
+        assert!(review(&json!({"object": dry})).is_err());
+        assert!(
+            review(&json!({"object": {"spec": 1}}))
+                .unwrap_err()
+                .contains("not an OpenshiftAssistedControlPlane")
+        );
+    }
+}
