@@ -62,10 +62,19 @@ impl Resp {
             )
         })
     }
-    /// Asserts the upstream error body.
+    /// Asserts the upstream error body: `infra_error` (`{code, message}`) for 401 and 403, as
+    /// upstream's server answers them, `error` for the rest.
     fn assert_error(&self, status: u16, what: &str) {
         assert_eq!(self.status.as_u16(), status, "{what}: {:?}", self.body);
         let v = self.json();
+        if status == 401 || status == 403 {
+            assert_eq!(v["code"], status, "{what}: {v}");
+            assert!(
+                v["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{what}: {v}"
+            );
+            return;
+        }
         assert_eq!(v["code"], status.to_string(), "{what}: {v}");
         assert_eq!(v["id"], status, "{what}: {v}");
         assert_eq!(v["kind"], "Error", "{what}: {v}");
@@ -448,6 +457,38 @@ async fn happy_path_register_instructions_inventory() {
     )
     .unwrap();
     assert_eq!(stored.len(), 100_000);
+    // As upstream's client sends it: multipart/form-data with the archive in the part `upfile`;
+    // only the archive is stored.
+    let archive: Vec<u8> = (0..150_000u32).map(|i| (i % 251) as u8).collect();
+    let mut form = b"--XyZ\r\nContent-Disposition: form-data; name=\"upfile\"; filename=\"logs.tar.gz\"\r\nContent-Type: application/octet-stream\r\n\r\n".to_vec();
+    form.extend_from_slice(&archive);
+    form.extend_from_slice(b"\r\n--XyZ--\r\n");
+    let r = api
+        .call(
+            Method::POST,
+            &format!("/clusters/{CL_A}/logs?logs_type=controller"),
+            Some(&ta),
+            Some(("multipart/form-data; boundary=XyZ", form)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{:?}", r.body);
+    let stored = std::fs::read(
+        api.root
+            .join(CL_A)
+            .join("logs")
+            .join("controller_controller.tar.gz"),
+    )
+    .unwrap();
+    assert!(stored == archive, "the upfile part, byte for byte");
+    let r = api
+        .call(
+            Method::POST,
+            &format!("/clusters/{CL_A}/logs?logs_type=controller"),
+            Some(&ta),
+            Some(("multipart/form-data; boundary=XyZ", b"--XyZ--\r\n".to_vec())),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "no upfile part");
     let r = api
         .json(Method::POST, "/events", &ta, json!({"message": "hello"}))
         .await;

@@ -662,10 +662,13 @@ fn install_step(input: &NextStepsInput) -> Option<(StepType, Vec<String>)> {
     Some((StepType::Install, vec![json(&req)]))
 }
 
+/// As upstream's logs command: the installer's logs are always gathered, and only the bootstrap
+/// host gets the other masters' addresses (it collects their logs too).
 fn logs_request(h: &HostSnapshot, c: &ClusterSnapshot) -> LogsGatherCmdRequest {
-    let master_ips = c
-        .hosts
+    let peers: &[HostSnapshot] = if h.bootstrap { &c.hosts } else { &[] };
+    let master_ips = peers
         .iter()
+        .filter(|p| !p.bootstrap)
         .filter(|p| matches!(p.effective_role(), HostRole::Master | HostRole::Bootstrap))
         .filter_map(|p| p.inventory.as_ref())
         .filter_map(|i| {
@@ -681,7 +684,7 @@ fn logs_request(h: &HostSnapshot, c: &ClusterSnapshot) -> LogsGatherCmdRequest {
         infra_env_id: h.infra_env_id.clone(),
         host_id: h.id.clone(),
         bootstrap: h.bootstrap,
-        installer_gather: h.bootstrap,
+        installer_gather: true,
         master_ips,
     }
 }

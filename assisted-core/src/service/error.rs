@@ -50,8 +50,26 @@ impl ApiError {
     }
 }
 
+/// Upstream's `infra_error` model (`{code, message}`, code 401 or 403): what its server answers
+/// for authentication and authorization failures, and what its client decodes for them.
+#[derive(Debug, Serialize)]
+struct InfraErrorBody<'a> {
+    code: u16,
+    message: &'a str,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if matches!(
+            self.status,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        ) {
+            let body = InfraErrorBody {
+                code: self.status.as_u16(),
+                message: &self.reason,
+            };
+            return (self.status, Json(body)).into_response();
+        }
         let body = ErrorBody {
             code: self.status.as_u16().to_string(),
             href: "",
@@ -60,5 +78,35 @@ impl IntoResponse for ApiError {
             reason: &self.reason,
         };
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(e: ApiError) -> serde_json::Value {
+        let response = e.into_response();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn auth_failures_are_infra_errors_and_the_rest_upstream_errors() {
+        assert_eq!(
+            body(ApiError::unauthorized("no token")).await,
+            serde_json::json!({"code": 401, "message": "no token"})
+        );
+        assert_eq!(
+            body(ApiError::forbidden("other infra-env")).await,
+            serde_json::json!({"code": 403, "message": "other infra-env"})
+        );
+        let e = body(ApiError::not_found("no such host")).await;
+        assert_eq!(e["code"], "404");
+        assert_eq!(e["id"], 404);
+        assert_eq!(e["kind"], "Error");
+        assert_eq!(e["reason"], "no such host");
     }
 }

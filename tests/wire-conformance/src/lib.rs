@@ -88,29 +88,6 @@ pub struct Finding {
 /// a run exercises its place (a stale entry fails the test), so the list only shrinks. Why each
 /// one is here: docs/wire-conformance.md, "Allow-list".
 pub const ALLOWED: &[Allowed] = &[
-    // --- Our server differs from upstream's server: to be fixed in assisted-core. ---
-    Allowed {
-        kind: "decode",
-        fields: &["code"],
-        at: &["v2RegisterHost 401", "v2GetCluster 403"],
-        why: "401/403 carry upstream's `error` body ({code: \"401\", href, id, kind, reason}); \
-              upstream answers auth failures with `infra_error` ({code: 401, message}), which is \
-              what its client decodes for these statuses",
-    },
-    Allowed {
-        kind: "stored",
-        fields: &["upfile"],
-        at: &["v2UploadLogs 204"],
-        why: "the client uploads logs as multipart/form-data (part `upfile`); the server stores \
-              the whole multipart body instead of the part's content",
-    },
-    Allowed {
-        kind: "validate",
-        fields: &["installer_gather"],
-        at: &["step logs-gather args"],
-        why: "logs-gather sends installer_gather=false for non-bootstrap hosts; the model makes \
-              the field required (false fails Validate) and upstream's server always sends true",
-    },
     // --- The pinned models (2024-02) predate what upstream's server sends today; we follow
     // --- the server.
     Allowed {

@@ -483,3 +483,37 @@ fn step_replies_are_checked_as_upstream_checks_them() {
     assert!(E::UnknownStepType("x".into()).is_validation());
     assert!(!E::BadExitCode.is_validation());
 }
+
+/// As upstream's logs command: `installer_gather` is always true, and only the bootstrap host
+/// gets the other masters' addresses.
+#[test]
+fn logs_gather_request_follows_upstream() {
+    let cfg = Config::default();
+    let mut c = in_state(S::Error);
+    for h in c.hosts.iter_mut().take(3) {
+        h.role = HostRole::Master;
+    }
+    c.hosts[0].bootstrap = true;
+    c.hosts[1].status = S::Error;
+    let args = |c: &ClusterSnapshot, i: usize| -> serde_json::Value {
+        let s = steps_for(c, i, &cfg);
+        let step = s
+            .instructions
+            .iter()
+            .find(|s| s.step_type == T::LogsGather)
+            .expect("a logs-gather step");
+        serde_json::from_str(&step.args[0]).unwrap()
+    };
+    let bootstrap = args(&c, 0);
+    assert_eq!(bootstrap["installer_gather"], true);
+    assert_eq!(bootstrap["bootstrap"], true);
+    let ips = bootstrap["master_ips"].as_array().unwrap();
+    assert_eq!(ips.len(), 2, "the two other masters: {ips:?}");
+    let other = args(&c, 1);
+    assert_eq!(other["installer_gather"], true);
+    assert_eq!(other["bootstrap"], false);
+    assert!(
+        other["master_ips"].as_array().is_none_or(|a| a.is_empty()),
+        "{other}"
+    );
+}

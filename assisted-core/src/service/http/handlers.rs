@@ -33,7 +33,7 @@ type ApiResult<T> = Result<T, ApiError>;
         cluster_progress, list_operators, report_operator, complete_installation,
         cluster_logs_progress, trigger_event,
     ),
-    components(schemas(ErrorModel)),
+    components(schemas(ErrorModel, InfraErrorModel)),
     modifiers(&SecuritySchemes),
 )]
 pub struct ApiDoc;
@@ -51,7 +51,44 @@ impl Modify for SecuritySchemes {
             "urlAuth",
             SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("api_key"))),
         );
+        // Every operation is authenticated; its 401 and 403 carry `infra_error`, not `error`.
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (code, description) in [("401", "Unauthorized"), ("403", "Forbidden")] {
+                    let content = utoipa::openapi::ContentBuilder::new()
+                        .schema(Some(utoipa::openapi::Ref::from_schema_name("InfraError")))
+                        .build();
+                    let response = utoipa::openapi::ResponseBuilder::new()
+                        .description(description)
+                        .content("application/json", content)
+                        .build();
+                    operation
+                        .responses
+                        .responses
+                        .insert(code.to_string(), response.into());
+                }
+            }
+        }
     }
+}
+
+/// Upstream's `infra_error` model: the body of every 401 and 403.
+#[derive(utoipa::ToSchema)]
+#[schema(as = InfraError)]
+#[allow(dead_code)]
+struct InfraErrorModel {
+    #[schema(minimum = 401, maximum = 403)]
+    code: i32,
+    message: String,
 }
 
 /// Upstream's `error` model, as [`ApiError`] renders it.
@@ -433,8 +470,20 @@ pub async fn upload_logs(
         .await
         .map_err(|e| ApiError::internal(format!("cannot create log directory: {e}")))?;
     let path = dir.join(format!("{kind}_{who}.tar.gz"));
+    // Upstream's clients send multipart/form-data with the archive in the part `upfile`; a
+    // bare body is taken as the archive itself.
+    let boundary = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(super::multipart::boundary);
     let tmp = files::temp_path(&path);
-    let r = write_limited(req, &tmp).await;
+    let mut r = write_limited(req, &tmp).await;
+    if r.is_ok()
+        && let Some(boundary) = boundary
+    {
+        r = keep_upfile(&tmp, &boundary).await;
+    }
     if r.is_err() {
         let _ = tokio::fs::remove_file(&tmp).await;
     }
@@ -443,6 +492,32 @@ pub async fn upload_logs(
         .await
         .map_err(|e| ApiError::internal(format!("cannot store logs: {e}")))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Replaces the multipart body in `path` with the content of its `upfile` part.
+async fn keep_upfile(path: &std::path::Path, boundary: &str) -> ApiResult<()> {
+    let path = path.to_path_buf();
+    let boundary = boundary.to_string();
+    tokio::task::spawn_blocking(move || -> ApiResult<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |e: std::io::Error| ApiError::internal(format!("cannot store logs: {e}"));
+        let mut body = std::fs::File::open(&path).map_err(io)?;
+        let (start, end) = super::multipart::part_range(&mut body, &boundary, "upfile")
+            .map_err(|e| ApiError::bad_request(format!("multipart log upload: {e}")))?;
+        let part = files::temp_path(&path);
+        let copied = (|| {
+            let mut out = std::fs::File::create(&part)?;
+            body.seek(SeekFrom::Start(start))?;
+            std::io::copy(&mut (&mut body).take(end - start), &mut out)?;
+            std::fs::rename(&part, &path)
+        })();
+        if copied.is_err() {
+            let _ = std::fs::remove_file(&part);
+        }
+        copied.map_err(io)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("cannot store logs: {e}")))?
 }
 
 /// Streams the body to `path`, failing with 413 past [`LOGS_BODY_LIMIT`].

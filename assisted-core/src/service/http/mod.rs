@@ -5,6 +5,7 @@
 mod files;
 mod handlers;
 pub mod models;
+mod multipart;
 
 use std::path::PathBuf;
 use std::sync::Arc;
