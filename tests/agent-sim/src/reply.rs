@@ -175,7 +175,8 @@ fn output(
                 .iter()
                 .map(|v| json!({"vip": v.vip, "vip_type": v.vip_type, "verification": "succeeded"}))
                 .collect();
-            json!({"vips": vips})
+            // `verify_vips_response` is a bare array, as the request is.
+            Value::Array(vips)
         }
         StepKind::TangConnectivityCheck => json!({"is_success": true, "tang_server_response": []}),
         StepKind::UpgradeAgent => {

@@ -313,11 +313,12 @@ fn verify_vips_all_succeeded() {
         Some(json!([{"vip": "192.168.111.5", "vip_type": "api"},
                     {"vip": "192.168.111.6", "vip_type": "ingress"}])),
     );
+    // and so is its verify_vips_response
     assert_eq!(
         v,
-        json!({"vips": [
+        json!([
             {"vip": "192.168.111.5", "vip_type": "api", "verification": "succeeded"},
-            {"vip": "192.168.111.6", "vip_type": "ingress", "verification": "succeeded"}]})
+            {"vip": "192.168.111.6", "vip_type": "ingress", "verification": "succeeded"}])
     );
 }
 
