@@ -26,8 +26,7 @@ use tokio::sync::watch;
 pub const CERT_FILE: &str = "tls.crt";
 pub const KEY_FILE: &str = "tls.key";
 
-/// How long a client may take for the TLS handshake and then for the request head.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take for the request head.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The apiserver sends whole objects; a conversion review of a few objects stays far below.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;
@@ -236,7 +235,7 @@ pub async fn serve_tls(
     listener: tokio::net::TcpListener,
     cert_dir: PathBuf,
     router: Router,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -255,54 +254,14 @@ pub async fn serve_tls(
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "webhook server: accepting a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = stopped(&mut shutdown) => break,
-        };
-        let acceptor = acceptor.clone();
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let mut stop = shutdown.clone();
-        connections.spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "webhook TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
-            };
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
-            tokio::pin!(connection);
-            let result = tokio::select! {
-                r = connection.as_mut() => r,
-                () = stopped(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
-                }
-            };
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "webhook connection closed with an error");
-            }
-        });
-        while connections.try_join_next().is_some() {}
-    }
-    while connections.join_next().await.is_some() {}
-}
-
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|stop| *stop).await;
+    crate::http::serve(
+        listener,
+        router,
+        Some(acceptor),
+        HEADER_READ_TIMEOUT,
+        shutdown,
+    )
+    .await;
 }
 
 #[cfg(test)]

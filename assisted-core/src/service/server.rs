@@ -249,49 +249,9 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     header_read_timeout: Duration,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accepting a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = stopped(&mut shutdown) => break,
-        };
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let mut stop = shutdown.clone();
-        connections.spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(header_read_timeout)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            let result = tokio::select! {
-                r = connection.as_mut() => r,
-                () = stopped(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
-                }
-            };
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "connection closed with an error");
-            }
-        });
-        while connections.try_join_next().is_some() {}
-    }
-    while connections.join_next().await.is_some() {}
-}
-
-/// Resolves once `shutdown` is true (or its sender is gone).
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|stop| *stop).await;
+    manager::http::serve(listener, router, None, header_read_timeout, shutdown).await;
 }
 
 #[cfg(test)]
