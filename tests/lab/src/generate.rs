@@ -136,12 +136,14 @@ mod tests {
         let bin = clusterctl().expect("the testbed is built");
         let home = tempfile::tempdir().expect("temp dir");
         let root = testbed::cache::repo_root();
-        for (t, c, n) in [
-            (Topology::ThreePlusTwo, 0, 1),
-            (Topology::Sno, 0, 1),
-            (Topology::ThreePlusTwo, 2, 3),
+        for (t, workers, c, n) in [
+            (Topology::ThreePlusTwo, 2, 0, 1),
+            (Topology::Sno, 2, 0, 1),
+            (Topology::ThreePlusTwo, 2, 2, 3),
+            (Topology::ThreePlusTwo, 9, 0, 1),
+            (Topology::ThreePlusTwo, 0, 4, 5),
         ] {
-            let spec = ClusterSpec::new(t, c, n);
+            let spec = ClusterSpec::new(t, workers, c, n);
             let g = Generate::new(&spec, &root.join(template(t)));
             let yaml = g
                 .run(&bin, home.path())
@@ -160,9 +162,13 @@ mod tests {
             if t == Topology::ThreePlusTwo {
                 assert_eq!(f.api_vips, std::slice::from_ref(&spec.api_vip));
                 assert_eq!(f.ingress_vips, std::slice::from_ref(&spec.ingress_vip));
+                // The workers' MachineDeployment, with 0 replicas for `--workers 0`.
                 let pool = f.day2_pool().expect("workers");
                 assert_eq!(pool.name, spec.workers_name());
+                assert_eq!(pool.replicas, workers);
                 assert_eq!(pool.hosts.host_labels(), role("worker"));
+                assert_eq!(spec.day2.is_some(), workers > 0);
+                assert_eq!(f.infraenvs_day1(), spec.infraenvs);
             } else {
                 assert!(f.pools.is_empty() && f.api_vips.is_empty());
             }
@@ -177,7 +183,7 @@ mod tests {
         }
         let bin = clusterctl().expect("the testbed is built");
         let home = tempfile::tempdir().expect("temp dir");
-        let spec = ClusterSpec::new(Topology::ThreePlusTwo, 0, 1);
+        let spec = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
         let mut g = Generate::new(
             &spec,
             &testbed::cache::repo_root().join(template(spec.topology)),

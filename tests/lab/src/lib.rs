@@ -8,9 +8,11 @@
 //! fixture provisioner), a workload apiserver, our two managers as processes and one
 //! [`site::Site`] per cluster; then installs the clusters day-1 (one, or `--clusters N`
 //! concurrently, each in its own namespace), adds a day-2 worker to each and removes it again,
-//! printing progress and, at the end, a timeline, the managers' peak memory ([`memory`]) and the
-//! wall time; `--report` writes it all as JSON ([`Report::to_json`]).
+//! printing progress and, at the end, a timeline, the managers' peak memory ([`memory`]), the
+//! API requests the apiservers counted ([`apimetrics`]), the day-2 scale-up time and the wall
+//! time; `--report` writes it all as JSON ([`Report::to_json`]).
 
+pub mod apimetrics;
 pub mod clusterfile;
 pub mod generate;
 pub mod managers;
@@ -48,30 +50,55 @@ use site::{Server, Site};
 /// What to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Topology {
-    /// Three masters and two workers, then a day-2 worker added and removed.
+    /// Three masters and two workers (`--workers` changes the two), then a day-2 worker added
+    /// and removed.
     #[value(name = "3+2")]
     ThreePlusTwo,
     /// Single-node OpenShift: one master, no workers, no day-2 step.
     Sno,
 }
 
-impl Topology {
-    /// (masters, workers) installed day-1.
-    pub fn day1(self) -> (u32, u32) {
+/// How fast the simulated servers and the cluster's installer-controller go: a multiplier on
+/// agent-sim's delays (its installer's stage times, the agents' polling, the controller's
+/// polling). docs/lab.md "Speed" has the seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Speed {
+    /// The delays of a real install's simulated parts (×1): the agents poll every 60 s as the
+    /// core tells them, writing the image takes 20 s, the controller polls every 5 s.
+    Realistic,
+    /// A tenth of them (×0.1).
+    Fast,
+    /// No simulated delays (×0): polls every 50 ms, stages back to back.
+    #[default]
+    Instant,
+}
+
+impl Speed {
+    /// agent-sim's `with_speed` multiplier.
+    pub fn factor(self) -> f64 {
         match self {
-            Topology::ThreePlusTwo => (3, 2),
-            Topology::Sno => (1, 0),
+            Speed::Realistic => 1.0,
+            Speed::Fast => 0.1,
+            Speed::Instant => 0.0,
         }
     }
 
-    /// Whether the scenario scales the workers up for a day-2 worker and back down.
-    pub fn day2(self) -> bool {
-        self.day1().1 > 0
+    pub fn name(self) -> &'static str {
+        match self {
+            Speed::Realistic => "realistic",
+            Speed::Fast => "fast",
+            Speed::Instant => "instant",
+        }
     }
 }
 
 pub struct Options {
     pub topology: Topology,
+    /// Day-1 workers of a 3+N cluster (0..=[`manifests::MAX_WORKERS`]; 0: no day-2 step);
+    /// ignored for SNO and with a cluster file.
+    pub workers: u32,
+    /// How fast the simulated hosts and installer-controller go.
+    pub speed: Speed,
     /// How many clusters of `topology` to install concurrently, each in its own namespace
     /// with its own BareMetalHosts (at least 1).
     pub clusters: u32,
@@ -98,6 +125,8 @@ pub struct Report {
     pub ok: bool,
     /// Where the clusters came from: the template, or the cluster file.
     pub source: String,
+    /// How fast the simulated hosts went.
+    pub speed: Speed,
     /// Milestones reached by every cluster, with the time since the lab started (the time
     /// the last cluster reached it).
     pub milestones: Vec<(Duration, String)>,
@@ -109,8 +138,34 @@ pub struct Report {
     pub clusters: Vec<ClusterReport>,
     /// The managers' memory over the run.
     pub memory: Memory,
+    /// The API requests the apiservers counted (`None` when they could not be read).
+    pub api: Option<apimetrics::ApiRequests>,
     /// The whole run, since the lab started.
     pub duration: Duration,
+}
+
+/// A cluster's day-2 step, since the lab started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Day2Times {
+    /// When the lab scaled the MachineDeployment up.
+    pub scaled_up: Duration,
+    /// When the day-2 worker's Node was first seen Ready in the workload apiserver.
+    pub node_ready: Option<Duration>,
+    /// When the day-2 milestone was reached (its Machine Running, its Agent
+    /// `added-to-existing-cluster`).
+    pub installed: Option<Duration>,
+}
+
+impl Day2Times {
+    /// Scale-up to the Node Ready.
+    pub fn to_node_ready(&self) -> Option<Duration> {
+        self.node_ready.map(|d| d.saturating_sub(self.scaled_up))
+    }
+
+    /// Scale-up to the day-2 milestone.
+    pub fn to_installed(&self) -> Option<Duration> {
+        self.installed.map(|d| d.saturating_sub(self.scaled_up))
+    }
 }
 
 /// One cluster's run.
@@ -127,6 +182,8 @@ pub struct ClusterReport {
     pub done: bool,
     /// What the lab saw last (JSON object, see docs/lab.md "The report").
     pub last_seen: Value,
+    /// Its day-2 step, once the MachineDeployment was scaled up.
+    pub day2: Option<Day2Times>,
     /// The step it did not finish and the objects that step waits on.
     pub stuck: Option<Stuck>,
 }
@@ -191,14 +248,69 @@ mod report_json {
     pub struct Report<'a> {
         pub ok: bool,
         pub source: &'a str,
+        pub speed: &'a str,
         pub seconds: f64,
         pub failure: Option<&'a str>,
         pub stuck: Option<&'a str>,
         pub milestones: Vec<Milestone<'a>>,
         pub all_installed_seconds: Option<f64>,
         pub first_applied_seconds: Option<f64>,
+        pub day2: Option<Day2Summary>,
         pub clusters: Vec<Cluster<'a>>,
         pub memory: Memory<'a>,
+        pub api_requests: Option<ApiRequests<'a>>,
+    }
+
+    /// Over the clusters that reached it.
+    #[derive(Serialize)]
+    pub struct Stats {
+        pub min: f64,
+        pub median: f64,
+        pub max: f64,
+    }
+
+    #[derive(Serialize)]
+    pub struct Day2Summary {
+        pub clusters: usize,
+        pub scale_up_to_node_ready_seconds: Option<Stats>,
+        pub scale_up_to_installed_seconds: Option<Stats>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Day2 {
+        pub scaled_up_seconds: f64,
+        pub node_ready_seconds: Option<f64>,
+        pub installed_seconds: Option<f64>,
+        pub scale_up_to_node_ready_seconds: Option<f64>,
+        pub scale_up_to_installed_seconds: Option<f64>,
+    }
+
+    #[derive(Serialize)]
+    pub struct ApiRequests<'a> {
+        pub hosts: u64,
+        pub management: Counts<'a>,
+        pub by_client: Vec<Client<'a>>,
+        pub reconciles: &'a std::collections::BTreeMap<String, f64>,
+        pub workload: Counts<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Counts<'a> {
+        pub total: f64,
+        pub per_host: f64,
+        pub by_verb: &'a std::collections::BTreeMap<String, f64>,
+        pub by_resource: &'a std::collections::BTreeMap<String, f64>,
+        pub by_code: &'a std::collections::BTreeMap<String, f64>,
+        pub by_flow_schema: &'a std::collections::BTreeMap<String, f64>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Client<'a> {
+        pub name: &'a str,
+        pub requests: f64,
+        pub per_host: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reads: Option<f64>,
     }
 
     #[derive(Serialize)]
@@ -211,6 +323,7 @@ mod report_json {
         pub installed_seconds: Option<f64>,
         pub milestones: Vec<Milestone<'a>>,
         pub last_seen: &'a Value,
+        pub day2: Option<Day2>,
         pub stuck: Option<Stuck<'a>>,
     }
 
@@ -248,6 +361,45 @@ mod report_json {
         pub idle_mib: f64,
         pub peak_mib: f64,
         pub last_mib: f64,
+    }
+}
+
+/// Min, median and max of `v` in seconds (one decimal); `None` when empty.
+fn stats(mut v: Vec<Duration>) -> Option<report_json::Stats> {
+    v.sort();
+    Some(report_json::Stats {
+        min: secs(*v.first()?),
+        median: secs(v[v.len() / 2]),
+        max: secs(*v.last()?),
+    })
+}
+
+fn day2_json(d: &Day2Times) -> report_json::Day2 {
+    report_json::Day2 {
+        scaled_up_seconds: secs(d.scaled_up),
+        node_ready_seconds: d.node_ready.map(secs),
+        installed_seconds: d.installed.map(secs),
+        scale_up_to_node_ready_seconds: d.to_node_ready().map(secs),
+        scale_up_to_installed_seconds: d.to_installed().map(secs),
+    }
+}
+
+fn counts_json(c: &apimetrics::Counts, hosts: u64) -> report_json::Counts<'_> {
+    report_json::Counts {
+        total: c.total,
+        per_host: per_host(c.total, hosts),
+        by_verb: &c.by_verb,
+        by_resource: &c.by_resource,
+        by_code: &c.by_code,
+        by_flow_schema: &c.by_flow_schema,
+    }
+}
+
+fn per_host(n: f64, hosts: u64) -> f64 {
+    if hosts == 0 {
+        0.0
+    } else {
+        (n / hosts as f64 * 10.0).round() / 10.0
     }
 }
 
@@ -296,6 +448,11 @@ impl Report {
             .map(|(d, _)| *d)
     }
 
+    /// The day-2 steps that started (clusters with a MachineDeployment).
+    pub fn day2(&self) -> Vec<Day2Times> {
+        self.clusters.iter().filter_map(|c| c.day2).collect()
+    }
+
     /// The report `--report` writes, pretty-printed (its shape is in docs/lab.md "The report").
     pub fn to_json(&self) -> String {
         let first_applied = self
@@ -307,12 +464,25 @@ impl Report {
         let report = report_json::Report {
             ok: self.ok,
             source: &self.source,
+            speed: self.speed.name(),
             seconds: secs(self.duration),
             failure: self.failure.as_deref(),
             stuck: self.stuck.as_deref(),
             milestones: milestones_json(&self.milestones),
             all_installed_seconds: self.all_installed().map(secs),
             first_applied_seconds: first_applied.map(secs),
+            day2: {
+                let d = self.day2();
+                (!d.is_empty()).then(|| report_json::Day2Summary {
+                    clusters: d.len(),
+                    scale_up_to_node_ready_seconds: stats(
+                        d.iter().filter_map(Day2Times::to_node_ready).collect(),
+                    ),
+                    scale_up_to_installed_seconds: stats(
+                        d.iter().filter_map(Day2Times::to_installed).collect(),
+                    ),
+                })
+            },
             clusters: self
                 .clusters
                 .iter()
@@ -325,6 +495,7 @@ impl Report {
                     installed_seconds: c.installed.map(secs),
                     milestones: milestones_json(&c.milestones),
                     last_seen: &c.last_seen,
+                    day2: c.day2.as_ref().map(day2_json),
                     stuck: c.stuck.as_ref().map(Stuck::to_json),
                 })
                 .collect(),
@@ -344,6 +515,22 @@ impl Report {
                 peak_sum_mib: mib(self.memory.peak_sum_kib()),
                 peak_sum_sampled_mib: mib(self.memory.peak_sum_sampled_kib),
             },
+            api_requests: self.api.as_ref().map(|a| report_json::ApiRequests {
+                hosts: a.hosts,
+                management: counts_json(&a.management, a.hosts),
+                by_client: a
+                    .clients
+                    .iter()
+                    .map(|c| report_json::Client {
+                        name: &c.name,
+                        requests: c.requests,
+                        per_host: per_host(c.requests, a.hosts),
+                        reads: c.reads,
+                    })
+                    .collect(),
+                reconciles: &a.reconciles,
+                workload: counts_json(&a.workload, a.hosts),
+            }),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
         serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -477,6 +664,9 @@ struct Lab {
     tb: Testbed,
     workload: Testbed,
     managers: Managers,
+    /// The lab's own client of the management apiserver: ServiceAccount
+    /// [`apimetrics::LAB`], so that the apiserver counts its requests apart.
+    client: Client,
 }
 
 impl Lab {
@@ -516,6 +706,26 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             .apply_yaml(&manifests::workload_rbac_yaml(NODE_BOOTSTRAPPER))
             .await
             .context("workload RBAC")?;
+        // Our managers and the lab itself talk to the management apiserver as ServiceAccounts
+        // with FlowSchemas of their own, so that its metrics count their requests apart.
+        tb.apply_yaml(&apimetrics::identities_yaml(&[
+            managers::CONTROLPLANE,
+            managers::BOOTSTRAP,
+            apimetrics::LAB,
+        ]))
+        .await
+        .context("the lab's clients' ServiceAccounts and FlowSchemas")?;
+        let mgmt_ca = opts.dir.join("management-ca.crt");
+        std::fs::write(&mgmt_ca, tb.ca_pem()).context("writing the management CA")?;
+        let kubeconfigs = opts.dir.join("kubeconfigs");
+        let mut kc = Vec::new();
+        for name in [managers::CONTROLPLANE, managers::BOOTSTRAP, apimetrics::LAB] {
+            kc.push(
+                apimetrics::write_kubeconfig(&tb.client, &tb.server, &mgmt_ca, name, &kubeconfigs)
+                    .await?,
+            );
+        }
+        let client = apimetrics::client_from(&kc[2]).await?;
         // The admin kubeconfig the lab backend publishes is valid against the workload
         // apiserver: its server CA is trusted and its client CA signs the admin certificate.
         let ca_file = opts.dir.join("workload-ca.crt");
@@ -539,7 +749,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
         let managers = managers::start(
             &opts.bin_dir,
             &opts.dir,
-            &tb.kubeconfig,
+            [&kc[0], &kc[1]],
             &iso,
             &WorkloadAccess {
                 api_url: workload.server.clone(),
@@ -551,14 +761,15 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
         // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,
         // and the processes above stand in for them (webhooks included).
         managers::point_webhooks(&tb, &managers).await?;
-        Ok(managers)
+        Ok((managers, client))
     }
     .await;
     match managers {
-        Ok(managers) => Ok(Lab {
+        Ok((managers, client)) => Ok(Lab {
             tb,
             workload,
             managers,
+            client,
         }),
         Err(e) => {
             tb.keep_dir();
@@ -596,6 +807,7 @@ async fn installer_controller(
     agent_api_url: &str,
     spec: &ClusterSpec,
     timeout: Duration,
+    speed: Speed,
 ) -> Result<JoinHandle<Result<()>>> {
     let cd = Api::<ClusterDeployment>::namespaced(client.clone(), &spec.ns)
         .get(&spec.control_plane_name())
@@ -615,7 +827,7 @@ async fn installer_controller(
     let keys = Keys::from_pkcs8_pem(pem).map_err(|e| anyhow!("reading the token key: {e}"))?;
     let token = keys.sign(&Claims::cluster(cluster_id.clone()));
     let controller = InstallerController::new(agent_api_url, cluster_id, &token)
-        .with_speed(0.0)
+        .with_speed(speed.factor())
         .with_timeout(timeout)
         .with_workload(workload.clone());
     Ok(tokio::spawn(async move {
@@ -645,6 +857,11 @@ struct ClusterRun {
     controller_started: bool,
     last_line: String,
     last_print: Option<Instant>,
+    /// Its day-2 step, once scaled up.
+    day2: Option<Day2Times>,
+    /// Its day-2 worker is installed; its workers wait to be scaled back down until every
+    /// cluster's is (several clusters).
+    scale_down_pending: bool,
 }
 
 /// A cluster before the lab starts: its size and names, its hosts and its manifests.
@@ -691,7 +908,7 @@ async fn plan_generated(
     start: Instant,
 ) -> Result<Plan> {
     let t = opts.topology;
-    let spec = ClusterSpec::new(t, c, n);
+    let spec = ClusterSpec::new(t, opts.workers, c, n);
     let root = testbed::cache::repo_root();
     let g = Generate::new(&spec, &root.join(generate::template(t)));
     let yaml = g
@@ -718,23 +935,27 @@ async fn plan_generated(
     }
     let f = ClusterFile::parse(&yaml, &file.display().to_string())?;
     // The template must make the cluster the lab waits for.
+    // A 3+N cluster always has its workers' MachineDeployment, with 0 replicas for
+    // `--workers 0` (then the lab runs no day-2 step).
     let expected = ClusterSpec::from_file(&f);
-    let seen = |s: &ClusterSpec| {
+    let seen = |s: &ClusterSpec, has_md: bool| {
         (
             s.name.clone(),
             s.ns.clone(),
             s.control_plane.clone(),
             s.masters,
             s.workers,
-            s.day2.clone(),
+            has_md.then(|| s.workers_name()),
         )
     };
-    if seen(&expected) != seen(&spec) {
+    let (got, wanted) = (
+        seen(&expected, expected.day2.is_some()),
+        seen(&spec, t == Topology::ThreePlusTwo),
+    );
+    if got != wanted {
         anyhow::bail!(
-            "{} is not the cluster the lab expects: it has {:?}, the lab expects {:?} (name, namespace, control plane, masters, workers, day-2 MachineDeployment)",
+            "{} is not the cluster the lab expects: it has {got:?}, the lab expects {wanted:?} (name, namespace, control plane, masters, workers, workers' MachineDeployment)",
             file.display(),
-            seen(&expected),
-            seen(&spec)
         );
     }
     let spare = u32::from(spec.day2.is_some());
@@ -933,7 +1154,7 @@ fn describe_file(f: &ClusterFile, plan: &Plan, start: Instant) {
 }
 
 impl ClusterRun {
-    fn new(plan: Plan, client: &Client, workload: &Client) -> ClusterRun {
+    fn new(plan: Plan, client: &Client, workload: &Client, speed: Speed) -> ClusterRun {
         let Plan {
             spec,
             servers,
@@ -956,6 +1177,7 @@ impl ClusterRun {
             &spec.ns,
             &servers,
             reply_ctx,
+            speed.factor(),
         );
         ClusterRun {
             spec,
@@ -970,6 +1192,8 @@ impl ClusterRun {
             controller_started: false,
             last_line: String::new(),
             last_print: None,
+            day2: None,
+            scale_down_pending: false,
         }
     }
 
@@ -998,6 +1222,7 @@ impl ClusterRun {
             installed,
             done: self.next >= steps.len(),
             last_seen: self.snap.to_json(&self.spec.name),
+            day2: self.day2,
             stuck,
         }
     }
@@ -1055,6 +1280,17 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     if n > 100 {
         anyhow::bail!("--clusters: at most 100");
     }
+    if opts.cluster_file.is_none()
+        && opts.topology == Topology::ThreePlusTwo
+        && opts.workers > manifests::MAX_WORKERS
+    {
+        anyhow::bail!(
+            "--workers {}: at most {} workers per cluster (a cluster's worker hosts, the day-2 spare included, get {} agent-sim profile indexes; a larger cluster runs with --cluster-file)",
+            opts.workers,
+            manifests::MAX_WORKERS,
+            manifests::INDEX_STRIDE
+        );
+    }
     // The clusters' manifests first: a file the lab cannot use fails before anything starts.
     let (plans, source) = match &opts.cluster_file {
         Some(path) => {
@@ -1091,15 +1327,22 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         managers::BOOTSTRAP,
     ]);
     memory.sample(&lab.managers.pids());
-    let client = lab.tb.client.clone();
+    let client = lab.client.clone();
+    // The apiservers' request counters before anything of the clusters exists.
+    let api_before = read_api(&client, &lab.workload.client).await;
     let mut runs = Vec::new();
     for plan in plans {
         let name = plan.spec.name.clone();
-        lab.tb
-            .apply_yaml(&plan.hosts_yaml)
+        let hosts = testbed::resources::parse_yaml(&plan.hosts_yaml)?;
+        testbed::resources::apply_all(&client, hosts)
             .await
             .with_context(|| format!("applying the BareMetalHosts of {name}"))?;
-        runs.push(ClusterRun::new(plan, &client, &lab.workload.client));
+        runs.push(ClusterRun::new(
+            plan,
+            &client,
+            &lab.workload.client,
+            opts.speed,
+        ));
     }
     if n == 1 {
         let servers = &runs[0].servers;
@@ -1140,8 +1383,12 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
 
     // Every cluster of a run has the same shape (one topology, or the one file's cluster).
     let steps = Step::all(runs[0].spec.day2.is_some());
+    let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
+    // Registered now, so that a Ctrl-C during a pass is not lost.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
     let failure: Option<String> = 'run: loop {
         if let Err(e) = lab.managers.check_running() {
             break Some(format!("a manager exited: {e:#}"));
@@ -1173,6 +1420,18 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     .iter()
                     .for_each(|c| println!("{} {pre}{c}", stamp(start)));
                 r.snap = s;
+                // The day-2 worker's Node, Ready in the workload apiserver.
+                if let Some(d) = r.day2.as_mut()
+                    && d.node_ready.is_none()
+                {
+                    let day2 = r.site.day2_nodes();
+                    if w.nodes
+                        .iter()
+                        .any(|n| day2.contains(&n.name_any()) && node_ready(n))
+                    {
+                        d.node_ready = Some(start.elapsed());
+                    }
+                }
             }
             // The installer-controller runs in the new cluster once its masters are up.
             if !r.controller_started
@@ -1187,6 +1446,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     &lab.managers.agent_api_url,
                     &r.spec,
                     left,
+                    opts.speed,
                 )
                 .await
                 {
@@ -1216,6 +1476,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
                 r.reached.push(start.elapsed());
                 r.next += 1;
+                if step == Step::Day2Installed
+                    && let Some(d) = r.day2.as_mut()
+                {
+                    d.installed = Some(start.elapsed());
+                }
                 if n == 1 {
                     println!("{} == {}", stamp(start), step.title());
                 } else if r.next == steps.len() || step == Step::Installed {
@@ -1241,11 +1506,24 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                             stamp(start),
                             workers + 1
                         );
+                        r.day2 = Some(Day2Times {
+                            scaled_up: start.elapsed(),
+                            node_ready: None,
+                            installed: None,
+                        });
                         scale_workers(&client, &r.spec, workers + 1).await
                     }
-                    (Step::Day2Installed, Some((md, workers))) => {
+                    (Step::Day2Installed, Some((md, workers))) if n == 1 => {
                         println!("{} scaling {md} back to {workers}", stamp(start));
                         scale_workers(&client, &r.spec, *workers).await
+                    }
+                    // With several clusters the day-2 workers are removed together, once
+                    // every cluster has its own (below): baremetal-operator's fixture
+                    // provisioner keeps one state for all hosts, and a host provisioning while
+                    // another deprovisions can flip it back and forth for minutes.
+                    (Step::Day2Installed, Some(_)) => {
+                        r.scale_down_pending = true;
+                        Ok(())
                     }
                     _ => Ok(()),
                 };
@@ -1272,6 +1550,23 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             }
             milestones.push((at, title.to_string()));
         }
+        if let Some(i) = day2_step
+            && runs.iter().all(|r| r.next > i)
+            && runs.iter().any(|r| r.scale_down_pending)
+        {
+            println!(
+                "{} every cluster has its day-2 worker: scaling the workers of all {n} back down",
+                stamp(start)
+            );
+            for r in runs.iter_mut().filter(|r| r.scale_down_pending) {
+                r.scale_down_pending = false;
+                if let Some((_, workers)) = &r.spec.day2
+                    && let Err(e) = scale_workers(&client, &r.spec, *workers).await
+                {
+                    break 'run Some(format!("{e:#}"));
+                }
+            }
+        }
         if milestones.len() == steps.len() {
             break None;
         }
@@ -1280,10 +1575,36 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = tokio::signal::ctrl_c() => break Some("interrupted (Ctrl-C)".into()),
+            _ = interrupt.recv() => break Some("interrupted (Ctrl-C)".into()),
         }
     };
     memory.sample(&lab.managers.pids());
+    let api = match (api_before, read_api(&client, &lab.workload.client).await) {
+        (Some((m0, w0)), Some((m1, w1))) => {
+            let management = m1.since(&m0);
+            Some(apimetrics::ApiRequests {
+                hosts: runs.iter().map(|r| r.servers.len() as u64).sum(),
+                clients: apimetrics::clients(
+                    &management.by_flow_schema,
+                    &[
+                        (
+                            managers::CONTROLPLANE,
+                            "controlplane-provider (with the embedded assisted-core)",
+                        ),
+                        (managers::BOOTSTRAP, "bootstrap-provider"),
+                        (
+                            apimetrics::LAB,
+                            "the lab: its reads every 0.5 s, the simulated site, applying and scaling",
+                        ),
+                    ],
+                ),
+                management,
+                workload: w1.since(&w0),
+                reconciles: lab.managers.reconciles(),
+            })
+        }
+        _ => None,
+    };
 
     println!();
     let shape = shape(&runs[0].spec);
@@ -1340,6 +1661,37 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         ),
         _ => println!("Wall time: not every cluster was installed"),
     }
+    let day2: Vec<Day2Times> = runs.iter().filter_map(|r| r.day2).collect();
+    if !day2.is_empty() {
+        let spread = |v: Vec<Duration>| -> String {
+            let mut v = v;
+            v.sort();
+            match (v.first(), v.last()) {
+                (Some(a), Some(b)) if v.len() == 1 || a == b => {
+                    format!("{:.1}s", a.as_secs_f64())
+                }
+                (Some(a), Some(b)) => format!(
+                    "min {:.1}s, median {:.1}s, max {:.1}s ({} clusters)",
+                    a.as_secs_f64(),
+                    v[v.len() / 2].as_secs_f64(),
+                    b.as_secs_f64(),
+                    v.len()
+                ),
+                _ => "-".into(),
+            }
+        };
+        println!(
+            "Day-2: MachineDeployment scaled up → the new worker's Node Ready: {}; → its Machine Running and Agent added-to-existing-cluster: {}",
+            spread(day2.iter().filter_map(Day2Times::to_node_ready).collect()),
+            spread(day2.iter().filter_map(Day2Times::to_installed).collect()),
+        );
+    }
+    match &api {
+        Some(a) => print!("{}", a.report()),
+        None => {
+            println!("API requests: the apiservers' /metrics could not be read (see logs/lab.log)")
+        }
+    }
     let unfinished: Vec<&ClusterRun> = runs.iter().filter(|r| r.next < steps.len()).collect();
     let stuck = failure.as_ref().map(|f| match unfinished.first() {
         Some(r) => format!("{}{}: {f}", prefix(&r.spec), steps[r.next].title()),
@@ -1390,11 +1742,13 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     let report = Report {
         ok: failure.is_none(),
         source,
+        speed: opts.speed,
         milestones,
         stuck,
         failure,
         clusters: runs.iter().map(|r| r.report(&steps)).collect(),
         memory,
+        api,
         duration: start.elapsed(),
     };
     if !report.ok || opts.keep || opts.keep_dirs {
@@ -1405,6 +1759,34 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         keep_running(&mut lab, &mut runs).await;
     }
     Ok(report)
+}
+
+/// Both apiservers' request counters (management, workload); `None`, logged, when either
+/// cannot be read.
+async fn read_api(
+    management: &Client,
+    workload: &Client,
+) -> Option<(apimetrics::Counts, apimetrics::Counts)> {
+    match tokio::try_join!(
+        apimetrics::Counts::read(management),
+        apimetrics::Counts::read(workload)
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!("reading the apiservers' metrics: {e:#}");
+            None
+        }
+    }
+}
+
+/// A Node whose Ready condition is True.
+fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
 /// The objects a step depends on, with their last conditions (not-True ones first).
@@ -1529,10 +1911,19 @@ async fn keep_running(lab: &mut Lab, runs: &mut [ClusterRun]) {
         "  kubectl --kubeconfig {} get nodes   # the workload cluster",
         lab.workload.kubeconfig.display()
     );
+    // Registered now, so that a Ctrl-C during a pass is not lost.
+    let mut interrupt =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("listening for Ctrl-C: {e}");
+                return;
+            }
+        };
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-            _ = tokio::signal::ctrl_c() => break,
+            _ = interrupt.recv() => break,
         }
         for r in runs.iter_mut() {
             if let Err(e) = r.site.tick(&lab.workload).await {
@@ -1580,6 +1971,7 @@ mod tests {
         let report = Report {
             ok: false,
             source: "cluster file c.yaml".into(),
+            speed: Speed::Fast,
             milestones: vec![(s(9.04), "hosts available".into())],
             failure: Some("timed out after 60s".into()),
             stuck: Some("InfraEnvs ready: timed out after 60s".into()),
@@ -1592,6 +1984,11 @@ mod tests {
                 installed: None,
                 done: false,
                 last_seen: Snapshot::default().to_json("c"),
+                day2: Some(Day2Times {
+                    scaled_up: s(40.0),
+                    node_ready: Some(s(52.25)),
+                    installed: None,
+                }),
                 stuck: Some(Stuck {
                     step: "InfraEnvs ready".into(),
                     waiting_for: "2 InfraEnv(s) with an ISO URL".into(),
@@ -1599,6 +1996,19 @@ mod tests {
                 }),
             }],
             memory: Memory::new(&["a", "b"]),
+            api: Some(apimetrics::ApiRequests {
+                hosts: 4,
+                management: apimetrics::Counts {
+                    total: 10.0,
+                    ..Default::default()
+                },
+                clients: vec![apimetrics::ClientCount {
+                    name: "the lab".into(),
+                    requests: 6.0,
+                    reads: Some(5.0),
+                }],
+                ..Default::default()
+            }),
             duration: s(60.0),
         };
         let text = report.to_json();
@@ -1625,6 +2035,16 @@ mod tests {
             "Ready=False NoISO: waiting for the image"
         );
         assert_eq!(v["memory"]["managers"][1]["name"], "b");
+        assert_eq!(v["speed"], "fast");
+        assert_eq!(c["day2"]["scale_up_to_node_ready_seconds"], 12.3);
+        assert_eq!(c["day2"]["installed_seconds"], Value::Null);
+        assert_eq!(v["day2"]["scale_up_to_node_ready_seconds"]["median"], 12.3);
+        assert_eq!(v["day2"]["scale_up_to_installed_seconds"], Value::Null);
+        assert_eq!(v["api_requests"]["management"]["per_host"], 2.5);
+        assert_eq!(v["api_requests"]["by_client"][0]["per_host"], 1.5);
+        assert_eq!(v["api_requests"]["by_client"][0]["reads"], 5.0);
+        // Fields in the documented order: the API requests after the memory, last.
+        assert!(text.find("\n  \"api_requests\"") > text.find("\n  \"memory\""));
         let e = error_report(&anyhow!("no Cluster in f.yaml"), s(0.25));
         let e: Value = serde_json::from_str(&e).expect("JSON");
         assert_eq!(e["ok"], false);
@@ -1660,7 +2080,7 @@ mod tests {
 
         // Host selectors that keep the roles apart: workers get worker hardware and labels.
         let generated = |api_vip: &str| {
-            let spec = ClusterSpec::new(Topology::ThreePlusTwo, 0, 1);
+            let spec = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
             format!(
                 r#"
 apiVersion: cluster.x-k8s.io/v1beta2

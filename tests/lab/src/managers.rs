@@ -23,6 +23,8 @@ pub struct Managers {
     pub agent_api_url: String,
     /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
     pub webhooks: Vec<(&'static str, u16, PathBuf)>,
+    /// Each manager's `/metrics` port, control plane first.
+    pub metrics_ports: Vec<u16>,
 }
 
 /// The CRDs each manager converts (CAPOA's older versions).
@@ -71,6 +73,20 @@ impl Managers {
         self.procs.iter().map(|p| p.id()).collect()
     }
 
+    /// Every manager's `reconciles_total` by controller, summed (a manager that does not
+    /// answer is left out).
+    pub fn reconciles(&self) -> std::collections::BTreeMap<String, f64> {
+        let mut out = std::collections::BTreeMap::new();
+        for port in &self.metrics_ports {
+            if let Ok((200, text)) = http_get(*port, "/metrics") {
+                for (k, v) in crate::apimetrics::reconciles(&text) {
+                    *out.entry(k).or_default() += v;
+                }
+            }
+        }
+        out
+    }
+
     /// Fails if a manager has exited, quoting the end of its log.
     pub fn check_running(&mut self) -> Result<()> {
         self.procs.iter_mut().try_for_each(Process::check_running)
@@ -81,12 +97,12 @@ fn addr() -> Result<String> {
     Ok(format!("127.0.0.1:{}", free_port()?))
 }
 
-/// Starts both managers against the management apiserver (`kubeconfig`) and waits until they
-/// answer `/readyz`.
+/// Starts both managers against the management apiserver (`kubeconfigs`: the control plane's,
+/// the bootstrap manager's) and waits until they answer `/readyz`.
 pub async fn start(
     bin_dir: &Path,
     dir: &Path,
-    kubeconfig: &Path,
+    kubeconfigs: [&Path; 2],
     iso: &Path,
     workload: &WorkloadAccess,
 ) -> Result<Managers> {
@@ -112,12 +128,15 @@ pub async fn start(
     }])
     .to_string();
     let mut webhooks = Vec::new();
-    let mut common = |name: &'static str, health: &str| -> Result<Vec<String>> {
+    let mut metrics_ports = Vec::new();
+    let mut common = |name: &'static str, kubeconfig: &Path, health: &str| -> Result<Vec<String>> {
         let port = free_port()?;
+        let metrics = free_port()?;
+        metrics_ports.push(metrics);
         let cert_dir = dir.join(format!("{name}-webhook"));
         let args = vec![
             format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--metrics-bind-address={}", addr()?),
+            format!("--metrics-bind-address=127.0.0.1:{metrics}"),
             format!("--health-probe-bind-address={health}"),
             format!("--webhook-bind-address=127.0.0.1:{port}"),
             format!("--webhook-cert-dir={}", cert_dir.display()),
@@ -127,7 +146,7 @@ pub async fn start(
         Ok(args)
     };
     let cp_health = addr()?;
-    let mut cp_args = common(CONTROLPLANE, &cp_health)?;
+    let mut cp_args = common(CONTROLPLANE, kubeconfigs[0], &cp_health)?;
     cp_args.extend([
         "--install-backend=lab".into(),
         format!("--lab-api-url={}", workload.api_url),
@@ -148,7 +167,7 @@ pub async fn start(
         "--monitor-interval-seconds=1".into(),
     ]);
     let bs_health = addr()?;
-    let bs_args = common(BOOTSTRAP, &bs_health)?;
+    let bs_args = common(BOOTSTRAP, kubeconfigs[1], &bs_health)?;
     // Log files are read by people, not terminals.
     let envs = [("NO_COLOR", "1")];
     let mut procs = Vec::new();
@@ -178,5 +197,6 @@ pub async fn start(
         procs,
         agent_api_url: format!("http://{agent_api}"),
         webhooks,
+        metrics_ports,
     })
 }

@@ -26,6 +26,12 @@ pub fn cluster_name(t: Topology) -> &'static str {
 /// UUIDs (functions of kind and index) never collide across clusters.
 pub const INDEX_STRIDE: u32 = 10;
 
+/// Day-1 workers of a 3+N cluster (`--workers`) by default.
+pub const DEFAULT_WORKERS: u32 = 2;
+/// Most day-1 workers of a generated 3+N cluster: its worker hosts (the day-2 spare included)
+/// must fit in [`INDEX_STRIDE`] profile indexes.
+pub const MAX_WORKERS: u32 = INDEX_STRIDE - 1;
+
 /// One cluster of the lab: its namespace, names, size, machine network and host index range.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
@@ -56,11 +62,15 @@ pub struct ClusterSpec {
 }
 
 impl ClusterSpec {
-    /// Cluster `c` (0-based) of `n`. One cluster keeps the names `lab`, `bm`/`sno`, `master-0`
-    /// and 192.168.111.0/24; with more, cluster `c` is `<name>-<c+1, 2 digits>` in namespace
-    /// `lab-<c+1>` on 10.<c+1>.0.0/16.
-    pub fn new(topology: Topology, c: u32, n: u32) -> ClusterSpec {
-        let (masters, workers) = topology.day1();
+    /// Cluster `c` (0-based) of `n`, with `workers` day-1 workers for 3+N (ignored for SNO).
+    /// One cluster keeps the names `lab`, `bm`/`sno`, `master-0` and 192.168.111.0/24; with
+    /// more, cluster `c` is `<name>-<c+1, 2 digits>` in namespace `lab-<c+1>` on
+    /// 10.<c+1>.0.0/16. A 3+N cluster with workers has the day-2 step; without, it has none.
+    pub fn new(topology: Topology, workers: u32, c: u32, n: u32) -> ClusterSpec {
+        let (masters, workers) = match topology {
+            Topology::ThreePlusTwo => (3, workers),
+            Topology::Sno => (1, 0),
+        };
         let (ns, name, host_prefix, machine_cidr, api_vip, ingress_vip, index_base) = if n == 1 {
             (
                 NS.to_string(),
@@ -92,9 +102,7 @@ impl ClusterSpec {
         ClusterSpec {
             topology,
             control_plane: format!("{name}-cp"),
-            day2: topology
-                .day2()
-                .then(|| (format!("{name}-workers"), workers)),
+            day2: (workers > 0).then(|| (format!("{name}-workers"), workers)),
             infraenvs: if workers > 0 { 2 } else { 1 },
             ns,
             name,

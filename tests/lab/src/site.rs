@@ -43,6 +43,8 @@ struct Booted {
     node: Option<String>,
     /// A day-2 kubelet's TLS bootstrap, running.
     kubelet: Option<JoinHandle<Result<()>>>,
+    /// It joined an installed cluster (day-2).
+    day2: bool,
 }
 
 pub struct Site {
@@ -54,6 +56,8 @@ pub struct Site {
     peers: Arc<RwLock<Vec<HostProfile>>>,
     reply_ctx: Arc<RwLock<ReplyCtx>>,
     booted: BTreeMap<String, Booted>,
+    /// agent-sim's speed multiplier for the hosts (0: no simulated delays).
+    speed: f64,
 }
 
 /// The site's servers of one cluster for `masters` + `workers` (workers include the day-2
@@ -195,6 +199,7 @@ impl Site {
         ns: &str,
         servers: &[Server],
         reply_ctx: ReplyCtx,
+        speed: f64,
     ) -> Site {
         Site {
             client,
@@ -207,7 +212,17 @@ impl Site {
             peers: Arc::new(RwLock::new(Vec::new())),
             reply_ctx: Arc::new(RwLock::new(reply_ctx)),
             booted: BTreeMap::new(),
+            speed,
         }
+    }
+
+    /// The Nodes of the powered-on day-2 hosts (registered or joining).
+    pub fn day2_nodes(&self) -> Vec<String> {
+        self.booted
+            .values()
+            .filter(|b| b.day2)
+            .filter_map(|b| b.node.clone())
+            .collect()
     }
 
     /// Hosts powered on now.
@@ -269,7 +284,7 @@ impl Site {
                 }
                 let mut cfg = AgentConfig::new(&url, &infra_env, &token, server.profile.clone())
                     .with_peers(self.peers.clone())
-                    .with_speed(0.0);
+                    .with_speed(self.speed);
                 cfg.reply_ctx = self.reply_ctx.clone();
                 self.booted.insert(
                     name.clone(),
@@ -278,6 +293,7 @@ impl Site {
                         role: server.role,
                         node: None,
                         kubelet: None,
+                        day2: false,
                     },
                 );
                 events.push(format!(
@@ -385,6 +401,7 @@ impl Site {
                 Ok(())
             }));
             b.node = Some(node.clone());
+            b.day2 = true;
             return Ok(Some(format!(
                 "site: {name} rebooted into the cluster (day-2); its kubelet asks to join as Node {node}"
             )));

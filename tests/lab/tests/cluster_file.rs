@@ -28,6 +28,8 @@ async fn capoa_multinode_example_installs_scales_up_and_down() {
         // Ignored with a cluster file.
         topology: Topology::Sno,
         clusters: 1,
+        workers: lab::manifests::DEFAULT_WORKERS,
+        speed: lab::Speed::Instant,
         cluster_file: Some(testbed::cache::repo_root().join("docs/examples/capoa-multinode.yaml")),
         report: Some(report_file.clone()),
         dir: dir.path().to_path_buf(),

@@ -25,6 +25,8 @@ async fn sno_installs_and_its_machine_runs() {
     let report = lab::run(&Options {
         topology: Topology::Sno,
         clusters: 1,
+        workers: lab::manifests::DEFAULT_WORKERS,
+        speed: lab::Speed::Instant,
         cluster_file: None,
         report: None,
         dir: dir.path().to_path_buf(),
