@@ -244,54 +244,79 @@ pub enum ResolveError {
     Malformed { field: &'static str, text: String },
 }
 
-/// Expands `$NAME` and `${NAME}` (NAME = `[A-Za-z_][A-Za-z0-9_]*`) as the host's shell would;
-/// a `$` not followed by a name is kept, as the shell keeps it.
+/// A piece of a config value: text as written, or a `$NAME` / `${NAME}` reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Segment<'a> {
+    Text(&'a str),
+    Variable(&'a str),
+}
+
+/// Splits `text` at its `$NAME` and `${NAME}` references (NAME = `[A-Za-z_][A-Za-z0-9_]*`), as
+/// the host's shell reads them; a `$` not followed by a name is text, as the shell keeps it.
+pub fn variable_segments<'a>(
+    field: &'static str,
+    text: &'a str,
+) -> Result<Vec<Segment<'a>>, ResolveError> {
+    let malformed = || ResolveError::Malformed {
+        field,
+        text: text.to_string(),
+    };
+    let is_start = |c: char| c.is_ascii_alphabetic() || c == '_';
+    let is_rest = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        if pos > 0 {
+            out.push(Segment::Text(&rest[..pos]));
+        }
+        let after = &rest[pos + 1..];
+        if let Some(braced) = after.strip_prefix('{') {
+            let end = braced.find('}').ok_or_else(malformed)?;
+            let name = &braced[..end];
+            if name.is_empty() || !name.starts_with(is_start) || !name.chars().all(is_rest) {
+                return Err(malformed());
+            }
+            out.push(Segment::Variable(name));
+            rest = &braced[end + 1..];
+        } else if after.starts_with(is_start) {
+            let end = after.find(|c: char| !is_rest(c)).unwrap_or(after.len());
+            out.push(Segment::Variable(&after[..end]));
+            rest = &after[end..];
+        } else {
+            out.push(Segment::Text("$"));
+            rest = after;
+        }
+    }
+    if !rest.is_empty() {
+        out.push(Segment::Text(rest));
+    }
+    Ok(out)
+}
+
+/// Expands `$NAME` and `${NAME}` (see [`variable_segments`]) from `vars`, as the host's shell
+/// would after reading its config drive.
 pub fn resolve_variables(
     field: &'static str,
     text: &str,
     vars: &BTreeMap<String, String>,
     host: &str,
 ) -> Result<String, ResolveError> {
-    let lookup = |name: &str| {
-        vars.get(name)
-            .cloned()
-            .ok_or_else(|| ResolveError::UnknownVariable {
-                field,
-                variable: name.to_string(),
-                host: host.to_string(),
-            })
-    };
-    let is_start = |c: char| c.is_ascii_alphabetic() || c == '_';
-    let is_rest = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(braced) = after.strip_prefix('{') {
-            let end = braced.find('}').ok_or_else(|| ResolveError::Malformed {
-                field,
-                text: text.to_string(),
-            })?;
-            let name = &braced[..end];
-            if name.is_empty() || !name.starts_with(is_start) || !name.chars().all(is_rest) {
-                return Err(ResolveError::Malformed {
-                    field,
-                    text: text.to_string(),
-                });
+    for segment in variable_segments(field, text)? {
+        match segment {
+            Segment::Text(t) => out.push_str(t),
+            Segment::Variable(name) => {
+                let value = vars
+                    .get(name)
+                    .ok_or_else(|| ResolveError::UnknownVariable {
+                        field,
+                        variable: name.to_string(),
+                        host: host.to_string(),
+                    })?;
+                out.push_str(value);
             }
-            out.push_str(&lookup(name)?);
-            rest = &braced[end + 1..];
-        } else if after.starts_with(is_start) {
-            let end = after.find(|c: char| !is_rest(c)).unwrap_or(after.len());
-            out.push_str(&lookup(&after[..end])?);
-            rest = &after[end..];
-        } else {
-            out.push('$');
-            rest = after;
         }
     }
-    out.push_str(rest);
     Ok(out)
 }
 

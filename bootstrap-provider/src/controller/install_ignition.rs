@@ -147,7 +147,7 @@ fn sentinel_path(sentinel_dir: &str, name: &str) -> String {
 }
 
 /// A root-owned file whose contents are a base64 `data:` URL (as CAPOA writes them).
-fn file(path: &str, mode: u32, contents: &str) -> Value {
+pub(crate) fn file(path: &str, mode: u32, contents: &str) -> Value {
     json!({
         "path": path,
         "mode": mode,
@@ -159,13 +159,13 @@ fn file(path: &str, mode: u32, contents: &str) -> Value {
     })
 }
 
-fn unit(name: &str, contents: &str) -> Value {
+pub(crate) fn unit(name: &str, contents: &str) -> Value {
     json!({ "name": name, "enabled": true, "contents": contents })
 }
 
 /// Single-quoted for bash. The paths quoted here already match the CRD's pattern
 /// `^/[a-zA-Z0-9_./-]+$`; quoting keeps the script right whatever they hold.
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -474,6 +474,33 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// Test helper: the text of a `data:...;base64,` URL as [`file`] writes it.
+#[cfg(test)]
+pub(crate) fn decode_data_url(source: &str) -> Option<String> {
+    let (_, encoded) = source.split_once(";base64,")?;
+    String::from_utf8(decode_base64(encoded)).ok()
+}
+
+#[cfg(test)]
+fn decode_base64(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let sextets: Vec<u32> = text
+        .bytes()
+        .filter(|b| *b != b'=')
+        .map(|b| ALPHABET.iter().position(|a| *a == b).unwrap() as u32)
+        .collect();
+    let mut out = Vec::new();
+    for group in sextets.chunks(4) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, s)| n | (s << (18 - 6 * i)));
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..group.len() - 1]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,25 +527,6 @@ mod tests {
             .unwrap()
             .expect("an ignition");
         serde_json::from_str(&text).unwrap()
-    }
-
-    fn decode_base64(text: &str) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let sextets: Vec<u32> = text
-            .bytes()
-            .filter(|b| *b != b'=')
-            .map(|b| ALPHABET.iter().position(|a| *a == b).unwrap() as u32)
-            .collect();
-        let mut out = Vec::new();
-        for group in sextets.chunks(4) {
-            let n = group
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, s)| n | (s << (18 - 6 * i)));
-            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-            out.extend_from_slice(&bytes[..group.len() - 1]);
-        }
-        out
     }
 
     fn file<'a>(ignition: &'a Value, path: &str) -> &'a Value {

@@ -12,6 +12,7 @@ pub mod image;
 pub mod infraenv;
 pub mod install_ignition;
 pub mod matching;
+pub mod user_data;
 
 use std::sync::Arc;
 use std::time::Duration;

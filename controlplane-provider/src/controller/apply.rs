@@ -112,6 +112,9 @@ pub async fn apply(
         )
         .await?;
     }
+    for (machine, condition) in &plan.machine_conditions {
+        write_machine_condition(ctx, &ns, machine, condition).await?;
+    }
     write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;
     tracing::debug!(namespace = %ns, name = %name, "reconciled");
@@ -205,6 +208,33 @@ async fn write_status(
         .await
         .map_err(Error::Status)?;
     Ok(())
+}
+
+/// One condition on a Machine's status, by server-side apply: `status.conditions` is a map
+/// keyed by type, so this field manager owns its entry and CAPI's conditions stay as they are.
+async fn write_machine_condition(
+    ctx: &Context,
+    ns: &str,
+    machine: &str,
+    condition: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+) -> Result<(), Error> {
+    let patch = json!({
+        "apiVersion": Machine::api_version(&()),
+        "kind": Machine::kind(&()),
+        "status": {"conditions": [condition]},
+    });
+    let api: Api<Machine> = Api::namespaced(ctx.client.clone(), ns);
+    match api
+        .patch_status(machine, &params(), &Patch::Apply(&patch))
+        .await
+    {
+        // Deleted meanwhile: nothing to say about it.
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        other => other.map(|_| ()).map_err(|source| Error::Apply {
+            what: format!("Machine {machine} condition {}", condition.type_),
+            source,
+        }),
+    }
 }
 
 async fn publish_events(ctx: &Context, oacp: &OpenshiftAssistedControlPlane, plan: &Plan) {

@@ -55,6 +55,11 @@ pub struct Plan {
     pub create: Vec<ControlPlaneMachine>,
     pub delete: Vec<String>,
     pub kubeconfig: Option<Secret>,
+    /// The `UpToDate` condition of the control-plane Machines whose condition changes.
+    pub machine_conditions: Vec<(
+        String,
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+    )>,
     pub status: OpenshiftAssistedControlPlaneStatus,
     pub events: Vec<PlannedEvent>,
     /// `None`: wait for a change of a watched object.
@@ -193,6 +198,10 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         workload_version: &d.workload_version,
     };
     plan.status = status_of(oacp, &inputs, now);
+    if plan.cleanup.is_none() && !paused {
+        plan.machine_conditions =
+            status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
+    }
     // The workload API is not watched: an unanswered /version is asked again in a minute.
     if matches!(d.workload_version, WorkloadVersion::Unreachable(_))
         && plan.requeue.is_none_or(|r| r > BLOCKED_RECHECK)
@@ -389,10 +398,18 @@ fn install_of(aci: Option<&AgentClusterInstall>) -> Install {
     let Some(status) = aci.and_then(|a| a.status.as_ref()) else {
         return Install::default();
     };
+    let failing_validations = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Validated")
+        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("ValidationsFailing"))
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default();
     Install {
         state: status.debug_info.state.clone().unwrap_or_default(),
         state_info: status.debug_info.state_info.clone().unwrap_or_default(),
         percentage: status.progress.total_percentage,
+        failing_validations,
     }
 }
 

@@ -21,6 +21,8 @@ pub const SCALING_DOWN: &str = "ScalingDown";
 pub const PAUSED: &str = "Paused";
 pub const DELETING: &str = "Deleting";
 pub const KUBERNETES_VERSION_AVAILABLE: &str = "KubernetesVersionAvailable";
+/// On each control-plane Machine (CAPI's `MachineUpToDateCondition`).
+pub const MACHINE_UP_TO_DATE: &str = "UpToDate";
 
 /// Assisted cluster states in which the control plane answers: CAPOA's ACI controller marks the
 /// control plane available from `finalizing` on.
@@ -40,6 +42,10 @@ pub struct Install {
     pub state: String,
     pub state_info: String,
     pub percentage: i64,
+    /// The AgentClusterInstall's `Validated` message while its validations fail (the core's
+    /// "The cluster's validations are failing: ..."), empty otherwise: what the user must fix
+    /// before the install can start (e.g. VIPs outside every host's network).
+    pub failing_validations: String,
 }
 
 impl Install {
@@ -175,6 +181,15 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             AVAILABLE,
             "WaitingForKubeconfig",
             format!("{progress}; waiting for the admin kubeconfig"),
+        ),
+        None if !install.started() && !install.failing_validations.is_empty() => Desired::false_(
+            AVAILABLE,
+            "InstallValidationsFailing",
+            format!(
+                "{progress}; {}{}",
+                install.failing_validations,
+                vip_hint(inputs.oacp, &install.failing_validations)
+            ),
         ),
         None => Desired::false_(AVAILABLE, "ControlPlaneInstalling", progress.clone()),
     };
@@ -321,6 +336,91 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         deleting,
         version,
     ]
+}
+
+/// The `UpToDate` condition CAPI leaves to the control-plane provider on its Machines (the
+/// Cluster's `ControlPlaneMachinesUpToDate` aggregates it, as KubeadmControlPlane's Machines'):
+/// for each Machine whose condition is missing or says something else, the conditions to write.
+/// A Machine is up to date while its config equals `openshiftAssistedConfigSpec`; configs are
+/// immutable, so a Machine that is not can only be replaced.
+pub fn machine_up_to_date_conditions(
+    oacp: &OpenshiftAssistedControlPlane,
+    machines: &[Machine],
+    configs: &BTreeMap<String, OpenshiftAssistedConfig>,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<(
+    String,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+)> {
+    let desired_spec = &oacp.spec.openshift_assisted_config_spec;
+    machines
+        .iter()
+        .filter_map(|machine| {
+            let name = machine.metadata.name.clone()?;
+            let config = configs.get(&name);
+            let desired = if machines::up_to_date(desired_spec, config) {
+                Desired::true_(MACHINE_UP_TO_DATE, "")
+            } else if config.is_none() {
+                Desired::false_(
+                    MACHINE_UP_TO_DATE,
+                    "NotUpToDate",
+                    format!("* OpenshiftAssistedConfig {name} does not exist"),
+                )
+            } else {
+                Desired::false_(
+                    MACHINE_UP_TO_DATE,
+                    "NotUpToDate",
+                    format!(
+                        "* OpenshiftAssistedConfig {name} differs from the control plane's \
+                         spec.openshiftAssistedConfigSpec (configs are immutable: replace the \
+                         Machine to apply the change)"
+                    ),
+                )
+            };
+            let previous = machine
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_deref())
+                .unwrap_or_default();
+            let unchanged = conditions::find(previous, MACHINE_UP_TO_DATE).is_some_and(|c| {
+                c.status == desired.status.as_str()
+                    && c.reason == desired.reason
+                    && c.message == desired.message
+                    && c.observed_generation == machine.metadata.generation
+            });
+            if unchanged {
+                return None;
+            }
+            let condition = conditions::merge(
+                previous,
+                std::slice::from_ref(&desired),
+                machine.metadata.generation,
+                now,
+            )
+            .swap_remove(0);
+            Some((name, condition))
+        })
+        .collect()
+}
+
+/// The core takes the machine network from the host network that holds the API VIP, as
+/// assisted-service does, and says only that the machine network is undefined when no host
+/// network holds it: name the VIPs the user set, which are the likely cause.
+fn vip_hint(oacp: &OpenshiftAssistedControlPlane, failing: &str) -> String {
+    let vips = oacp
+        .spec
+        .config
+        .as_ref()
+        .map(|c| c.api_vips.as_slice())
+        .unwrap_or_default();
+    if vips.is_empty() || !failing.contains("Machine Network CIDR is undefined") {
+        return String::new();
+    }
+    format!(
+        ". The machine network is the hosts' network that holds the API VIP: check that \
+         spec.config.apiVIPs ({}) and ingressVIPs are addresses of the hosts' network",
+        vips.join(", ")
+    )
 }
 
 fn not_scaling(type_: &'static str, reason: &'static str) -> Desired {
@@ -507,6 +607,110 @@ spec: {{sshAuthorizedKey: {key}}}
                 Status::from(kubeconfig)
             );
         }
+    }
+
+    #[test]
+    fn each_machine_gets_its_up_to_date_condition_once() {
+        let case = Case::new();
+        let now: k8s_openapi::jiff::Timestamp = "2026-02-01T00:00:00Z".parse().unwrap();
+        let written = machine_up_to_date_conditions(&case.oacp, &case.machines, &case.configs, now);
+        let by_name: BTreeMap<_, _> = written.iter().cloned().collect();
+        assert_eq!(by_name.len(), 3);
+        assert_eq!(
+            (
+                by_name["cp-0"].status.as_str(),
+                by_name["cp-0"].reason.as_str()
+            ),
+            ("True", "UpToDate")
+        );
+        assert_eq!(
+            (
+                by_name["cp-2"].status.as_str(),
+                by_name["cp-2"].reason.as_str()
+            ),
+            ("False", "NotUpToDate")
+        );
+        assert!(by_name["cp-2"].message.contains("replace the Machine"));
+
+        // Written back onto the Machines, nothing is written again.
+        let mut machines = case.machines.clone();
+        for m in &mut machines {
+            let c = by_name[m.metadata.name.as_deref().unwrap()].clone();
+            m.status.get_or_insert_with(Default::default).conditions = Some(vec![c]);
+        }
+        let later: k8s_openapi::jiff::Timestamp = "2026-02-02T00:00:00Z".parse().unwrap();
+        assert!(
+            machine_up_to_date_conditions(&case.oacp, &machines, &case.configs, later).is_empty()
+        );
+
+        // A Machine whose config is gone is not up to date; its transition time moves.
+        let mut configs = case.configs.clone();
+        configs.remove("cp-0");
+        let again = machine_up_to_date_conditions(&case.oacp, &machines, &configs, later);
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].0, "cp-0");
+        assert_eq!(again[0].1.status, "False");
+        assert_eq!(again[0].1.last_transition_time.0, later);
+    }
+
+    #[test]
+    fn failing_validations_before_the_install_show_on_available() {
+        let failing = "The cluster's validations are failing: API virtual IP 10.9.0.5 does not \
+                       belong to machine-network-cidr";
+        // (state, failing validations, Available reason)
+        let rows = [
+            ("insufficient", failing, "InstallValidationsFailing"),
+            ("insufficient", "", "ControlPlaneInstalling"),
+            ("pending-for-input", failing, "InstallValidationsFailing"),
+            // Once the install runs, a failing validation no longer holds it.
+            ("installing", failing, "ControlPlaneInstalling"),
+        ];
+        for (state, validations, reason) in rows {
+            let mut case = Case::new();
+            case.install.state = state.into();
+            case.install.state_info = "Cluster is not ready for install".into();
+            case.install.failing_validations = validations.into();
+            let conds = desired_conditions(&case.inputs());
+            let available = find(&conds, AVAILABLE);
+            assert_eq!(
+                (available.status, available.reason.as_str()),
+                (Status::False, reason),
+                "{state}"
+            );
+            if reason == "InstallValidationsFailing" {
+                assert!(
+                    available.message.contains("10.9.0.5"),
+                    "{}",
+                    available.message
+                );
+                assert!(available.message.starts_with(&format!("install {state}")));
+            }
+        }
+    }
+
+    #[test]
+    fn an_undefined_machine_network_names_the_vips() {
+        let mut case = Case::new();
+        case.oacp
+            .spec
+            .config
+            .get_or_insert_with(Default::default)
+            .api_vips = vec!["10.99.0.5".into()];
+        case.install.state = "insufficient".into();
+        case.install.failing_validations = "The cluster's validations are failing: The Machine \
+            Network CIDR is undefined; setting the API or Ingress virtual IPs will set the Machine \
+            Network CIDR"
+            .into();
+        let conds = desired_conditions(&case.inputs());
+        let message = &find(&conds, AVAILABLE).message;
+        assert!(
+            message.contains("spec.config.apiVIPs (10.99.0.5)"),
+            "{message}"
+        );
+        // Without VIPs (platform None) there is nothing to point at.
+        case.oacp.spec.config = None;
+        let conds = desired_conditions(&case.inputs());
+        assert!(!find(&conds, AVAILABLE).message.contains("apiVIPs"));
     }
 
     #[test]

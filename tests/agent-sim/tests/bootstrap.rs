@@ -612,6 +612,20 @@ spec:
     let ignition = String::from_utf8(secret.data.unwrap()["value"].0.clone()).unwrap();
     let discovery = assisted_core::service::images::parse_discovery_ignition(&ignition)
         .expect("the user data is the discovery ignition");
+    // nodeRegistration.name is set: the host names itself from its config drive, as with CAPOA.
+    let user_data_json: serde_json::Value = serde_json::from_str(&ignition).unwrap();
+    let units: Vec<&str> = user_data_json["systemd"]["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["name"].as_str())
+        .collect();
+    for unit in [
+        "capoa-configdrive-metadata.service",
+        "capoa-set-hostname.service",
+    ] {
+        assert!(units.contains(&unit), "{unit} in the user data: {units:?}");
+    }
     let mut cfg = AgentConfig::new(
         &discovery.service_url,
         &discovery.infra_env_id,

@@ -27,7 +27,7 @@ use testbed::cache::repo_root;
 mod common;
 use common::{
     MACHINE_CIDR, Run, boot_hosts, init_logs, scale_machine_deployment, start_providers,
-    start_test_core_against, state, wait_for,
+    start_test_core, start_test_core_against, state, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -320,6 +320,43 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         started.elapsed()
     );
 
+    // Each Machine carries the UpToDate condition CAPI leaves to the control-plane provider,
+    // beside CAPI's own conditions, and CAPI aggregates it on the Cluster.
+    for name in &names {
+        let m = wait_for(
+            &format!("Machine {name} UpToDate True"),
+            Duration::from_secs(60),
+            || async {
+                let m = machines.get(name).await.ok()?;
+                let conds = m.status.as_ref()?.conditions.clone()?;
+                conds
+                    .iter()
+                    .any(|c| c.type_ == "UpToDate" && c.status == "True" && c.reason == "UpToDate")
+                    .then_some(m)
+            },
+        )
+        .await;
+        let conds = m.status.unwrap().conditions.unwrap();
+        assert!(
+            conds.iter().any(|c| c.type_ == "BootstrapConfigReady"),
+            "CAPI's conditions are kept: {conds:?}"
+        );
+    }
+    let clusters: Api<Cluster> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "Cluster ControlPlaneMachinesUpToDate True",
+        Duration::from_secs(60),
+        || async {
+            let c = clusters.get(CLUSTER).await.ok()?;
+            c.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "ControlPlaneMachinesUpToDate" && c.status == "True")
+                .then_some(())
+        },
+    )
+    .await;
+
     // The worker count follows the MachineDeployment.
     scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 3).await;
     wait_for("ACI workerAgents 3", Duration::from_secs(30), || async {
@@ -518,6 +555,22 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
 
 /// One cluster's objects for the bad-input test: `version` and the pull secret's name vary.
 fn small_cluster(ns: &str, name: &str, version: &str, pull_secret: &str, workers: i32) -> String {
+    cluster_with_vips(ns, name, version, pull_secret, workers, 1, None)
+}
+
+/// [`small_cluster`] with `replicas` masters and, when given, the API and Ingress VIPs.
+fn cluster_with_vips(
+    ns: &str,
+    name: &str,
+    version: &str,
+    pull_secret: &str,
+    workers: i32,
+    replicas: i32,
+    vips: Option<(&str, &str)>,
+) -> String {
+    let vips = vips.map_or(String::new(), |(api, ingress)| {
+        format!("\n    apiVIPs: [{api}]\n    ingressVIPs: [{ingress}]")
+    });
     format!(
         r#"---
 apiVersion: cluster.x-k8s.io/v1beta2
@@ -548,10 +601,10 @@ kind: OpenshiftAssistedControlPlane
 metadata: {{name: {name}, namespace: {ns}}}
 spec:
   distributionVersion: "{version}"
-  replicas: 1
+  replicas: {replicas}
   config:
     baseDomain: lab.example.com
-    pullSecretRef: {{name: {pull_secret}}}
+    pullSecretRef: {{name: {pull_secret}}}{vips}
   machineTemplate:
     infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
 ---
@@ -664,4 +717,108 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
     assert!(during <= 8, "{during} reconciles in 15 s: a retry loop");
 
     providers.stop().await;
+}
+
+/// VIPs outside every host's network: the core cannot take the machine network from the API VIP
+/// and the install never starts; the control plane says so on `Available`, naming the VIPs.
+#[tokio::test]
+async fn vips_outside_the_hosts_network_are_named_on_available() {
+    if testbed::skip() {
+        return;
+    }
+    init_logs();
+    const NS: &str = "cp-vips";
+    const NAME: &str = "far";
+    let tb = Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .crds_from(repo_root().join("config/testing/metal3"))
+        .capi()
+        .start()
+        .await
+        .expect("testbed");
+    let client = tb.client.clone();
+    let (core, _dir) = start_test_core(&client).await;
+    let providers = start_providers(&client, Run::ControlPlane);
+    let mut yaml = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{\"quay.io\":{{\"auth\":\"dXNlcjpwYXNz\"}}}}}}'\n"
+    );
+    yaml.push_str(&cluster_with_vips(
+        NS,
+        NAME,
+        "4.17.3",
+        "pull-secret",
+        0,
+        3,
+        Some(("10.99.0.5", "10.99.0.4")),
+    ));
+    tb.apply_yaml(&yaml).await.expect("apply cluster");
+    let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
+    wait_for("AgentClusterInstall", Duration::from_secs(60), || async {
+        acis.get_opt(NAME).await.ok()?
+    })
+    .await;
+    tb.apply_yaml(&format!(
+        "apiVersion: agent-install.openshift.io/v1beta1\nkind: InfraEnv\nmetadata: {{name: {NAME}, namespace: {NS}}}\nspec:\n  clusterRef: {{name: {NAME}, namespace: {NS}}}\n  pullSecretRef: {{name: pull-secret}}\n"
+    ))
+    .await
+    .expect("apply InfraEnv");
+    let profiles = (0..3)
+        .map(|i| HostProfile::master_like(i, MACHINE_CIDR).unwrap())
+        .collect();
+    let _hosts = boot_hosts(
+        &client,
+        NS,
+        NAME,
+        profiles,
+        (&["10.99.0.5"], &["10.99.0.4"]),
+    )
+    .await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
+    let list = wait_for("three Agents", Duration::from_secs(60), || async {
+        let l = agents.list(&Default::default()).await.ok()?;
+        (l.items.len() == 3).then_some(l.items)
+    })
+    .await;
+    for a in list {
+        agents
+            .patch(
+                &a.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"approved": true}})),
+            )
+            .await
+            .expect("approve");
+    }
+
+    let oacps: Api<OpenshiftAssistedControlPlane> = Api::namespaced(client.clone(), NS);
+    let message = wait_for(
+        "Available False/InstallValidationsFailing naming the VIPs",
+        Duration::from_secs(90),
+        || async {
+            let o = oacps.get(NAME).await.ok()?;
+            let c = o
+                .status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Available")?;
+            (c.status == "False"
+                && c.reason == "InstallValidationsFailing"
+                && c.message.contains("Machine Network CIDR is undefined")
+                && c.message.contains("spec.config.apiVIPs (10.99.0.5)"))
+            .then_some(c.message)
+        },
+    )
+    .await;
+    eprintln!("Available: {message}");
+    // The install does not start while the VIPs are wrong.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let aci = acis.get(NAME).await.unwrap();
+    assert!(
+        ["insufficient", "pending-for-input"].contains(&state(&aci).as_str()),
+        "{}",
+        state(&aci)
+    );
+    providers.stop().await;
+    core.kill().await;
 }

@@ -332,6 +332,23 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
             metal3machine: &m3m_after,
         })
     };
+    // Disk image: the discovery ignition with the units that name the host (see `user_data`).
+    let disk_image_user_data = match (mode, &d.discovery_ignition) {
+        (ImageMode::DiskImage, Some(Ok(ignition))) if !d.data_secret_exists => Some(
+            crate::controller::user_data::disk_image_user_data(ignition, &config.spec),
+        ),
+        _ => None,
+    };
+    if let Some(Err(e)) = &disk_image_user_data {
+        return (
+            Desired::false_(
+                DATA_SECRET_AVAILABLE,
+                "InvalidUserData",
+                format!("cannot build the disk-image user data: {e}"),
+            ),
+            None,
+        );
+    }
     if gate.is_ready() && !d.data_secret_exists {
         plan.data_secret = Some(image::desired_data_secret(&image::DataSecretInputs {
             config_name: &config.name_any(),
@@ -340,8 +357,8 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
             cluster_name: &cluster_name,
             // Live ISO: the ISO carries the discovery ignition, the user data is empty.
             // Disk image: the user data is the discovery ignition (CAPOA's raw-image flow).
-            value: match (mode, &d.discovery_ignition) {
-                (ImageMode::DiskImage, Some(Ok(ignition))) => ignition,
+            value: match &disk_image_user_data {
+                Some(Ok(user_data)) => user_data,
                 _ => image::EMPTY_IGNITION,
             },
         }));
@@ -914,6 +931,46 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
             .find(|e| e.reason == "DataSecretCreated")
             .unwrap();
         assert!(created.note.contains("disk-image flow"), "{}", created.note);
+    }
+
+    #[test]
+    fn a_disk_image_machine_with_a_node_name_gets_the_hostname_units() {
+        let mut d = disk_image();
+        d.discovery_ignition = Some(Ok(DISCOVERY_IGNITION.into()));
+        let mut config = (*d.config).clone();
+        config.spec.node_registration =
+            Some(serde_yaml::from_str("{name: $METADATA_NAME}").unwrap());
+        d.config = Arc::new(config.clone());
+        let plan = plan(&d, t0());
+        let secret = plan.data_secret.as_ref().expect("data Secret planned");
+        let value: serde_json::Value =
+            serde_json::from_slice(&secret.data.as_ref().unwrap()["value"].0).unwrap();
+        let units: Vec<&str> = value["systemd"]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["name"].as_str())
+            .collect();
+        assert_eq!(
+            units,
+            [
+                crate::controller::user_data::CONFIG_DRIVE_UNIT,
+                crate::controller::user_data::HOSTNAME_UNIT
+            ]
+        );
+
+        // A name the host's shell could not expand: said on the condition, no Secret.
+        config.spec.node_registration =
+            Some(serde_yaml::from_str("{name: '${METADATA_NAME'}").unwrap());
+        d.config = Arc::new(config);
+        let refused = super::plan(&d, t0());
+        assert!(refused.data_secret.is_none());
+        assert_eq!(reason(&refused), "InvalidUserData");
+        assert!(
+            condition(&refused, DATA_SECRET_AVAILABLE)
+                .message
+                .contains("nodeRegistration.name"),
+        );
     }
 
     #[test]
