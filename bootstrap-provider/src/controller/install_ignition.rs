@@ -474,6 +474,31 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// Test helper: `bash -n` on a generated script (syntax only, nothing runs); `Err` has bash's
+/// message.
+#[cfg(test)]
+pub(crate) fn bash_syntax(script: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("bash")
+        .arg("-n")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running bash: {e}"))?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(script.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
 /// Test helper: the text of a `data:...;base64,` URL as [`file`] writes it.
 #[cfg(test)]
 pub(crate) fn decode_data_url(source: &str) -> Option<String> {
@@ -610,6 +635,22 @@ mod tests {
             install_ignition(&plain, &annotated("  "), Some("")),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn the_generated_scripts_are_valid_bash() {
+        let commands = vec!["echo 'it''s'".to_string(), "test -d \"$HOME\"".to_string()];
+        for dir in ["/var/lib/capoa", "/", "/odd dir/with'quote"] {
+            bash_syntax(&pre_bootstrap_script(&commands, dir)).unwrap();
+            bash_syntax(&post_bootstrap_script(
+                &commands,
+                dir,
+                "/var/lib/kubelet/kubeconfig",
+            ))
+            .unwrap();
+        }
+        // The check itself fails on broken bash.
+        assert!(bash_syntax("if then fi (").is_err());
     }
 
     #[test]

@@ -203,7 +203,7 @@ fn hostname_unit() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::install_ignition::decode_data_url;
+    use crate::controller::install_ignition::{bash_syntax, decode_data_url};
 
     const DISCOVERY: &str = r#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/assisted/agent.env"}]},"systemd":{"units":[{"name":"agent.service","enabled":true}]}}"#;
 
@@ -305,6 +305,10 @@ mod tests {
                 "{name}: {script}"
             );
         }
+        for (name, _) in rows {
+            bash_syntax(&hostname_script(name).unwrap()).unwrap();
+        }
+        bash_syntax(&config_drive_script()).unwrap();
         assert!(matches!(
             hostname_script("${METADATA_NAME"),
             Err(ResolveError::Malformed { .. })
