@@ -229,6 +229,26 @@ pub fn config_drive_variables(
         .collect()
 }
 
+/// The keys of a BareMetalHost's `metaData` Secret (key `metaData`, a YAML map: CAPM3 renders it
+/// from the Metal3DataTemplate), which baremetal-operator writes into the config drive's
+/// `meta_data.json` over its own keys. Scalars become their text, as the host's config-drive
+/// script prints them; nested values are left out, as it leaves them out. Not a YAML map: none.
+pub fn metadata_secret_keys(yaml: &str) -> BTreeMap<String, String> {
+    let Ok(serde_yaml::Value::Mapping(map)) = serde_yaml::from_str::<serde_yaml::Value>(yaml)
+    else {
+        return BTreeMap::new();
+    };
+    let text = |v: &serde_yaml::Value| match v {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    map.iter()
+        .filter_map(|(k, v)| Some((text(k)?, text(v)?)))
+        .collect()
+}
+
 /// Why a config value could not be resolved against the host's config drive.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
@@ -814,6 +834,28 @@ spec:
         assert_eq!(vars["METADATA_METAL3_NAMESPACE"], "ns");
         assert_eq!(vars["METADATA_METAL3_NAME"], "host-0");
         assert_eq!(vars["METADATA_RACK_ID"], "r7");
+    }
+
+    #[test]
+    fn metal3data_keys_are_read_as_the_config_drive_carries_them() {
+        let keys = metadata_secret_keys(
+            "rack-id: r7\nindex: 3\nenabled: true\nnested: {a: b}\nlist: [1]\nname: custom\n",
+        );
+        assert_eq!(
+            keys,
+            BTreeMap::from([
+                ("enabled".to_string(), "true".to_string()),
+                ("index".to_string(), "3".to_string()),
+                ("name".to_string(), "custom".to_string()),
+                ("rack-id".to_string(), "r7".to_string()),
+            ])
+        );
+        // They win over baremetal-operator's own keys, as in the config drive.
+        let vars = config_drive_variables(&host(""), &keys);
+        assert_eq!(vars["METADATA_NAME"], "custom");
+        assert_eq!(vars["METADATA_RACK_ID"], "r7");
+        assert!(metadata_secret_keys("- not\n- a map\n").is_empty());
+        assert!(metadata_secret_keys(": : :").is_empty());
     }
 
     #[test]

@@ -125,8 +125,8 @@ fi
 mnt=$(mktemp -d)
 mount -o ro "$device" "$mnt"
 trap 'umount "$mnt"; rmdir "$mnt"' EXIT
-jq -r 'to_entries[] | select(.value | type == "string")
-    | "METADATA_\(.key | ascii_upcase | gsub("-"; "_"))=\(.value | @sh)"' \
+jq -r 'to_entries[] | select(.value | type != "object" and type != "array")
+    | "METADATA_\(.key | ascii_upcase | gsub("-"; "_"))=\(.value | tostring | @sh)"' \
     "$mnt/openstack/latest/meta_data.json" > "$out"
 "#,
         env = shell_quote(METADATA_ENV)

@@ -8,19 +8,22 @@ use assisted_api::{Agent, AgentClusterInstall, ClusterDeployment, InfraEnv};
 use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
 use crate::controller::matching::host_of;
-use crate::controller::{Error, PAUSED_ANNOTATION};
+use crate::controller::{Error, PAUSED_ANNOTATION, agent};
 
 /// One Machine of the cluster with what matching and the Agent spec need.
 pub struct MachineObjects {
     pub machine: Machine,
     pub metal3machine: Option<Metal3Machine>,
     pub host: Option<BareMetalHost>,
+    /// The host's Metal3Data keys (its `metaData` Secret), which its config drive carries.
+    pub host_metadata: BTreeMap<String, String>,
     pub config: Option<OpenshiftAssistedConfig>,
 }
 
@@ -127,10 +130,15 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
             .config_ref
             .as_ref()
             .and_then(|r| configs.get(&r.name).cloned());
+        let host_metadata = match host.as_ref() {
+            Some(h) => host_metadata(client, h).await?,
+            None => BTreeMap::new(),
+        };
         d.machines.push(MachineObjects {
             machine,
             metal3machine,
             host,
+            host_metadata,
             config,
         });
     }
@@ -157,4 +165,33 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
     d.cluster_name = cluster_name;
     d.infraenv = Some(infraenv);
     Ok(d)
+}
+
+/// The keys of the host's `metaData` Secret (CAPM3 sets the reference from the rendered
+/// Metal3Data); none when it has no such Secret.
+async fn host_metadata(
+    client: &Client,
+    host: &BareMetalHost,
+) -> Result<BTreeMap<String, String>, Error> {
+    let Some(name) = host
+        .spec
+        .meta_data
+        .as_ref()
+        .and_then(|m| m.name.clone())
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(BTreeMap::new());
+    };
+    // Secret references of a BareMetalHost are in its own namespace (baremetal-operator).
+    let ns = host.namespace().unwrap_or_default();
+    let secret = Api::<Secret>::namespaced(client.clone(), &ns)
+        .get_opt(&name)
+        .await
+        .map_err(Error::Read)?;
+    let yaml = secret
+        .and_then(|s| s.data)
+        .and_then(|mut data| data.remove("metaData"))
+        .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
+        .unwrap_or_default();
+    Ok(agent::metadata_secret_keys(&yaml))
 }

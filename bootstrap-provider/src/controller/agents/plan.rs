@@ -1,6 +1,5 @@
 //! `plan`: what one reconcile of an Agent writes. Pure: from [`Dereferenced`] alone.
 
-use std::collections::BTreeMap;
 
 use assisted_api::infraenv::ClusterReference;
 use kube::ResourceExt;
@@ -96,7 +95,6 @@ fn decide(d: &Dereferenced) -> Plan {
                 d.aci.as_ref().and_then(agent::install_started_at),
             );
             let hold = agent::hold(*control_plane, &agent::install_state(d.aci.as_ref()), late);
-            let extra = BTreeMap::new();
             let inputs = AgentInputs {
                 agent,
                 machine_name: machine,
@@ -107,7 +105,7 @@ fn decide(d: &Dereferenced) -> Plan {
                 config: &config.spec,
                 config_annotations: config.annotations(),
                 host,
-                extra_metadata: &extra,
+                extra_metadata: &objects.host_metadata,
                 hold: &hold,
             };
             match agent::desired_agent(&inputs) {
@@ -158,6 +156,7 @@ fn decide(d: &Dereferenced) -> Plan {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::sync::Arc;
 
     use assisted_api::agent::HostRole;
@@ -277,6 +276,7 @@ spec:
             machine,
             metal3machine: Some(metal3machine),
             host: Some(host),
+            host_metadata: BTreeMap::new(),
             config: Some(config),
         }
     }
@@ -396,6 +396,16 @@ status:
                 .map(String::as_str),
             Some(status)
         );
+    }
+
+    #[test]
+    fn the_hosts_metal3data_keys_resolve_like_the_config_drive() {
+        let mut d = dereferenced(agent("a1", &[CP_MAC], false), &[], "insufficient");
+        // `name` from the Metal3Data wins over baremetal-operator's, as in meta_data.json.
+        d.machines[0].host_metadata = BTreeMap::from([("name".into(), "rack7-cp".into())]);
+        let plan = plan(&d);
+        let desired = plan.desired.as_ref().expect("desired Agent");
+        assert_eq!(desired.spec.hostname.as_deref(), Some("rack7-cp"));
     }
 
     #[test]
