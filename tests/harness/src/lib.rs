@@ -144,6 +144,8 @@ pub struct Testbed {
     /// CAPI and CAPM3 were installed by `clusterctl init`: their objects exist and are
     /// re-pointed rather than applied.
     installed_by_clusterctl: bool,
+    /// The kube-apiserver's flags, to start it again ([`Testbed::start_apiserver_again`]).
+    apiserver_args: Vec<String>,
 }
 
 impl Testbed {
@@ -179,6 +181,7 @@ impl Testbed {
             procs: Vec::new(),
             tmp: Some(tmp),
             installed_by_clusterctl: false,
+            apiserver_args: Vec::new(),
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),
@@ -342,6 +345,7 @@ impl Testbed {
         ];
         let bin = self.cache.bin("kube-apiserver");
         self.spawn("kube-apiserver", &bin, &args, &[])?;
+        self.apiserver_args = args;
         let config = kube::Config::from_custom_kubeconfig(
             Kubeconfig::from_yaml(&kubeconfig)?,
             &KubeConfigOptions::default(),
@@ -468,6 +472,42 @@ impl Testbed {
         crds.replace(crd_name, &Default::default(), &crd)
             .await
             .with_context(|| format!("pointing CRD {crd_name} at port {port}"))?;
+        Ok(())
+    }
+
+    /// SIGKILLs the kube-apiserver, as a crash would; etcd and every other process keep
+    /// running (and retrying). [`Testbed::start_apiserver_again`] brings it back.
+    pub fn kill_apiserver(&mut self) -> Result<()> {
+        let p = self
+            .procs
+            .iter_mut()
+            .find(|p| p.name == "kube-apiserver")
+            .context("the testbed has no kube-apiserver")?;
+        p.kill();
+        Ok(())
+    }
+
+    /// Starts the kube-apiserver again with the flags, port, certificates and etcd it had
+    /// (its log is appended to) and waits until it is ready.
+    pub async fn start_apiserver_again(&mut self) -> Result<()> {
+        let bin = self.cache.bin("kube-apiserver");
+        let log = self.log("kube-apiserver");
+        let mut p = Process::spawn("kube-apiserver", &bin, &self.apiserver_args, &[], log)?;
+        let client = self.client.clone();
+        wait_until(
+            "kube-apiserver",
+            &mut p,
+            Duration::from_secs(60),
+            async || {
+                let req = http::Request::get("/readyz").body(Vec::new())?;
+                Ok(client.request_text(req).await? == "ok")
+            },
+        )
+        .await?;
+        match self.procs.iter_mut().find(|p| p.name == "kube-apiserver") {
+            Some(old) => *old = p,
+            None => self.procs.push(p),
+        }
         Ok(())
     }
 

@@ -13,18 +13,26 @@ use crate::manifests::ClusterSpec;
 /// The templates, relative to the repository root.
 pub const TEMPLATE: &str = "templates/cluster-template.yaml";
 pub const TEMPLATE_SNO: &str = "templates/cluster-template-sno.yaml";
+/// The OKD flavours: the same clusters without a pull secret (`--okd`).
+pub const TEMPLATE_OKD: &str = "templates/cluster-template-okd.yaml";
+pub const TEMPLATE_OKD_SNO: &str = "templates/cluster-template-okd-sno.yaml";
 
 /// Values the lab gives the templates' variables (besides names, counts and VIPs).
 pub const OPENSHIFT_VERSION: &str = "4.17.3";
+/// The OKD release `--okd` installs (an `okd-scos` pre-release: the control plane picks
+/// `quay.io/okd/scos-release`), the one CAPOA's OKD SNO example installs.
+pub const OKD_VERSION: &str = "4.19.0-okd-scos.ec.6";
 pub const BASE_DOMAIN: &str = "lab.example.com";
 pub const SSH_AUTHORIZED_KEY: &str = "ssh-ed25519 AAAA lab";
 pub const PULL_SECRET_NAME: &str = "pull-secret";
 
-/// The template of a topology, relative to the repository root.
-pub fn template(t: Topology) -> &'static str {
-    match t {
-        Topology::ThreePlusTwo => TEMPLATE,
-        Topology::Sno => TEMPLATE_SNO,
+/// The template of a topology, OKD's (`okd`) or OpenShift's, relative to the repository root.
+pub fn template(t: Topology, okd: bool) -> &'static str {
+    match (t, okd) {
+        (Topology::ThreePlusTwo | Topology::Compact, false) => TEMPLATE,
+        (Topology::Sno, false) => TEMPLATE_SNO,
+        (Topology::ThreePlusTwo | Topology::Compact, true) => TEMPLATE_OKD,
+        (Topology::Sno, true) => TEMPLATE_OKD_SNO,
     }
 }
 
@@ -36,7 +44,8 @@ pub struct Generate {
 }
 
 impl Generate {
-    pub fn new(spec: &ClusterSpec, template: &Path) -> Generate {
+    /// `okd`: the OKD flavour's variables (an OKD version, no pull secret).
+    pub fn new(spec: &ClusterSpec, template: &Path, okd: bool) -> Generate {
         let mut args: Vec<String> = [
             "generate",
             "cluster",
@@ -48,8 +57,9 @@ impl Generate {
         ]
         .map(String::from)
         .to_vec();
-        let mut vars = vec![("OPENSHIFT_VERSION", OPENSHIFT_VERSION.to_string())];
-        if spec.topology == Topology::ThreePlusTwo {
+        let version = if okd { OKD_VERSION } else { OPENSHIFT_VERSION };
+        let mut vars = vec![("OPENSHIFT_VERSION", version.to_string())];
+        if spec.topology.highly_available() {
             args.extend([
                 "--control-plane-machine-count".into(),
                 spec.masters.to_string(),
@@ -59,11 +69,11 @@ impl Generate {
             vars.push(("API_VIP", spec.api_vip.clone()));
             vars.push(("INGRESS_VIP", spec.ingress_vip.clone()));
         }
-        vars.extend([
-            ("BASE_DOMAIN", BASE_DOMAIN.to_string()),
-            ("PULL_SECRET_NAME", PULL_SECRET_NAME.to_string()),
-            ("SSH_AUTHORIZED_KEY", SSH_AUTHORIZED_KEY.to_string()),
-        ]);
+        vars.push(("BASE_DOMAIN", BASE_DOMAIN.to_string()));
+        if !okd {
+            vars.push(("PULL_SECRET_NAME", PULL_SECRET_NAME.to_string()));
+        }
+        vars.push(("SSH_AUTHORIZED_KEY", SSH_AUTHORIZED_KEY.to_string()));
         Generate { args, vars }
     }
 
@@ -136,15 +146,21 @@ mod tests {
         let bin = clusterctl().expect("the testbed is built");
         let home = tempfile::tempdir().expect("temp dir");
         let root = testbed::cache::repo_root();
-        for (t, workers, c, n) in [
-            (Topology::ThreePlusTwo, 2, 0, 1),
-            (Topology::Sno, 2, 0, 1),
-            (Topology::ThreePlusTwo, 2, 2, 3),
-            (Topology::ThreePlusTwo, 9, 0, 1),
-            (Topology::ThreePlusTwo, 0, 4, 5),
+        for (t, workers, c, n, okd) in [
+            (Topology::ThreePlusTwo, 2, 0, 1, false),
+            (Topology::Sno, 2, 0, 1, false),
+            (Topology::ThreePlusTwo, 2, 2, 3, false),
+            (Topology::ThreePlusTwo, 9, 0, 1, false),
+            (Topology::ThreePlusTwo, 0, 4, 5, false),
+            // `--workers` is ignored for compact: no workers.
+            (Topology::Compact, 2, 0, 1, false),
+            (Topology::Compact, 0, 1, 2, false),
+            (Topology::ThreePlusTwo, 2, 0, 1, true),
+            (Topology::Compact, 0, 0, 1, true),
+            (Topology::Sno, 0, 1, 2, true),
         ] {
             let spec = ClusterSpec::new(t, workers, c, n);
-            let g = Generate::new(&spec, &root.join(template(t)));
+            let g = Generate::new(&spec, &root.join(template(t, okd)), okd);
             let yaml = g
                 .run(&bin, home.path())
                 .await
@@ -154,25 +170,40 @@ mod tests {
             assert_eq!(f.namespace, spec.ns);
             assert_eq!(f.control_plane, spec.control_plane_name());
             assert_eq!((f.masters, f.workers()), (spec.masters, spec.workers));
-            assert_eq!(f.missing_secrets, [PULL_SECRET_NAME]);
+            // OKD: no pull secret at all (the control plane makes a placeholder).
+            if okd {
+                assert!(f.missing_secrets.is_empty(), "{:?}", f.missing_secrets);
+                assert!(!yaml.contains("pullSecretRef"));
+                assert!(yaml.contains(&format!("distributionVersion: {OKD_VERSION}")));
+            } else {
+                assert_eq!(f.missing_secrets, [PULL_SECRET_NAME]);
+            }
             assert!(!f.hosts_interchangeable());
             let role =
                 |v: &str| std::collections::BTreeMap::from([("role".to_string(), v.to_string())]);
             assert_eq!(f.control_plane_hosts.host_labels(), role("master"));
-            if t == Topology::ThreePlusTwo {
+            if t.highly_available() {
+                assert_eq!(f.masters, 3);
                 assert_eq!(f.api_vips, std::slice::from_ref(&spec.api_vip));
                 assert_eq!(f.ingress_vips, std::slice::from_ref(&spec.ingress_vip));
                 // The workers' MachineDeployment, with 0 replicas for `--workers 0`.
                 let pool = f.day2_pool().expect("workers");
                 assert_eq!(pool.name, spec.workers_name());
-                assert_eq!(pool.replicas, workers);
+                assert_eq!(pool.replicas, spec.workers);
+                assert_eq!(
+                    spec.workers,
+                    if t == Topology::Compact { 0 } else { workers }
+                );
                 assert_eq!(pool.hosts.host_labels(), role("worker"));
-                assert_eq!(spec.day2.is_some(), workers > 0);
+                assert_eq!(spec.day2.is_some(), spec.workers > 0);
                 assert_eq!(f.infraenvs_day1(), spec.infraenvs);
             } else {
                 assert!(f.pools.is_empty() && f.api_vips.is_empty());
             }
-            assert!(g.shown(&root).contains(&format!("--from {}", template(t))));
+            assert!(
+                g.shown(&root)
+                    .contains(&format!("--from {}", template(t, okd)))
+            );
         }
     }
 
@@ -186,10 +217,48 @@ mod tests {
         let spec = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
         let mut g = Generate::new(
             &spec,
-            &testbed::cache::repo_root().join(template(spec.topology)),
+            &testbed::cache::repo_root().join(template(spec.topology, false)),
+            false,
         );
         g.vars.retain(|(k, _)| *k != "API_VIP");
         let e = format!("{:#}", g.run(&bin, home.path()).await.expect_err("fails"));
         assert!(e.contains("API_VIP"), "{e}");
+    }
+
+    /// The OKD flavours are the OpenShift templates without their pull secret: generated with
+    /// the same variables, they are the same objects once every `pullSecretRef` is removed.
+    #[tokio::test]
+    async fn okd_flavours_are_the_templates_without_a_pull_secret() {
+        if testbed::skip() {
+            return;
+        }
+        let bin = clusterctl().expect("the testbed is built");
+        let home = tempfile::tempdir().expect("temp dir");
+        let root = testbed::cache::repo_root();
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.remove("pullSecretRef");
+                    m.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        for t in [Topology::ThreePlusTwo, Topology::Sno] {
+            let spec = ClusterSpec::new(t, 2, 0, 1);
+            let mut objects = Vec::new();
+            for okd in [false, true] {
+                let mut g = Generate::new(&spec, &root.join(template(t, okd)), okd);
+                // The same version for both, so that only the pull secret differs.
+                g.vars.retain(|(k, _)| *k != "OPENSHIFT_VERSION");
+                g.vars.push(("OPENSHIFT_VERSION", OKD_VERSION.into()));
+                let yaml = g.run(&bin, home.path()).await.expect("generates");
+                let mut docs = testbed::resources::parse_yaml(&yaml).expect("YAML");
+                docs.iter_mut().for_each(strip);
+                objects.push(docs);
+            }
+            assert_eq!(objects[0], objects[1], "{t:?}");
+        }
     }
 }

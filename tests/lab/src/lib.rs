@@ -13,8 +13,10 @@
 //! time; `--report` writes it all as JSON ([`Report::to_json`]).
 
 pub mod apimetrics;
+pub mod chaos;
 pub mod clusterfile;
 pub mod generate;
+pub mod live;
 pub mod managers;
 pub mod manifests;
 pub mod memory;
@@ -54,8 +56,18 @@ pub enum Topology {
     /// and removed.
     #[value(name = "3+2")]
     ThreePlusTwo,
+    /// A compact cluster: three schedulable masters, no workers, no day-2 step (the 3+N
+    /// template with no workers; the same cluster as `3+2` with `--workers 0`).
+    Compact,
     /// Single-node OpenShift: one master, no workers, no day-2 step.
     Sno,
+}
+
+impl Topology {
+    /// Three control-plane nodes, API and ingress VIPs, generated from the 3+N template.
+    pub fn highly_available(self) -> bool {
+        matches!(self, Topology::ThreePlusTwo | Topology::Compact)
+    }
 }
 
 /// How fast the simulated servers and the cluster's installer-controller go: a multiplier on
@@ -117,6 +129,12 @@ pub struct Options {
     pub keep: bool,
     /// Keep the testbeds' directories even when the scenario succeeds.
     pub keep_dirs: bool,
+    /// `--chaos`: kill and restart our managers (and the management apiserver) at random
+    /// points drawn from the seed ([`chaos::plan`]).
+    pub chaos: Option<chaos::Settings>,
+    /// `--okd`: install OKD (the templates' OKD flavours) instead of OpenShift; ignored with a
+    /// cluster file.
+    pub okd: bool,
 }
 
 /// How a run ended.
@@ -142,6 +160,17 @@ pub struct Report {
     pub api: Option<apimetrics::ApiRequests>,
     /// The whole run, since the lab started.
     pub duration: Duration,
+    /// `--chaos`: the seed, the kills carried out and the ones the run ended before.
+    pub chaos: Option<ChaosReport>,
+}
+
+/// What `--chaos` did.
+#[derive(Debug, Clone)]
+pub struct ChaosReport {
+    pub seed: u64,
+    pub kills: Vec<chaos::Kill>,
+    /// Planned kills the scenario ended before (`<target> after <milestone>`).
+    pub not_carried_out: Vec<String>,
 }
 
 /// A cluster's day-2 step, since the lab started.
@@ -184,9 +213,93 @@ pub struct ClusterReport {
     pub last_seen: Value,
     /// Its day-2 step, once the MachineDeployment was scaled up.
     pub day2: Option<Day2Times>,
+    /// What the lab checked once it was installed (`None` before).
+    pub install_check: Option<InstallCheck>,
+    /// The most InfraEnvs, Machines and Agents seen at once.
+    pub max_seen: MaxSeen,
     /// The step it did not finish and the objects that step waits on.
     pub stuck: Option<Stuck>,
 }
+
+/// The most objects of each kind the lab saw at once in a cluster's namespace, over every pass
+/// (every 0.5 s): more than the cluster can have is a duplicate (DESIGN.md §7: no restart may
+/// duplicate an InfraEnv, Machine or Agent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MaxSeen {
+    pub infraenvs: usize,
+    pub control_plane_machines: usize,
+    pub worker_machines: usize,
+    pub agents: usize,
+}
+
+/// The label CAPI puts on control-plane Machines.
+const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
+
+impl MaxSeen {
+    fn update(&mut self, s: &Snapshot) {
+        let cp = s
+            .machines
+            .iter()
+            .filter(|m| m.labels().contains_key(CONTROL_PLANE_LABEL))
+            .count();
+        self.infraenvs = self.infraenvs.max(s.infraenvs.len());
+        self.control_plane_machines = self.control_plane_machines.max(cp);
+        self.worker_machines = self.worker_machines.max(s.machines.len() - cp);
+        self.agents = self.agents.max(s.agents.len());
+    }
+
+    /// What exceeded what the cluster can have: one InfraEnv per template in use, a Machine
+    /// per replica (the day-2 worker included), an Agent per host of the site.
+    pub fn duplicates(&self, spec: &ClusterSpec, hosts: usize) -> Vec<String> {
+        let workers = spec.workers as usize + usize::from(spec.day2.is_some());
+        [
+            (
+                "InfraEnvs",
+                self.infraenvs,
+                spec.infraenvs,
+                "templates in use",
+            ),
+            (
+                "control-plane Machines",
+                self.control_plane_machines,
+                spec.masters as usize,
+                "control-plane replicas",
+            ),
+            (
+                "worker Machines",
+                self.worker_machines,
+                workers,
+                "worker replicas, the day-2 one included",
+            ),
+            ("Agents", self.agents, hosts, "hosts"),
+        ]
+        .into_iter()
+        .filter(|(_, seen, most, _)| seen > most)
+        .map(|(what, seen, most, of)| format!("{seen} {what} at once, for {most} {of}"))
+        .collect()
+    }
+}
+
+/// What the lab reads back once a cluster is installed: the core's view of it and the release
+/// its control plane asked for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InstallCheck {
+    /// The core's `schedulable_masters` (`GET /clusters/{id}` of the agent REST API): true
+    /// when the cluster has fewer than two day-1 workers (compact, SNO).
+    pub schedulable_masters: bool,
+    /// The core's `openshift_version` of the cluster.
+    pub openshift_version: String,
+    /// The ClusterImageSet the AgentClusterInstall refers to, and its release image.
+    pub cluster_image_set: String,
+    pub release_image: String,
+    /// The pull secret the ClusterDeployment refers to (`spec.pullSecretRef`).
+    pub pull_secret: String,
+}
+
+/// Repositories of the release images the control plane picks (controlplane-provider's
+/// `release.rs`): OKD (SCOS) and OCP.
+pub const OKD_RELEASE_REPOSITORY: &str = "quay.io/okd/scos-release";
+pub const OCP_RELEASE_REPOSITORY: &str = "quay.io/openshift-release-dev/ocp-release";
 
 /// A step that did not finish.
 #[derive(Debug, Clone)]
@@ -259,6 +372,14 @@ mod report_json {
         pub clusters: Vec<Cluster<'a>>,
         pub memory: Memory<'a>,
         pub api_requests: Option<ApiRequests<'a>>,
+        pub chaos: Option<Chaos<'a>>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Chaos<'a> {
+        pub seed: u64,
+        pub kills: &'a [crate::chaos::Kill],
+        pub not_carried_out: &'a [String],
     }
 
     /// Over the clusters that reached it.
@@ -324,6 +445,8 @@ mod report_json {
         pub milestones: Vec<Milestone<'a>>,
         pub last_seen: &'a Value,
         pub day2: Option<Day2>,
+        pub install_check: Option<&'a super::InstallCheck>,
+        pub max_seen: &'a super::MaxSeen,
         pub stuck: Option<Stuck<'a>>,
     }
 
@@ -496,6 +619,8 @@ impl Report {
                     milestones: milestones_json(&c.milestones),
                     last_seen: &c.last_seen,
                     day2: c.day2.as_ref().map(day2_json),
+                    install_check: c.install_check.as_ref(),
+                    max_seen: &c.max_seen,
                     stuck: c.stuck.as_ref().map(Stuck::to_json),
                 })
                 .collect(),
@@ -530,6 +655,11 @@ impl Report {
                     .collect(),
                 reconciles: &a.reconciles,
                 workload: counts_json(&a.workload, a.hosts),
+            }),
+            chaos: self.chaos.as_ref().map(|c| report_json::Chaos {
+                seed: c.seed,
+                kills: &c.kills,
+                not_carried_out: &c.not_carried_out,
             }),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
@@ -809,6 +939,23 @@ async fn installer_controller(
     timeout: Duration,
     speed: Speed,
 ) -> Result<JoinHandle<Result<()>>> {
+    let (cluster_id, token) = cluster_token(client, spec).await?;
+    let controller = InstallerController::new(agent_api_url, cluster_id, &token)
+        .with_speed(speed.factor())
+        .with_timeout(timeout)
+        .with_workload(workload.clone());
+    Ok(tokio::spawn(async move {
+        controller
+            .run()
+            .await
+            .map(|_| ())
+            .map_err(|e| anyhow!("installer-controller: {e}"))
+    }))
+}
+
+/// The cluster's id in the core (its ClusterDeployment's UID) and a cluster-scoped agent token
+/// for it, minted with the core's signing key (what the installer-controller holds).
+async fn cluster_token(client: &Client, spec: &ClusterSpec) -> Result<(String, String)> {
     let cd = Api::<ClusterDeployment>::namespaced(client.clone(), &spec.ns)
         .get(&spec.control_plane_name())
         .await
@@ -826,17 +973,123 @@ async fn installer_controller(
     let pem = std::str::from_utf8(&pem.0).context("the private key is not UTF-8")?;
     let keys = Keys::from_pkcs8_pem(pem).map_err(|e| anyhow!("reading the token key: {e}"))?;
     let token = keys.sign(&Claims::cluster(cluster_id.clone()));
-    let controller = InstallerController::new(agent_api_url, cluster_id, &token)
-        .with_speed(speed.factor())
-        .with_timeout(timeout)
-        .with_workload(workload.clone());
-    Ok(tokio::spawn(async move {
-        controller
-            .run()
+    Ok((cluster_id, token))
+}
+
+/// Reads back an installed cluster: the core's view of it (`GET /clusters/{id}` with a cluster
+/// token) and the release image of the ClusterImageSet its AgentClusterInstall refers to.
+async fn install_check(
+    client: &Client,
+    agent_api_url: &str,
+    spec: &ClusterSpec,
+    aci: Option<&assisted_core::api::agentclusterinstall::AgentClusterInstall>,
+) -> Result<InstallCheck> {
+    let (cluster_id, token) = cluster_token(client, spec).await?;
+    let url = agent_sim::client::api_url(agent_api_url, &format!("/clusters/{cluster_id}"));
+    let (status, body) = agent_sim::call(http::Method::GET, &url, &token, None)
+        .await
+        .map_err(|e| anyhow!("GET {url}: {e}"))?;
+    if !status.is_success() {
+        anyhow::bail!(
+            "GET {url}: HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    let view: Value = serde_json::from_slice(&body).context("the core's cluster view")?;
+    let cd = Api::<ClusterDeployment>::namespaced(client.clone(), &spec.ns)
+        .get(&spec.control_plane_name())
+        .await
+        .context("reading the ClusterDeployment")?;
+    let pull_secret = serde_json::to_value(&cd.spec)?
+        .pointer("/pullSecretRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if !pull_secret.is_empty() {
+        Api::<Secret>::namespaced(client.clone(), &spec.ns)
+            .get(&pull_secret)
             .await
-            .map(|_| ())
-            .map_err(|e| anyhow!("installer-controller: {e}"))
-    }))
+            .with_context(|| format!("reading pull secret {pull_secret}"))?;
+    }
+    let aci = serde_json::to_value(aci.context("no AgentClusterInstall")?)?;
+    let image_set = aci
+        .pointer("/spec/imageSetRef/name")
+        .and_then(Value::as_str)
+        .context("the AgentClusterInstall has no spec.imageSetRef")?
+        .to_string();
+    let req = http::Request::get(format!(
+        "/apis/hive.openshift.io/v1/clusterimagesets/{image_set}"
+    ))
+    .body(Vec::new())?;
+    let set: Value = client
+        .request(req)
+        .await
+        .with_context(|| format!("reading ClusterImageSet {image_set}"))?;
+    Ok(InstallCheck {
+        schedulable_masters: view["schedulable_masters"].as_bool().unwrap_or_default(),
+        openshift_version: view["openshift_version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        release_image: set
+            .pointer("/spec/releaseImage")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        cluster_image_set: image_set,
+        pull_secret,
+    })
+}
+
+impl InstallCheck {
+    /// What is wrong with it for a cluster of `spec` (`okd`: an OKD release was asked for;
+    /// `None`: the release is the user's, not checked), or `None`.
+    pub fn problem(&self, spec: &ClusterSpec, okd: Option<bool>) -> Option<String> {
+        let schedulable = spec.workers < 2;
+        if self.schedulable_masters != schedulable {
+            return Some(format!(
+                "the core says schedulable_masters={} for a cluster with {} control-plane nodes and {} workers (expected {schedulable}: masters run workloads when there are fewer than two workers)",
+                self.schedulable_masters, spec.masters, spec.workers
+            ));
+        }
+        let (repo, secret) = match okd {
+            // No pull secret in the OKD flavours: the control plane's placeholder.
+            Some(true) => (
+                OKD_RELEASE_REPOSITORY,
+                format!("{}-placeholder-pull-secret", spec.control_plane),
+            ),
+            Some(false) => (
+                OCP_RELEASE_REPOSITORY,
+                generate::PULL_SECRET_NAME.to_string(),
+            ),
+            None => return None,
+        };
+        if self.pull_secret != secret {
+            return Some(format!(
+                "the ClusterDeployment's pull secret is {:?}, expected {secret:?}",
+                self.pull_secret
+            ));
+        }
+        if !self.release_image.starts_with(&format!("{repo}:")) {
+            return Some(format!(
+                "ClusterImageSet {} has release image {:?}, expected one of {repo}",
+                self.cluster_image_set, self.release_image
+            ));
+        }
+        None
+    }
+
+    /// One line for the output.
+    pub fn describe(&self) -> String {
+        format!(
+            "masters {}schedulable; OpenShift {} from ClusterImageSet {} ({}); pull secret {}",
+            if self.schedulable_masters { "" } else { "not " },
+            self.openshift_version,
+            self.cluster_image_set,
+            self.release_image,
+            self.pull_secret
+        )
+    }
 }
 
 /// One cluster of the run: its site, what was last seen and how far its scenario got.
@@ -859,6 +1112,9 @@ struct ClusterRun {
     last_print: Option<Instant>,
     /// Its day-2 step, once scaled up.
     day2: Option<Day2Times>,
+    /// What the lab read back once it was installed.
+    install_check: Option<InstallCheck>,
+    max_seen: MaxSeen,
     /// Its day-2 worker is installed; its workers wait to be scaled back down until every
     /// cluster's is (several clusters).
     scale_down_pending: bool,
@@ -910,7 +1166,7 @@ async fn plan_generated(
     let t = opts.topology;
     let spec = ClusterSpec::new(t, opts.workers, c, n);
     let root = testbed::cache::repo_root();
-    let g = Generate::new(&spec, &root.join(generate::template(t)));
+    let g = Generate::new(&spec, &root.join(generate::template(t, opts.okd)), opts.okd);
     let yaml = g
         .run(clusterctl, &opts.dir.join("clusterctl-home"))
         .await
@@ -950,7 +1206,7 @@ async fn plan_generated(
     };
     let (got, wanted) = (
         seen(&expected, expected.day2.is_some()),
-        seen(&spec, t == Topology::ThreePlusTwo),
+        seen(&spec, t.highly_available()),
     );
     if got != wanted {
         anyhow::bail!(
@@ -1193,6 +1449,8 @@ impl ClusterRun {
             last_line: String::new(),
             last_print: None,
             day2: None,
+            install_check: None,
+            max_seen: MaxSeen::default(),
             scale_down_pending: false,
         }
     }
@@ -1223,15 +1481,19 @@ impl ClusterRun {
             done: self.next >= steps.len(),
             last_seen: self.snap.to_json(&self.spec.name),
             day2: self.day2,
+            install_check: self.install_check.clone(),
+            max_seen: self.max_seen,
             stuck,
         }
     }
 }
 
-/// `3+2`, `sno`, `1+2`, ...
+/// `3+2`, `sno`, `compact`, `1+2`, ...
 fn shape(spec: &ClusterSpec) -> String {
     if spec.masters == 1 && spec.workers == 0 {
         "sno".into()
+    } else if spec.topology == Topology::Compact {
+        "compact (3+0)".into()
     } else {
         format!("{}+{}", spec.masters, spec.workers)
     }
@@ -1309,7 +1571,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 plans,
                 format!(
                     "{} (clusterctl generate cluster)",
-                    generate::template(opts.topology)
+                    generate::template(opts.topology, opts.okd)
                 ),
             )
         }
@@ -1386,10 +1648,34 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
+    // The release the clusters must get: checked for the lab's own clusters only.
+    let expect_okd = opts.cluster_file.is_none().then_some(opts.okd);
     // Registered now, so that a Ctrl-C during a pass is not lost.
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("listening for Ctrl-C")?;
+    let mut chaos = opts.chaos.map(|settings| {
+        let seed = settings.seed;
+        let plan = chaos::plan(seed, steps.len(), settings.apiserver);
+        println!(
+            "{} chaos: seed {seed} (run it again with --chaos-seed {seed}); {} kills planned: {}",
+            stamp(start),
+            plan.len(),
+            plan.iter()
+                .map(|p| describe_planned(p, &lab.managers, &steps))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        chaos::Chaos::new(seed, plan)
+    });
+    // When stdout is a terminal: one line per cluster at the bottom, redrawn every pass.
+    let mut live = live::Live::detect();
     let failure: Option<String> = 'run: loop {
+        live.clear();
+        if let Some(c) = chaos.as_mut()
+            && let Err(e) = chaos_pass(c, &mut lab, &runs[0], &steps, start).await
+        {
+            break Some(format!("chaos: {e:#}"));
+        }
         if let Err(e) = lab.managers.check_running() {
             break Some(format!("a manager exited: {e:#}"));
         }
@@ -1406,7 +1692,9 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             let pre = prefix(&r.spec);
             let events = match &world {
                 Some(w) => r.site.tick_with(&lab.workload, &w.bmhs).await,
-                None => r.site.tick(&lab.workload).await,
+                // The apiserver did not answer (slow, or restarted by --chaos): the site
+                // waits for the next pass.
+                None => Ok(Vec::new()),
             };
             match events {
                 Ok(events) => events
@@ -1420,6 +1708,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     .iter()
                     .for_each(|c| println!("{} {pre}{c}", stamp(start)));
                 r.snap = s;
+                r.max_seen.update(&r.snap);
                 // The day-2 worker's Node, Ready in the workload apiserver.
                 if let Some(d) = r.day2.as_mut()
                     && d.node_ready.is_none()
@@ -1487,6 +1776,30 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     println!("{} {pre}== {}", stamp(start), step.title());
                 }
                 let cluster = &r.spec.name;
+                if step == Step::Installed {
+                    match install_check(
+                        &client,
+                        &lab.managers.agent_api_url,
+                        &r.spec,
+                        r.snap.aci.as_ref(),
+                    )
+                    .await
+                    {
+                        Ok(c) => {
+                            println!("{} {pre}installed: {}", stamp(start), c.describe());
+                            let problem = c.problem(&r.spec, expect_okd);
+                            r.install_check = Some(c);
+                            if let Some(p) = problem {
+                                break 'run Some(format!("{pre}{p}"));
+                            }
+                        }
+                        Err(e) => {
+                            break 'run Some(format!(
+                                "{pre}reading back the installed cluster: {e:#}"
+                            ));
+                        }
+                    }
+                }
                 let action = match (step, &r.spec.day2) {
                     (Step::HostsAvailable, _) => {
                         testbed::resources::apply_all(&client, r.objects.clone())
@@ -1531,7 +1844,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     break 'run Some(format!("{e:#}"));
                 }
             }
-            if r.next < steps.len() {
+            // In the live view the cluster's line at the bottom replaces these.
+            if r.next < steps.len() && !live.on() {
                 let line = r.snap.summary(&r.spec.name);
                 if line != r.last_line && r.last_print.is_none_or(|p| p.elapsed() >= every) {
                     println!("{} {line}", stamp(start));
@@ -1573,12 +1887,68 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         if Instant::now() > deadline {
             break Some(format!("timed out after {:?}", opts.timeout));
         }
+        if live.on() {
+            let lines: Vec<(String, bool)> = runs
+                .iter()
+                .map(|r| {
+                    let phase = steps
+                        .get(r.next)
+                        .map_or("done".to_string(), |s| format!("→ {}", s.title()));
+                    (
+                        live::line(&r.spec.name, &phase, &r.snap),
+                        r.next >= steps.len(),
+                    )
+                })
+                .collect();
+            live.draw(&live::lines(&lines));
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = interrupt.recv() => break Some("interrupted (Ctrl-C)".into()),
         }
     };
+    // Whatever chaos left down is started again, and must come back.
+    let mut failure = failure;
+    let chaos_report = match chaos.as_mut() {
+        Some(c) => {
+            if let Err(e) = chaos_finish(c, &mut lab, start).await
+                && failure.is_none()
+            {
+                failure = Some(format!("chaos: {e:#}"));
+            }
+            let not_carried_out: Vec<String> = c
+                .pending()
+                .iter()
+                .map(|p| describe_planned(p, &lab.managers, &steps))
+                .collect();
+            Some(ChaosReport {
+                seed: c.seed,
+                kills: c.kills.clone(),
+                not_carried_out,
+            })
+        }
+        None => None,
+    };
+    // No restart may duplicate an InfraEnv, Machine or Agent (checked on every run).
+    let duplicates: Vec<String> = runs
+        .iter()
+        .flat_map(|r| {
+            let pre = prefix(&r.spec);
+            r.max_seen
+                .duplicates(&r.spec, r.servers.len())
+                .into_iter()
+                .map(move |d| format!("{pre}{d}"))
+        })
+        .collect();
+    if !duplicates.is_empty() && failure.is_none() {
+        failure = Some(format!("duplicates: {}", duplicates.join("; ")));
+    }
     memory.sample(&lab.managers.pids());
+    // A restarted apiserver counts from zero again: its counters say nothing of the run.
+    let apiserver_restarted = chaos_report
+        .as_ref()
+        .is_some_and(|c| c.kills.iter().any(|k| k.what == chaos::Target::ApiServer));
+    let api_before = api_before.filter(|_| !apiserver_restarted);
     let api = match (api_before, read_api(&client, &lab.workload.client).await) {
         (Some((m0, w0)), Some((m1, w1))) => {
             let management = m1.since(&m0);
@@ -1620,8 +1990,46 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             runs[runs.len() - 1].spec.name,
         );
     }
-    for (at, what) in &milestones {
-        println!("  [{:>6.1}s] {what}", at.as_secs_f64());
+    let mut timeline: Vec<(Duration, String)> = milestones
+        .iter()
+        .map(|(at, what)| (*at, format!("[{:>6.1}s] {what}", at.as_secs_f64())))
+        .collect();
+    if let Some(c) = &chaos {
+        timeline.extend(c.kills.iter().map(|k| k.killed_at).zip(c.lines()));
+    }
+    timeline.sort_by_key(|(at, _)| *at);
+    for (_, line) in &timeline {
+        println!("  {line}");
+    }
+    if let Some(c) = &chaos_report {
+        for p in &c.not_carried_out {
+            println!("  chaos: not carried out (the scenario ended first): {p}");
+        }
+        let seen = runs
+            .iter()
+            .map(|r| {
+                let m = r.max_seen;
+                format!(
+                    "{}{} InfraEnvs, {}+{} Machines, {} Agents",
+                    prefix(&r.spec),
+                    m.infraenvs,
+                    m.control_plane_machines,
+                    m.worker_machines,
+                    m.agents
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        println!(
+            "  chaos: {} kills (seed {}); the most seen at once: {seen}{}",
+            c.kills.len(),
+            c.seed,
+            if duplicates.is_empty() {
+                " (no duplicates)"
+            } else {
+                ""
+            }
+        );
     }
     if n > 1 {
         println!("Per cluster (installed / last milestone):");
@@ -1688,6 +2096,9 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     }
     match &api {
         Some(a) => print!("{}", a.report()),
+        None if apiserver_restarted => println!(
+            "API requests: not counted (--chaos restarted the management apiserver, whose counters started again)"
+        ),
         None => {
             println!("API requests: the apiservers' /metrics could not be read (see logs/lab.log)")
         }
@@ -1750,6 +2161,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         memory,
         api,
         duration: start.elapsed(),
+        chaos: chaos_report,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -1759,6 +2171,145 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         keep_running(&mut lab, &mut runs).await;
     }
     Ok(report)
+}
+
+/// A planned kill, for the output: `bootstrap-provider 0.7s after `InfraEnvs ready``.
+fn describe_planned(p: &chaos::Planned, managers: &Managers, steps: &[Step]) -> String {
+    let target = match p.target {
+        chaos::Target::Manager(i) => managers.names().get(i).copied().unwrap_or("a manager"),
+        chaos::Target::ApiServer => "kube-apiserver",
+    };
+    let after = p
+        .after_milestones
+        .checked_sub(1)
+        .and_then(|i| steps.get(i))
+        .map_or("the start", |s| s.title());
+    format!(
+        "{target} {:.1}s after `{after}`, down {:.1}s",
+        p.delay.as_secs_f64(),
+        p.downtime.as_secs_f64()
+    )
+}
+
+/// One pass of `--chaos`: the kills due (the first cluster's progress decides), the restarts
+/// due, and the restarted managers that answer `/readyz` again. The apiserver is killed and
+/// started again within the pass (the lab's own reads need it).
+async fn chaos_pass(
+    c: &mut chaos::Chaos,
+    lab: &mut Lab,
+    first: &ClusterRun,
+    steps: &[Step],
+    start: Instant,
+) -> Result<()> {
+    let installed = steps
+        .iter()
+        .position(|s| *s == Step::Installed)
+        .unwrap_or(steps.len());
+    for p in c.due(first.next, start.elapsed()) {
+        let during = steps.get(first.next).map_or("the end", |s| s.title());
+        let mid = first.next >= 1 && first.next <= installed;
+        let now = start.elapsed();
+        match p.target {
+            chaos::Target::Manager(i) => {
+                let name = lab.managers.names().get(i).copied().unwrap_or("manager");
+                lab.managers.kill(i);
+                println!(
+                    "{} chaos: {name} killed (SIGKILL){} while waiting for `{during}`; starting it again in {:.1}s",
+                    stamp(start),
+                    if mid { " mid-install" } else { "" },
+                    p.downtime.as_secs_f64()
+                );
+                c.killed(&p, name, now, during, mid);
+            }
+            chaos::Target::ApiServer => {
+                lab.tb.kill_apiserver()?;
+                println!(
+                    "{} chaos: the management kube-apiserver killed (SIGKILL){} while waiting for `{during}`; starting it again in {:.1}s",
+                    stamp(start),
+                    if mid { " mid-install" } else { "" },
+                    p.downtime.as_secs_f64()
+                );
+                c.killed(&p, "kube-apiserver", now, during, mid);
+                let k = c.kills.len() - 1;
+                tokio::time::sleep(p.downtime).await;
+                c.kills[k].started_at = Some(start.elapsed());
+                c.back(k);
+                lab.tb
+                    .start_apiserver_again()
+                    .await
+                    .context("starting the kube-apiserver again")?;
+                c.kills[k].ready_at = Some(start.elapsed());
+                println!(
+                    "{} chaos: the management kube-apiserver is back (ready)",
+                    stamp(start)
+                );
+            }
+        }
+    }
+    for (k, t) in c.to_start(start.elapsed()) {
+        if let chaos::Target::Manager(i) = t {
+            lab.managers
+                .start_again(i)
+                .with_context(|| format!("starting {} again", c.kills[k].target))?;
+            c.kills[k].started_at = Some(start.elapsed());
+            println!(
+                "{} chaos: {} started again",
+                stamp(start),
+                c.kills[k].target
+            );
+        }
+    }
+    for k in c.kills.iter_mut() {
+        if let (chaos::Target::Manager(i), Some(_), None) = (k.what, k.started_at, k.ready_at)
+            && lab.managers.ready(i)
+        {
+            k.ready_at = Some(start.elapsed());
+            println!(
+                "{} chaos: {} is ready again ({:.1}s after the kill)",
+                stamp(start),
+                k.target,
+                (start.elapsed().saturating_sub(k.killed_at)).as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// At the end of a `--chaos` run: starts what is still down and waits (up to 60 s) until every
+/// restarted manager is ready.
+async fn chaos_finish(c: &mut chaos::Chaos, lab: &mut Lab, start: Instant) -> Result<()> {
+    for (k, t) in c.to_start(Duration::MAX) {
+        if let chaos::Target::Manager(i) = t {
+            lab.managers.start_again(i)?;
+            c.kills[k].started_at = Some(start.elapsed());
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for k in c.kills.iter_mut() {
+            if let (chaos::Target::Manager(i), None) = (k.what, k.ready_at)
+                && lab.managers.ready(i)
+            {
+                k.ready_at = Some(start.elapsed());
+            }
+        }
+        let waiting: Vec<&str> = c
+            .kills
+            .iter()
+            .filter(|k| k.ready_at.is_none())
+            .map(|k| k.target.as_str())
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "not ready 60 s after being started again: {}",
+                waiting.join(", ")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Both apiservers' request counters (management, workload); `None`, logged, when either
@@ -1989,6 +2540,8 @@ mod tests {
                     node_ready: Some(s(52.25)),
                     installed: None,
                 }),
+                install_check: None,
+                max_seen: MaxSeen::default(),
                 stuck: Some(Stuck {
                     step: "InfraEnvs ready".into(),
                     waiting_for: "2 InfraEnv(s) with an ISO URL".into(),
@@ -2010,6 +2563,19 @@ mod tests {
                 ..Default::default()
             }),
             duration: s(60.0),
+            chaos: Some(ChaosReport {
+                seed: 42,
+                kills: vec![chaos::Kill {
+                    target: "bootstrap-provider".into(),
+                    what: chaos::Target::Manager(1),
+                    killed_at: s(20.04),
+                    started_at: Some(s(22.0)),
+                    ready_at: Some(s(23.5)),
+                    during: "Agents approved".into(),
+                    mid_install: true,
+                }],
+                not_carried_out: vec![],
+            }),
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.
@@ -2043,6 +2609,11 @@ mod tests {
         assert_eq!(v["api_requests"]["management"]["per_host"], 2.5);
         assert_eq!(v["api_requests"]["by_client"][0]["per_host"], 1.5);
         assert_eq!(v["api_requests"]["by_client"][0]["reads"], 5.0);
+        assert_eq!(v["chaos"]["seed"], 42);
+        assert_eq!(v["chaos"]["kills"][0]["target"], "bootstrap-provider");
+        assert_eq!(v["chaos"]["kills"][0]["killed_at"], 20.0);
+        assert_eq!(v["chaos"]["kills"][0]["mid_install"], true);
+        assert_eq!(c["max_seen"]["agents"], 0);
         // Fields in the documented order: the API requests after the memory, last.
         assert!(text.find("\n  \"api_requests\"") > text.find("\n  \"memory\""));
         let e = error_report(&anyhow!("no Cluster in f.yaml"), s(0.25));

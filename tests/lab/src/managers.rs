@@ -17,8 +17,24 @@ pub struct WorkloadAccess {
     pub ca_key_file: PathBuf,
 }
 
+/// How a manager was started, to start it again the same way (`--chaos`): same binary, flags,
+/// ports and log file (appended to).
+struct Launch {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
+    envs: Vec<(&'static str, &'static str)>,
+    log: PathBuf,
+    health_port: u16,
+}
+
 pub struct Managers {
     pub procs: Vec<Process>,
+    launches: Vec<Launch>,
+    /// Killed and not started again yet (`--chaos`).
+    down: Vec<bool>,
+    /// Times each was started again.
+    pub restarts: Vec<u32>,
     /// The agent REST API as hosts reach it.
     pub agent_api_url: String,
     /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
@@ -87,9 +103,49 @@ impl Managers {
         out
     }
 
-    /// Fails if a manager has exited, quoting the end of its log.
+    /// Fails if a manager has exited, quoting the end of its log (one the lab killed and has
+    /// not started again is not checked).
     pub fn check_running(&mut self) -> Result<()> {
-        self.procs.iter_mut().try_for_each(Process::check_running)
+        self.procs
+            .iter_mut()
+            .zip(&self.down)
+            .filter(|(_, down)| !**down)
+            .try_for_each(|(p, _)| p.check_running())
+    }
+
+    /// The managers' names, control plane first.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.launches.iter().map(|l| l.name).collect()
+    }
+
+    pub fn is_down(&self, i: usize) -> bool {
+        self.down.get(i).copied().unwrap_or(false)
+    }
+
+    /// SIGKILLs manager `i` (no graceful shutdown) and reaps it (`--chaos`).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(p) = self.procs.get_mut(i) {
+            p.kill();
+            self.down[i] = true;
+        }
+    }
+
+    /// Starts manager `i` again as it was started first, on the same ports, appending to its
+    /// log; does not wait for it ([`Managers::ready`]).
+    pub fn start_again(&mut self, i: usize) -> Result<()> {
+        let l = self.launches.get(i).context("no such manager")?;
+        let p = Process::spawn(l.name, &l.program, &l.args, &l.envs, l.log.clone())?;
+        self.procs[i] = p;
+        self.down[i] = false;
+        self.restarts[i] += 1;
+        Ok(())
+    }
+
+    /// Whether manager `i` answers `/readyz`.
+    pub fn ready(&self, i: usize) -> bool {
+        self.launches
+            .get(i)
+            .is_some_and(|l| matches!(http_get(l.health_port, "/readyz"), Ok((200, _))))
     }
 }
 
@@ -120,15 +176,29 @@ pub async fn start(
     let data = dir.join("data");
     let agent_api = addr()?;
     let images = addr()?;
-    let os_images = serde_json::json!([{
-        "openshift_version": "4.17",
-        "cpu_architecture": "x86_64",
-        "url": format!("file://{}", iso.display()),
-        "version": "417.94.202410090854-0",
-    }])
+    // One ISO file for both: an RHCOS image for OpenShift 4.17 (the lab's OCP clusters) and a
+    // CentOS Stream CoreOS one for OKD 4.19 (`--okd`, CAPOA's OKD example).
+    let url = format!("file://{}", iso.display());
+    let os_images = serde_json::json!([
+        {
+            "openshift_version": "4.17",
+            "cpu_architecture": "x86_64",
+            "url": url,
+            "version": "417.94.202410090854-0",
+        },
+        {
+            "openshift_version": "4.19",
+            "cpu_architecture": "x86_64",
+            "url": url,
+            "version": "9.0.20250510-0",
+        },
+    ])
     .to_string();
     let mut webhooks = Vec::new();
     let mut metrics_ports = Vec::new();
+    // `LAB_MANAGER_LOG` replaces the managers' log filter (e.g. `info,kube_runtime=debug`).
+    let log_level = std::env::var("LAB_MANAGER_LOG")
+        .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into());
     let mut common = |name: &'static str, kubeconfig: &Path, health: &str| -> Result<Vec<String>> {
         let port = free_port()?;
         let metrics = free_port()?;
@@ -140,7 +210,7 @@ pub async fn start(
             format!("--health-probe-bind-address={health}"),
             format!("--webhook-bind-address=127.0.0.1:{port}"),
             format!("--webhook-cert-dir={}", cert_dir.display()),
-            "--log-level=info,kube=warn,tower=warn,hyper=warn".into(),
+            format!("--log-level={log_level}"),
         ];
         webhooks.push((name, port, cert_dir));
         Ok(args)
@@ -169,32 +239,45 @@ pub async fn start(
     let bs_health = addr()?;
     let bs_args = common(BOOTSTRAP, kubeconfigs[1], &bs_health)?;
     // Log files are read by people, not terminals.
-    let envs = [("NO_COLOR", "1")];
+    let envs = vec![("NO_COLOR", "1")];
     let mut procs = Vec::new();
+    let mut launches = Vec::new();
     for (name, args, health) in [
         (CONTROLPLANE, cp_args, cp_health),
         (BOOTSTRAP, bs_args, bs_health),
     ] {
-        let mut p = Process::spawn(
-            name,
-            &bin_dir.join(name),
-            &args,
-            &envs,
-            logs.join(format!("{name}.log")),
-        )?;
         let port: u16 = health
             .rsplit(':')
             .next()
             .and_then(|p| p.parse().ok())
             .context("health port")?;
+        let launch = Launch {
+            name,
+            program: bin_dir.join(name),
+            args,
+            envs: envs.clone(),
+            log: logs.join(format!("{name}.log")),
+            health_port: port,
+        };
+        let mut p = Process::spawn(
+            name,
+            &launch.program,
+            &launch.args,
+            &launch.envs,
+            launch.log.clone(),
+        )?;
         wait_until(name, &mut p, Duration::from_secs(60), async || {
             Ok(http_get(port, "/readyz")?.0 == 200)
         })
         .await?;
         procs.push(p);
+        launches.push(launch);
     }
     Ok(Managers {
+        down: vec![false; procs.len()],
+        restarts: vec![0; procs.len()],
         procs,
+        launches,
         agent_api_url: format!("http://{agent_api}"),
         webhooks,
         metrics_ports,

@@ -18,6 +18,7 @@ pub const INGRESS_VIP: &str = "192.168.111.4";
 pub fn cluster_name(t: Topology) -> &'static str {
     match t {
         Topology::ThreePlusTwo => "bm",
+        Topology::Compact => "compact",
         Topology::Sno => "sno",
     }
 }
@@ -69,6 +70,7 @@ impl ClusterSpec {
     pub fn new(topology: Topology, workers: u32, c: u32, n: u32) -> ClusterSpec {
         let (masters, workers) = match topology {
             Topology::ThreePlusTwo => (3, workers),
+            Topology::Compact => (3, 0),
             Topology::Sno => (1, 0),
         };
         let (ns, name, host_prefix, machine_cidr, api_vip, ingress_vip, index_base) = if n == 1 {

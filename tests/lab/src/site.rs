@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use agent_sim::kubelet::{Kubelet, node_name, node_object, node_user, ready_status};
 use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx};
@@ -56,6 +57,10 @@ pub struct Site {
     peers: Arc<RwLock<Vec<HostProfile>>>,
     reply_ctx: Arc<RwLock<ReplyCtx>>,
     booted: BTreeMap<String, Booted>,
+    /// Hosts whose image could not be read yet (the image server down: `--chaos` kills the
+    /// control-plane manager that serves it), since when: the site tries again every pass,
+    /// as a server's firmware would, and gives up after [`BOOT_RETRY`].
+    boot_failing: BTreeMap<String, std::time::Instant>,
     /// agent-sim's speed multiplier for the hosts (0: no simulated delays).
     speed: f64,
 }
@@ -130,7 +135,18 @@ async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, St
         }
         let (status, iso) = agent_sim::call(http::Method::GET, &image.url, "", None)
             .await
-            .map_err(|e| anyhow!("downloading the ISO of {name} from {}: {e}", image.url))?;
+            .map_err(|e| {
+                anyhow::Error::new(Transient).context(format!(
+                    "downloading the ISO of {name} from {}: {e}",
+                    image.url
+                ))
+            })?;
+        if status.is_server_error() {
+            return Err(anyhow::Error::new(Transient).context(format!(
+                "downloading the ISO of {name} from {}: HTTP {status}",
+                image.url
+            )));
+        }
         if !status.is_success() {
             bail!(
                 "downloading the ISO of {name} from {}: HTTP {status}",
@@ -189,6 +205,26 @@ fn healthy_status(addresses: &[String]) -> Value {
     status
 }
 
+/// How long the site keeps trying to boot a host whose image server does not answer.
+pub const BOOT_RETRY: Duration = Duration::from_secs(120);
+
+/// Whether a boot failure may pass: the image server unreachable or answering 5xx.
+fn is_transient(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Transient>().is_some())
+}
+
+/// Marks a boot failure that may pass (see [`is_transient`]).
+#[derive(Debug)]
+struct Transient;
+
+impl std::fmt::Display for Transient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the image server did not answer")
+    }
+}
+
+impl std::error::Error for Transient {}
+
 /// Something the site did, for the progress output.
 pub type Event = String;
 
@@ -212,6 +248,7 @@ impl Site {
             peers: Arc::new(RwLock::new(Vec::new())),
             reply_ctx: Arc::new(RwLock::new(reply_ctx)),
             booted: BTreeMap::new(),
+            boot_failing: BTreeMap::new(),
             speed,
         }
     }
@@ -278,7 +315,33 @@ impl Site {
                 continue;
             };
             if state == "provisioned" && !self.booted.contains_key(&name) {
-                let (url, infra_env, token) = boot_config(&self.client, bmh).await?;
+                let (url, infra_env, token) = match boot_config(&self.client, bmh).await {
+                    Ok(c) => {
+                        self.boot_failing.remove(&name);
+                        c
+                    }
+                    Err(e) if is_transient(&e) => {
+                        let first = !self.boot_failing.contains_key(&name);
+                        let since = *self
+                            .boot_failing
+                            .entry(name.clone())
+                            .or_insert_with(std::time::Instant::now);
+                        if since.elapsed() > BOOT_RETRY {
+                            return Err(e.context(format!(
+                                "{name} could not boot for {}s",
+                                BOOT_RETRY.as_secs()
+                            )));
+                        }
+                        if first {
+                            tracing::info!("{name} cannot boot yet: {e:#}");
+                            events.push(format!(
+                                "site: {name} cannot boot yet: its image server does not answer (logs/lab.log has the error); trying again every pass"
+                            ));
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 if let Ok(mut p) = self.peers.write() {
                     p.push(server.profile.clone());
                 }

@@ -37,6 +37,8 @@ async fn capoa_multinode_example_installs_scales_up_and_down() {
         timeout: Duration::from_secs(400),
         keep: false,
         keep_dirs: false,
+        chaos: None,
+        okd: false,
     })
     .await
     .expect("the lab starts");

@@ -2,6 +2,8 @@
 //! tests/lab/Cargo.toml). Each needs `make testbed` and the provider binaries in `target/debug/`
 //! (`make test` builds them). One of them: `cargo test -p lab --test scenarios sno`.
 
+#[path = "chaos.rs"]
+mod chaos;
 #[path = "cluster_file.rs"]
 mod cluster_file;
 #[path = "sno.rs"]

@@ -34,6 +34,8 @@ async fn sno_installs_and_its_machine_runs() {
         timeout: Duration::from_secs(300),
         keep: false,
         keep_dirs: false,
+        chaos: None,
+        okd: false,
     })
     .await
     .expect("the lab starts");
