@@ -71,8 +71,11 @@ pub struct Planned {
     /// Fires once the first cluster has reached this many milestones (1: its manifests were
     /// applied, the `hosts available` milestone) ...
     pub after_milestones: usize,
-    /// ... and this much longer.
+    /// ... and this much longer,
     pub delay: Duration,
+    /// but at the latest once it has reached this many (the delay cut short), so that a fast
+    /// install does not leave the window: a mid-install kill stays mid-install.
+    pub latest: Option<usize>,
     /// Started again this long after the kill.
     pub downtime: Duration,
 }
@@ -86,10 +89,11 @@ pub const INSTALLED: usize = 5;
 /// Draws the plan for a run of `milestones` milestones.
 ///
 /// - each manager once mid-install, after the manifests were applied and before the cluster is
-///   installed: the bootstrap provider once the first cluster has reached milestone 1..=4
-///   (`hosts available` .. `Agents approved`), then 0-2 s; the control-plane provider once it
-///   has reached 1..=2 (`hosts available`, `InfraEnvs ready`), then 0-0.5 s, so that it is down
-///   before the hosts' installers run: agent-sim's simulated installer gives up on a progress
+///   installed: the bootstrap provider once the first cluster has reached milestone 1..=3
+///   (`hosts available` .. `hosts provisioned`), then 0-2 s but at the latest at `Agents
+///   approved` (4); the control-plane provider once it has reached 1..=2 (`hosts available`,
+///   `InfraEnvs ready`), then 0-0.5 s but at the latest at `hosts provisioned` (3), so that it
+///   is down before the hosts' installers run: agent-sim's simulated installer gives up on a progress
 ///   report after five tries and does not retry its ignition download, so a core that is down
 ///   while the installers run fails the simulated hosts, not our code (docs/lab.md "Chaos");
 ///   a core that is down before the install starts holds the install back instead;
@@ -108,13 +112,15 @@ pub fn plan(seed: u64, milestones: usize, apiserver: bool) -> Vec<Planned> {
         target: Target::Manager(0),
         after_milestones: rng.pick(&[1, 2]).unwrap_or(1),
         delay: rng.millis(0, 500),
+        latest: Some(3),
         downtime: rng.millis(500, 4000),
     });
     // Bootstrap (1), mid-install.
     out.push(Planned {
         target: Target::Manager(1),
-        after_milestones: rng.pick(&[1, 2, 3, 4]).unwrap_or(1),
+        after_milestones: rng.pick(&[1, 2, 3]).unwrap_or(1),
         delay: rng.millis(0, 2000),
+        latest: Some(4),
         downtime: rng.millis(500, 4000),
     });
     if day2 {
@@ -122,12 +128,14 @@ pub fn plan(seed: u64, milestones: usize, apiserver: bool) -> Vec<Planned> {
             target: Target::Manager(1),
             after_milestones: INSTALLED + 3,
             delay: rng.millis(0, 3000),
+            latest: None,
             downtime: rng.millis(500, 4000),
         });
         out.push(Planned {
             target: Target::Manager(0),
             after_milestones: INSTALLED + 2,
             delay: rng.millis(0, 2000),
+            latest: None,
             downtime: rng.millis(500, 4000),
         });
     }
@@ -136,6 +144,7 @@ pub fn plan(seed: u64, milestones: usize, apiserver: bool) -> Vec<Planned> {
             target: Target::ApiServer,
             after_milestones: rng.pick(&[1, 2]).unwrap_or(1),
             delay: rng.millis(0, 1000),
+            latest: Some(3),
             downtime: rng.millis(1000, 3000),
         });
     }
@@ -215,7 +224,8 @@ impl Chaos {
             }
             let busy = self.down.iter().any(|(_, t, _)| *t == p.target)
                 || due.iter().any(|d: &Planned| d.target == p.target);
-            if !busy && self.armed[i].is_some_and(|at| now >= at + p.delay) {
+            let cut_short = p.latest.is_some_and(|l| reached >= l);
+            if !busy && self.armed[i].is_some_and(|at| now >= at + p.delay || cut_short) {
                 due.push(self.pending.remove(i));
                 self.armed.remove(i);
             } else {
@@ -322,6 +332,12 @@ mod tests {
                     usize::from(apiserver)
                 );
                 assert!(p.iter().all(|k| k.after_milestones < milestones));
+                // The mid-install ones fire at the latest before the install can be done.
+                assert!(p.iter().all(|k| {
+                    k.after_milestones > INSTALLED
+                        || k.latest
+                            .is_some_and(|l| l < INSTALLED && l > k.after_milestones)
+                }));
             }
         }
     }
@@ -333,6 +349,7 @@ mod tests {
             target: t,
             after_milestones: after,
             delay: s(delay),
+            latest: None,
             downtime: s(2),
         };
         let mut c = Chaos::new(
@@ -365,6 +382,24 @@ mod tests {
         assert!(c.finished());
         assert_eq!(c.kills.len(), 3);
         assert!(c.lines()[0].contains("killed (SIGKILL) mid-install while waiting for `x`"));
+    }
+
+    #[test]
+    fn a_kill_fires_at_the_latest_milestone_even_before_its_delay() {
+        let s = Duration::from_secs;
+        let mut c = Chaos::new(
+            1,
+            vec![Planned {
+                target: Target::Manager(1),
+                after_milestones: 2,
+                delay: s(10),
+                latest: Some(4),
+                downtime: s(1),
+            }],
+        );
+        assert!(c.due(2, s(1)).is_empty());
+        assert!(c.due(3, s(2)).is_empty());
+        assert_eq!(c.due(4, s(3)).len(), 1);
     }
 
     #[test]

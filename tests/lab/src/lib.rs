@@ -2184,8 +2184,15 @@ fn describe_planned(p: &chaos::Planned, managers: &Managers, steps: &[Step]) -> 
         .checked_sub(1)
         .and_then(|i| steps.get(i))
         .map_or("the start", |s| s.title());
+    let latest = p
+        .latest
+        .and_then(|l| l.checked_sub(1))
+        .and_then(|i| steps.get(i))
+        .map_or(String::new(), |s| {
+            format!(" (at the latest at `{}`)", s.title())
+        });
     format!(
-        "{target} {:.1}s after `{after}`, down {:.1}s",
+        "{target} {:.1}s after `{after}`{latest}, down {:.1}s",
         p.delay.as_secs_f64(),
         p.downtime.as_secs_f64()
     )
