@@ -1064,16 +1064,16 @@ impl InstallCheck {
             ),
             None => return None,
         };
-        if self.pull_secret != secret {
-            return Some(format!(
-                "the ClusterDeployment's pull secret is {:?}, expected {secret:?}",
-                self.pull_secret
-            ));
-        }
         if !self.release_image.starts_with(&format!("{repo}:")) {
             return Some(format!(
                 "ClusterImageSet {} has release image {:?}, expected one of {repo}",
                 self.cluster_image_set, self.release_image
+            ));
+        }
+        if self.pull_secret != secret {
+            return Some(format!(
+                "the ClusterDeployment's pull secret is {:?}, expected {secret:?}",
+                self.pull_secret
             ));
         }
         None
@@ -2628,6 +2628,80 @@ mod tests {
         assert_eq!(e["ok"], false);
         assert_eq!(e["error"], "no Cluster in f.yaml");
         assert_eq!(e["seconds"], 0.3);
+    }
+
+    #[test]
+    fn more_objects_at_once_than_the_cluster_can_have_are_duplicates() {
+        let spec = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
+        let fine = MaxSeen {
+            infraenvs: 2,
+            control_plane_machines: 3,
+            // The day-2 worker.
+            worker_machines: 3,
+            agents: 6,
+        };
+        assert!(fine.duplicates(&spec, 6).is_empty());
+        let dup = MaxSeen {
+            control_plane_machines: 4,
+            agents: 7,
+            ..fine
+        };
+        assert_eq!(
+            dup.duplicates(&spec, 6),
+            [
+                "4 control-plane Machines at once, for 3 control-plane replicas",
+                "7 Agents at once, for 6 hosts"
+            ]
+        );
+        let compact = ClusterSpec::new(Topology::Compact, 2, 0, 1);
+        let extra = MaxSeen {
+            infraenvs: 2,
+            control_plane_machines: 3,
+            worker_machines: 1,
+            agents: 3,
+        };
+        assert_eq!(
+            extra.duplicates(&compact, 3),
+            [
+                "2 InfraEnvs at once, for 1 templates in use",
+                "1 worker Machines at once, for 0 worker replicas, the day-2 one included"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_installed_cluster_is_read_back_against_what_was_asked() {
+        let ocp = InstallCheck {
+            schedulable_masters: false,
+            openshift_version: "4.17.3".into(),
+            cluster_image_set: "lab.bm-cp".into(),
+            release_image: format!("{OCP_RELEASE_REPOSITORY}:4.17.3-x86_64"),
+            pull_secret: "pull-secret".into(),
+        };
+        let three_two = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
+        assert_eq!(ocp.problem(&three_two, Some(false)), None);
+        // Two workers: the masters must not be schedulable; fewer: they must.
+        let compact = ClusterSpec::new(Topology::Compact, 0, 0, 1);
+        let e = ocp.problem(&compact, Some(false)).expect("a problem");
+        assert!(e.contains("schedulable_masters=false"), "{e}");
+        // OKD asked for: OKD's repository and the control plane's placeholder pull secret.
+        let e = ocp.problem(&three_two, Some(true)).expect("a problem");
+        assert!(e.contains(OKD_RELEASE_REPOSITORY), "{e}");
+        let okd = InstallCheck {
+            release_image: format!("{OKD_RELEASE_REPOSITORY}:4.19.0-okd-scos.ec.6"),
+            pull_secret: "bm-cp-placeholder-pull-secret".into(),
+            ..ocp.clone()
+        };
+        assert_eq!(okd.problem(&three_two, Some(true)), None);
+        let e = InstallCheck {
+            pull_secret: "pull-secret".into(),
+            ..okd.clone()
+        }
+        .problem(&three_two, Some(true))
+        .expect("a problem");
+        assert!(e.contains("bm-cp-placeholder-pull-secret"), "{e}");
+        // A cluster file's release is not checked.
+        assert_eq!(okd.problem(&three_two, None), None);
     }
 
     #[test]
