@@ -9,6 +9,7 @@
 //! - [`http`]: the HTTP/1.1 server loop (request-head timeout, optional TLS, graceful shutdown);
 //! - [`webhook`]: the HTTPS webhook server (CRD conversion), certificates re-read on rotation.
 
+pub mod cache;
 pub mod cli;
 pub mod conditions;
 pub mod controller;

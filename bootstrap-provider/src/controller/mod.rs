@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod agents;
+pub mod caches;
 pub mod config;
 pub mod discovery;
 pub mod image;
@@ -37,6 +38,8 @@ pub use manager::controller::{Error, PlannedEvent};
 pub struct Context {
     pub client: Client,
     pub scope: WatchScope,
+    /// What the controllers read instead of the API server (see [`caches`]).
+    pub caches: caches::Caches,
     pub recorder: Recorder,
     pub config_metrics: ControllerMetrics,
     pub agent_metrics: ControllerMetrics,
@@ -73,15 +76,22 @@ pub async fn run(
     registry: SharedRegistry,
     shutdown: watch::Receiver<bool>,
 ) {
+    let mut stopping = shutdown.clone();
+    let started = tokio::select! {
+        started = caches::start(&client, &scope, shutdown.clone()) => started,
+        _ = stopping.wait_for(|stop| *stop) => return,
+    };
+    let (caches, config_triggers, agent_triggers) = started;
     let ctx = Arc::new(Context {
         recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
         config_metrics: ControllerMetrics::register(&registry, "openshiftassistedconfig"),
         agent_metrics: ControllerMetrics::register(&registry, "agent"),
         client,
         scope,
+        caches,
     });
     tokio::join!(
-        config::run(ctx.clone(), shutdown.clone()),
-        agents::run(ctx, shutdown)
+        config::run(ctx.clone(), config_triggers, shutdown.clone()),
+        agents::run(ctx, agent_triggers, shutdown)
     );
 }

@@ -9,10 +9,12 @@ use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::{Client, ResourceExt};
+use manager::cache;
 
 use crate::api::OpenshiftAssistedConfig;
+use crate::controller::caches::Caches;
 use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
 use crate::controller::matching::host_of;
 use crate::controller::{Error, PAUSED_ANNOTATION, agent};
@@ -42,7 +44,12 @@ pub struct Dereferenced {
     pub paused: bool,
 }
 
-pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferenced, Error> {
+/// Everything comes from the caches but the hosts' `metaData` Secrets.
+pub async fn dereference(
+    client: &Client,
+    caches: &Caches,
+    agent: Arc<Agent>,
+) -> Result<Dereferenced, Error> {
     let ns = agent.namespace().unwrap_or_default();
     let mut d = Dereferenced {
         agent: agent.clone(),
@@ -56,53 +63,34 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
     let Some(infraenv_name) = agent.labels().get(INFRAENV_NAME_LABEL).cloned() else {
         return Ok(d);
     };
-    let Some(infraenv) = Api::<InfraEnv>::namespaced(client.clone(), &ns)
-        .get_opt(&infraenv_name)
-        .await
-        .map_err(Error::Read)?
-        .filter(|ie| ie.labels().contains_key(TEMPLATE_LABEL))
+    let Some(infraenv) = cache::get(&caches.infraenvs, &ns, &infraenv_name)
+        .filter(|ie: &InfraEnv| ie.labels().contains_key(TEMPLATE_LABEL))
     else {
         return Ok(d);
     };
     let Some(cluster_name) = infraenv.labels().get(CLUSTER_NAME_LABEL).cloned() else {
         return Ok(d);
     };
-    d.paused = Api::<Cluster>::namespaced(client.clone(), &ns)
-        .get_opt(&cluster_name)
-        .await
-        .map_err(Error::Read)?
-        .is_some_and(|c| {
-            c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
-        });
-    d.agents = Api::<Agent>::namespaced(client.clone(), &ns)
-        .list(&ListParams::default().labels(&format!("{INFRAENV_NAME_LABEL}={infraenv_name}")))
-        .await
-        .map_err(Error::Read)?
-        .items;
+    d.paused = cache::get(&caches.clusters, &ns, &cluster_name).is_some_and(|c: Cluster| {
+        c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
+    });
+    d.agents = cache::labelled(&caches.agents, &ns, INFRAENV_NAME_LABEL, &infraenv_name);
 
-    let by_cluster = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
-    let machines = Api::<Machine>::namespaced(client.clone(), &ns)
-        .list(&by_cluster)
-        .await
-        .map_err(Error::Read)?
-        .items;
-    let metal3machines: BTreeMap<String, Metal3Machine> =
-        Api::<Metal3Machine>::namespaced(client.clone(), &ns)
-            .list(&by_cluster)
-            .await
-            .map_err(Error::Read)?
-            .items
-            .into_iter()
-            .map(|m| (m.name_any(), m))
-            .collect();
+    let machines: Vec<Machine> =
+        cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &cluster_name);
+    let metal3machines: BTreeMap<String, Metal3Machine> = cache::labelled(
+        &caches.metal3machines,
+        &ns,
+        CLUSTER_NAME_LABEL,
+        &cluster_name,
+    )
+    .into_iter()
+    .map(|m: Metal3Machine| (m.name_any(), m))
+    .collect();
     let configs: BTreeMap<String, OpenshiftAssistedConfig> =
-        Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
-            .list(&by_cluster)
-            .await
-            .map_err(Error::Read)?
-            .items
+        cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name)
             .into_iter()
-            .map(|c| (c.name_any(), c))
+            .map(|c: OpenshiftAssistedConfig| (c.name_any(), c))
             .collect();
     for machine in machines {
         if machine.metadata.deletion_timestamp.is_some() {
@@ -116,12 +104,7 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
             })
             .flatten();
         let host = match metal3machine.as_ref().and_then(host_of) {
-            Some((host_ns, host_name)) => {
-                Api::<BareMetalHost>::namespaced(client.clone(), &host_ns)
-                    .get_opt(&host_name)
-                    .await
-                    .map_err(Error::Read)?
-            }
+            Some((host_ns, host_name)) => cache::get(&caches.hosts, &host_ns, &host_name),
             None => None,
         };
         let config = machine
@@ -150,16 +133,11 @@ pub async fn dereference(client: &Client, agent: Arc<Agent>) -> Result<Dereferen
         } else {
             cd_ref.namespace.clone()
         };
-        if let Some(cd) = Api::<ClusterDeployment>::namespaced(client.clone(), &cd_ns)
-            .get_opt(&cd_ref.name)
-            .await
-            .map_err(Error::Read)?
+        if let Some(cd) =
+            cache::get::<ClusterDeployment>(&caches.cluster_deployments, &cd_ns, &cd_ref.name)
             && let Some(install) = &cd.spec.cluster_install_ref
         {
-            d.aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &cd_ns)
-                .get_opt(&install.name)
-                .await
-                .map_err(Error::Read)?;
+            d.aci = cache::get(&caches.acis, &cd_ns, &install.name);
         }
     }
     d.cluster_name = cluster_name;

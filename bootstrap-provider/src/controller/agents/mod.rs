@@ -8,10 +8,8 @@ pub mod plan;
 
 use std::sync::Arc;
 
+use assisted_api::Agent;
 use assisted_api::infraenv::INFRAENV_NAME_LABEL;
-use assisted_api::{Agent, AgentClusterInstall};
-use external_types::capm3::v1beta2::Metal3Machine;
-use external_types::metal3_io::BareMetalHost;
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -23,11 +21,12 @@ use tokio::sync::watch;
 
 use crate::controller::matching::BAREMETALHOST_ANNOTATION;
 
+use super::caches::AgentTriggers;
 use super::{Context, Error, apply_params, publish};
 
 async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.agent_metrics.reconciled();
-    let dereferenced = dereference::dereference(&ctx.client, agent.clone()).await?;
+    let dereferenced = dereference::dereference(&ctx.client, &ctx.caches, agent.clone()).await?;
     let plan = plan::plan(&dereferenced);
     if let Some(desired) = &plan.desired {
         let patch = json!({
@@ -99,14 +98,11 @@ fn agents_in(store: &Store<Agent>, namespace: Option<String>) -> Vec<ObjectRef<A
         .collect()
 }
 
-pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
-    let client = &ctx.client;
-    let scope = &ctx.scope;
-    let all = kube::runtime::watcher::Config::default().any_semantic();
+pub async fn run(ctx: Arc<Context>, triggers: AgentTriggers, mut shutdown: watch::Receiver<bool>) {
     // Agents are created by the assisted core and never carry the watch-filter label: they are
     // watched unfiltered (in the watched namespace) and ignored unless their InfraEnv is ours.
-    let controller = Controller::new(scope.api::<Agent>(client), all.clone());
-    let store = controller.store();
+    let store = ctx.caches.agents.clone();
+    let controller = Controller::for_stream(triggers.agents, store.clone());
     let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());
     // Only the fields matching reads re-queue Agents (see `Fingerprints`).
     let (seen_m3m, seen_bmh, seen_aci) = (
@@ -115,7 +111,7 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
         Fingerprints::default(),
     );
     controller
-        .watches(scope.api::<Metal3Machine>(client), all.clone(), move |m| {
+        .watches_stream(triggers.metal3machines, move |m| {
             let claim = (
                 m.annotations().get(BAREMETALHOST_ANNOTATION).cloned(),
                 m.metadata.deletion_timestamp.is_some(),
@@ -125,7 +121,7 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
             }
             agents_in(&s1, m.namespace())
         })
-        .watches(scope.api::<BareMetalHost>(client), all.clone(), move |h| {
+        .watches_stream(triggers.hosts, move |h| {
             let identity = (h.spec.boot_mac_address.clone(), h.uid());
             if !seen_bmh.changed(key(&h), identity) {
                 return Vec::new();
@@ -133,7 +129,7 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
             agents_in(&s2, h.namespace())
         })
         // Held workers are approved when their cluster reaches adding-hosts.
-        .watches(scope.api::<AgentClusterInstall>(client), all, move |aci| {
+        .watches_stream(triggers.acis, move |aci| {
             // The state and the install start decide the hold.
             let hold_inputs = (
                 aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),

@@ -1,6 +1,5 @@
 //! `plan`: what one reconcile of an Agent writes. Pure: from [`Dereferenced`] alone.
 
-
 use assisted_api::infraenv::ClusterReference;
 use kube::ResourceExt;
 
@@ -139,6 +138,16 @@ fn decide(d: &Dereferenced) -> Plan {
                     note: e.to_string(),
                 }),
             }
+        }
+        // Its own reason while the inventory is awaited: the events recorder folds events of
+        // one object and reason into one, so the reason found once the inventory arrives
+        // (`AgentNotMatched`) would otherwise keep showing this first note.
+        AgentMatch::NoMachine(reason @ matching::NoMachineReason::NoInventory { .. }) => {
+            plan.events.push(PlannedEvent {
+                warning: false,
+                reason: "AgentInventoryPending",
+                note: format!("left unapproved until its inventory arrives: {reason}"),
+            })
         }
         AgentMatch::NoMachine(reason) => plan.events.push(PlannedEvent {
             warning: false,
@@ -430,10 +439,12 @@ status:
         let d = dereferenced(agent("a1", &[], false), &[], "");
         let plan = plan(&d);
         assert!(plan.desired.is_none());
-        assert_eq!(reasons(&plan), [(false, "AgentNotMatched")]);
+        assert_eq!(reasons(&plan), [(false, "AgentInventoryPending")]);
         let status = plan.match_status.as_deref().unwrap();
         assert!(
-            status.starts_with("AgentNotMatched: left unapproved: "),
+            status.starts_with(
+                "AgentInventoryPending: left unapproved until its inventory arrives: "
+            ),
             "{status}"
         );
         assert!(status.contains("no network interfaces"), "{status}");

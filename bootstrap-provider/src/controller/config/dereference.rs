@@ -7,11 +7,13 @@ use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::{Client, ResourceExt};
+use manager::cache;
 
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::Error;
+use crate::controller::caches::Caches;
 use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
 use crate::controller::matching::host_of;
 use crate::controller::{discovery, image};
@@ -50,8 +52,11 @@ pub struct Dereferenced {
     pub cluster_machines: Vec<MachineHost>,
 }
 
+/// Everything comes from the caches but the data Secret's existence and, for a disk-image
+/// template still without its Secret, the discovery ignition.
 pub async fn dereference(
     client: &Client,
+    caches: &Caches,
     config: Arc<OpenshiftAssistedConfig>,
 ) -> Result<Dereferenced, Error> {
     let ns = config.namespace().unwrap_or_default();
@@ -86,21 +91,17 @@ pub async fn dereference(
     else {
         return Ok(d);
     };
-    let machines: Api<Machine> = Api::namespaced(client.clone(), &ns);
-    let Some(machine) = machines.get_opt(&machine_name).await.map_err(Error::Read)? else {
+    let Some(machine) = cache::get(&caches.machines, &ns, &machine_name) else {
         return Ok(d);
     };
     let cluster_name = machine.spec.cluster_name.clone();
-    d.cluster = Api::<Cluster>::namespaced(client.clone(), &ns)
-        .get_opt(&cluster_name)
-        .await
-        .map_err(Error::Read)?;
-    let metal3machines: Api<Metal3Machine> = Api::namespaced(client.clone(), &ns);
+    d.cluster = cache::get(&caches.clusters, &ns, &cluster_name);
     if machine.spec.infrastructure_ref.kind == "Metal3Machine" {
-        d.metal3machine = metal3machines
-            .get_opt(&machine.spec.infrastructure_ref.name)
-            .await
-            .map_err(Error::Read)?;
+        d.metal3machine = cache::get(
+            &caches.metal3machines,
+            &ns,
+            &machine.spec.infrastructure_ref.name,
+        );
     }
     d.template_ref = d.metal3machine.as_ref().and_then(infraenv::template_of);
     d.machine = Some(machine);
@@ -109,25 +110,22 @@ pub async fn dereference(
     // The cluster's Machines and Metal3Machines: for the template's other configs and for
     // matching's view once this Machine has a host. CAPI labels what it creates with the
     // cluster's name: only this cluster's objects.
-    let by_cluster = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster_name}"));
     let (cluster_machines, cluster_metal3machines) = if d.template_ref.is_some() || claimed {
         (
-            machines.list(&by_cluster).await.map_err(Error::Read)?.items,
-            metal3machines
-                .list(&by_cluster)
-                .await
-                .map_err(Error::Read)?
-                .items,
+            cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &cluster_name),
+            cache::labelled(
+                &caches.metal3machines,
+                &ns,
+                CLUSTER_NAME_LABEL,
+                &cluster_name,
+            ),
         )
     } else {
         (Vec::new(), Vec::new())
     };
 
     if let Some(template_ref) = &d.template_ref {
-        d.template = Api::<Metal3MachineTemplate>::namespaced(client.clone(), &ns)
-            .get_opt(&template_ref.name)
-            .await
-            .map_err(Error::Read)?;
+        d.template = cache::get(&caches.templates, &ns, &template_ref.name);
         // The template's other users: Metal3Machines cloned from it → their Machines → configs.
         let cloned: Vec<String> = cluster_metal3machines
             .iter()
@@ -145,18 +143,16 @@ pub async fn dereference(
             .filter(|r| r.kind == "OpenshiftAssistedConfig")
             .map(|r| r.name.clone())
             .collect();
-        d.template_configs = Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
-            .list(&by_cluster)
-            .await
-            .map_err(Error::Read)?
-            .items
-            .into_iter()
-            .filter(|c| config_names.contains(&c.name_any()))
-            .collect();
-        d.infraenv = Api::<InfraEnv>::namespaced(client.clone(), &ns)
-            .get_opt(&infraenv::infraenv_name(&template_ref.name))
-            .await
-            .map_err(Error::Read)?;
+        d.template_configs =
+            cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name)
+                .into_iter()
+                .filter(|c| config_names.contains(&c.name_any()))
+                .collect();
+        d.infraenv = cache::get(
+            &caches.infraenvs,
+            &ns,
+            &infraenv::infraenv_name(&template_ref.name),
+        );
         let disk_image = d
             .template
             .as_ref()
@@ -180,11 +176,7 @@ pub async fn dereference(
     }
 
     if claimed {
-        let hosts = Api::<BareMetalHost>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
-            .await
-            .map_err(Error::Read)?
-            .items;
+        let hosts: Vec<BareMetalHost> = cache::in_namespace(&caches.hosts, &ns);
         d.cluster_machines =
             cluster_machines
                 .into_iter()
@@ -214,18 +206,16 @@ pub async fn dereference(
                 .collect();
     }
 
-    d.cluster_deployments = Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-        .list(&by_cluster)
-        .await
-        .map_err(Error::Read)?
-        .items;
+    d.cluster_deployments = cache::labelled(
+        &caches.cluster_deployments,
+        &ns,
+        CLUSTER_NAME_LABEL,
+        &cluster_name,
+    );
     if let [cd] = d.cluster_deployments.as_slice()
         && let Some(install) = &cd.spec.cluster_install_ref
     {
-        d.aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns)
-            .get_opt(&install.name)
-            .await
-            .map_err(Error::Read)?;
+        d.aci = cache::get(&caches.acis, &ns, &install.name);
     }
     Ok(d)
 }

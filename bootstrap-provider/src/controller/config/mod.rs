@@ -8,9 +8,6 @@ pub mod plan;
 
 use std::sync::Arc;
 
-use assisted_api::{AgentClusterInstall, InfraEnv};
-use external_types::capi::{Cluster, Machine};
-use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -20,8 +17,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use manager::controller::Fingerprints;
 use tokio::sync::watch;
 
+use super::caches::ConfigTriggers;
 use super::infraenv::CLUSTER_NAME_LABEL;
-use super::matching::HOST_PROBLEM_REASONS;
+use super::matching::{BAREMETALHOST_ANNOTATION, HOST_PROBLEM_REASONS};
 use super::{Context, Error};
 use crate::api::OpenshiftAssistedConfig;
 
@@ -30,7 +28,7 @@ async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     ctx.config_metrics.reconciled();
-    let dereferenced = dereference::dereference(&ctx.client, config.clone()).await?;
+    let dereferenced = dereference::dereference(&ctx.client, &ctx.caches, config.clone()).await?;
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &config, plan).await
 }
@@ -68,25 +66,46 @@ fn configs_of_cluster(
 }
 
 /// The configs a BareMetalHost's boot MAC concerns: its consumer's (CAPM3 names the consumer
-/// Metal3Machine, which CAPI names like the Machine and its config), and every config of the
-/// namespace that shows a host problem now (one host's change can end another's duplicate).
+/// Metal3Machine, which CAPI names like the Machine and its config), the consumers' of the other
+/// hosts with the same boot MAC (a claim can make or end their duplicate), and every config of
+/// the namespace that shows a host problem now (one host's change can end another's duplicate).
 fn configs_of_host(
     store: &Store<OpenshiftAssistedConfig>,
+    hosts: &Store<BareMetalHost>,
     host: &BareMetalHost,
 ) -> Vec<ObjectRef<OpenshiftAssistedConfig>> {
     let namespace = host.namespace();
-    let consumer = host
-        .spec
-        .consumer_ref
-        .as_ref()
-        .filter(|r| r.kind.as_deref() == Some("Metal3Machine"))
-        .and_then(|r| r.name.clone());
+    let consumer_of = |h: &BareMetalHost| {
+        h.spec
+            .consumer_ref
+            .as_ref()
+            .filter(|r| r.kind.as_deref() == Some("Metal3Machine"))
+            .and_then(|r| r.name.clone())
+    };
+    let mac = |h: &BareMetalHost| {
+        h.spec
+            .boot_mac_address
+            .as_deref()
+            .map(|m| m.trim().to_ascii_lowercase())
+            .filter(|m| !m.is_empty())
+    };
+    let mut consumers: Vec<String> = consumer_of(host).into_iter().collect();
+    if let Some(own) = mac(host) {
+        consumers.extend(
+            hosts
+                .state()
+                .iter()
+                .filter(|h| h.namespace() == namespace && h.uid() != host.uid())
+                .filter(|h| mac(h).as_deref() == Some(own.as_str()))
+                .filter_map(|h| consumer_of(h)),
+        );
+    }
     store
         .state()
         .into_iter()
         .filter(|c| c.namespace() == namespace)
         .filter(|c| {
-            consumer.as_deref() == Some(c.name_any().as_str())
+            consumers.iter().any(|n| *n == c.name_any())
                 || c.status.as_ref().is_some_and(|s| {
                     s.conditions.iter().any(|cond| {
                         cond.type_ == plan::READY
@@ -98,16 +117,12 @@ fn configs_of_host(
         .collect()
 }
 
-pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
-    let client = &ctx.client;
-    let scope = &ctx.scope;
-    let all = kube::runtime::watcher::Config::default().any_semantic();
-    let controller = Controller::new(
-        scope.api::<OpenshiftAssistedConfig>(client),
-        scope.watcher_config(),
-    );
-    let store = controller.store();
+pub async fn run(ctx: Arc<Context>, triggers: ConfigTriggers, mut shutdown: watch::Receiver<bool>) {
+    let store = ctx.caches.configs.clone();
+    let controller = Controller::for_stream(triggers.configs, store.clone());
     let (s1, s2, s3, s4) = (store.clone(), store.clone(), store.clone(), store.clone());
+    let hosts = ctx.caches.hosts.clone();
+    let (s5, seen_claim) = (store.clone(), Fingerprints::default());
     // Only the fields the configs read re-queue them (see `Fingerprints`).
     let (seen_ie, seen_aci, seen_cluster, seen_bmh) = (
         Fingerprints::default(),
@@ -117,7 +132,7 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     );
     controller
         // A Machine names its config; CAPI names the Metal3Machine like the Machine.
-        .watches(scope.api::<Machine>(client), all.clone(), |m| {
+        .watches_stream(triggers.machines, |m| {
             m.spec
                 .bootstrap
                 .config_ref
@@ -125,14 +140,30 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
                 .filter(|r| r.kind == "OpenshiftAssistedConfig")
                 .map(|r| ObjectRef::new(&r.name).within(&m.namespace().unwrap_or_default()))
         })
-        .watches(scope.api::<Metal3Machine>(client), all.clone(), |m| {
-            m.owner_references()
+        .watches_stream(triggers.metal3machines, move |m| {
+            let own = m
+                .owner_references()
                 .iter()
                 .find(|o| o.kind == "Machine")
-                .map(|o| ObjectRef::new(&o.name).within(&m.namespace().unwrap_or_default()))
+                .map(|o| ObjectRef::new(&o.name).within(&m.namespace().unwrap_or_default()));
+            // A host claimed or released can make or end another config's duplicate boot MAC:
+            // every config of the cluster looks again (once per claim, not per change).
+            let claim = (
+                m.annotations().get(BAREMETALHOST_ANNOTATION).cloned(),
+                m.metadata.deletion_timestamp.is_some(),
+            );
+            let mut configs: Vec<_> = own.into_iter().collect();
+            if seen_claim.changed(key(&m), claim) {
+                configs.extend(configs_of_cluster(
+                    &s5,
+                    m.namespace(),
+                    m.labels().get(CLUSTER_NAME_LABEL),
+                ));
+            }
+            configs
         })
         // A host's boot MAC, claim or deletion: the boot-MAC problems shown on `Ready`.
-        .watches(scope.api::<BareMetalHost>(client), all.clone(), move |h| {
+        .watches_stream(triggers.hosts, move |h| {
             let identity = (
                 h.spec.boot_mac_address.clone(),
                 h.uid(),
@@ -145,10 +176,10 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
             if !seen_bmh.changed(key(&h), identity) {
                 return Vec::new();
             }
-            configs_of_host(&s4, &h)
+            configs_of_host(&s4, &hosts, &h)
         })
         // The ISO URL, the install state and the cluster's readiness concern all its configs.
-        .watches(scope.api::<InfraEnv>(client), all.clone(), move |ie| {
+        .watches_stream(triggers.infraenvs, move |ie| {
             let urls = ie.status.as_ref().map(|s| {
                 (
                     s.iso_download_url.clone(),
@@ -160,22 +191,18 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
             }
             configs_of_cluster(&s1, ie.namespace(), ie.labels().get(CLUSTER_NAME_LABEL))
         })
-        .watches(
-            scope.api::<AgentClusterInstall>(client),
-            all.clone(),
-            move |aci| {
-                // The state and the install start decide the hold.
-                let hold_inputs = (
-                    aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
-                    crate::controller::agent::install_started_at(&aci),
-                );
-                if !seen_aci.changed(key(&aci), hold_inputs) {
-                    return Vec::new();
-                }
-                configs_of_cluster(&s2, aci.namespace(), aci.labels().get(CLUSTER_NAME_LABEL))
-            },
-        )
-        .watches(scope.api::<Cluster>(client), all, move |c| {
+        .watches_stream(triggers.acis, move |aci| {
+            // The state and the install start decide the hold.
+            let hold_inputs = (
+                aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
+                crate::controller::agent::install_started_at(&aci),
+            );
+            if !seen_aci.changed(key(&aci), hold_inputs) {
+                return Vec::new();
+            }
+            configs_of_cluster(&s2, aci.namespace(), aci.labels().get(CLUSTER_NAME_LABEL))
+        })
+        .watches_stream(triggers.clusters, move |c| {
             let readiness = (
                 c.spec.paused,
                 c.annotations().contains_key(super::PAUSED_ANNOTATION),
