@@ -111,15 +111,9 @@ where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + Hash + Clone,
 {
-    store
-        .state()
-        .into_iter()
-        .filter(|o| {
-            o.namespace().as_deref() == Some(namespace)
-                && o.labels().get(label).map(String::as_str) == Some(value)
-        })
-        .map(|o| (*o).clone())
-        .collect()
+    select(store, namespace, |o| {
+        o.labels().get(label).map(String::as_str) == Some(value)
+    })
 }
 
 /// Every object of a namespace, as last seen.
@@ -128,10 +122,18 @@ where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + Hash + Clone,
 {
+    select(store, namespace, |_| true)
+}
+
+fn select<K>(store: &Store<K>, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<K>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
     store
         .state()
         .into_iter()
-        .filter(|o| o.namespace().as_deref() == Some(namespace))
+        .filter(|o| o.namespace().as_deref() == Some(namespace) && keep(o))
         .map(|o| (*o).clone())
         .collect()
 }

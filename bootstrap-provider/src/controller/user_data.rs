@@ -8,7 +8,7 @@
 //! resolved here: the host resolves it from its own config drive. The installed OS gets the
 //! same name from the Agent's hostname, resolved by the Agent controller from the host.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::agent::{ResolveError, Segment, variable_segments};
 use super::install_ignition::{file, shell_quote, unit};
@@ -73,7 +73,8 @@ pub fn disk_image_user_data(
     Ok(Value::Object(ignition).to_string())
 }
 
-/// Appends `entries` to `section.list`, replacing an entry with the same `key`.
+/// Appends `entries` to `section.list`, replacing an entry with the same `key`; a missing or
+/// mistyped section or list is made anew.
 fn add_keyed(
     ignition: &mut Map<String, Value>,
     section: &str,
@@ -81,27 +82,20 @@ fn add_keyed(
     key: &str,
     entries: Vec<Value>,
 ) {
-    let section = ignition
-        .entry(section)
-        .or_insert_with(|| Value::Object(Map::new()));
+    let section = ignition.entry(section).or_insert(Value::Null);
     if !section.is_object() {
-        *section = Value::Object(Map::new());
+        *section = json!({});
     }
-    let Some(section) = section.as_object_mut() else {
-        return;
-    };
-    let list = section
-        .entry(list)
-        .or_insert_with(|| Value::Array(Vec::new()));
+    // Indexing an object inserts the member when it is missing.
+    let list = &mut section[list];
     if !list.is_array() {
-        *list = Value::Array(Vec::new());
+        *list = json!([]);
     }
-    let Some(list) = list.as_array_mut() else {
-        return;
-    };
-    for entry in entries {
-        list.retain(|existing| existing.get(key) != entry.get(key));
-        list.push(entry);
+    if let Some(list) = list.as_array_mut() {
+        for entry in entries {
+            list.retain(|existing| existing.get(key) != entry.get(key));
+            list.push(entry);
+        }
     }
 }
 
@@ -313,6 +307,20 @@ mod tests {
             hostname_script("${METADATA_NAME"),
             Err(ResolveError::Malformed { .. })
         ));
+    }
+
+    #[test]
+    fn a_missing_or_mistyped_section_is_made_anew() {
+        let config = spec("nodeRegistration: {name: n}");
+        for discovery in [
+            r#"{"ignition":{"version":"3.2.0"}}"#,
+            r#"{"ignition":{"version":"3.2.0"},"storage":"x","systemd":{"units":7}}"#,
+        ] {
+            let out = disk_image_user_data(discovery, &config).unwrap();
+            let (_, paths, units) = files_and_units(&out);
+            assert_eq!(paths, [CONFIG_DRIVE_SCRIPT, HOSTNAME_SCRIPT], "{discovery}");
+            assert_eq!(units, [CONFIG_DRIVE_UNIT, HOSTNAME_UNIT], "{discovery}");
+        }
     }
 
     #[test]

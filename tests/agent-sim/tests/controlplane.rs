@@ -18,7 +18,7 @@ use bootstrap_provider::api::OpenshiftAssistedConfig;
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use external_types::capi::{Cluster, Machine};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
@@ -26,8 +26,8 @@ use testbed::cache::repo_root;
 
 mod common;
 use common::{
-    MACHINE_CIDR, Run, boot_hosts, init_logs, scale_machine_deployment, start_providers,
-    start_test_core, start_test_core_against, state, wait_for,
+    MACHINE_CIDR, Run, approve_all, boot_hosts, init_logs, scale_machine_deployment,
+    start_providers, start_test_core, start_test_core_against, state, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -400,22 +400,7 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         (&["192.168.111.5"], &["192.168.111.4"]),
     )
     .await;
-    let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
-    let list = wait_for("five Agents", Duration::from_secs(60), || async {
-        let l = agents.list(&Default::default()).await.ok()?;
-        (l.items.len() == 5).then_some(l.items)
-    })
-    .await;
-    for a in list {
-        agents
-            .patch(
-                &a.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"approved": true}})),
-            )
-            .await
-            .expect("approve");
-    }
+    approve_all(&client, NS, 5).await;
     let acis: Api<AgentClusterInstall> = Api::namespaced(client.clone(), NS);
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -774,22 +759,7 @@ async fn vips_outside_the_hosts_network_are_named_on_available() {
         (&["10.99.0.5"], &["10.99.0.4"]),
     )
     .await;
-    let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
-    let list = wait_for("three Agents", Duration::from_secs(60), || async {
-        let l = agents.list(&Default::default()).await.ok()?;
-        (l.items.len() == 3).then_some(l.items)
-    })
-    .await;
-    for a in list {
-        agents
-            .patch(
-                &a.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"approved": true}})),
-            )
-            .await
-            .expect("approve");
-    }
+    approve_all(&client, NS, 3).await;
 
     let oacps: Api<OpenshiftAssistedControlPlane> = Api::namespaced(client.clone(), NS);
     let message = wait_for(

@@ -19,9 +19,10 @@ use testbed::Testbed;
 
 mod common;
 use common::{
-    Cluster, LabFlags, MACHINE_CIDR, boot_hosts, cluster_yaml, free_port, init_logs, start_core,
-    state, test_iso, wait_for,
+    Cluster, LabFlags, MACHINE_CIDR, approve_all, boot_hosts, cluster_yaml, free_port, init_logs,
+    start_core, state, test_iso, wait_for,
 };
+
 async fn apply(tb: &Testbed, yaml: &str) {
     tb.apply_yaml(yaml).await.expect("apply");
 }
@@ -41,28 +42,6 @@ fn condition(
             )
         })
         .unwrap_or_default()
-}
-
-async fn approve_all(client: &Client, ns: &str, n: usize) {
-    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
-    let list = wait_for("Agents", Duration::from_secs(60), || {
-        let agents = agents.clone();
-        async move {
-            let l = agents.list(&Default::default()).await.ok()?;
-            (l.items.len() >= n).then_some(l.items)
-        }
-    })
-    .await;
-    for a in list.iter().filter(|a| !a.spec.approved) {
-        agents
-            .patch(
-                &a.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"approved": true}})),
-            )
-            .await
-            .expect("approve");
-    }
 }
 
 /// Prints every Agent's state and failing validations (for failed tests).

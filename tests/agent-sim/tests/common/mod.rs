@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
+use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
@@ -466,4 +467,29 @@ pub async fn events_about(client: &Client, ns: &str, name: &str) -> Vec<(String,
             )
         })
         .collect()
+}
+
+/// Waits for `n` Agents in the namespace and approves those not approved yet, as the bootstrap
+/// provider would (tests that run without it).
+#[allow(dead_code)]
+pub async fn approve_all(client: &Client, ns: &str, n: usize) {
+    let agents: Api<Agent> = Api::namespaced(client.clone(), ns);
+    let list = wait_for(&format!("{n} Agents"), Duration::from_secs(60), || {
+        let agents = agents.clone();
+        async move {
+            let l = agents.list(&Default::default()).await.ok()?;
+            (l.items.len() >= n).then_some(l.items)
+        }
+    })
+    .await;
+    for a in list.iter().filter(|a| !a.spec.approved) {
+        agents
+            .patch(
+                &kube::ResourceExt::name_any(a),
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"approved": true}})),
+            )
+            .await
+            .expect("approve");
+    }
 }
