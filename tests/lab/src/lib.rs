@@ -1777,14 +1777,23 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
                 let cluster = &r.spec.name;
                 if step == Step::Installed {
-                    match install_check(
-                        &client,
-                        &lab.managers.agent_api_url,
-                        &r.spec,
-                        r.snap.aci.as_ref(),
-                    )
-                    .await
-                    {
+                    // The core may be down a moment (`--chaos`): tried for up to 30 s.
+                    let mut tries = 0;
+                    let checked = loop {
+                        let c = install_check(
+                            &client,
+                            &lab.managers.agent_api_url,
+                            &r.spec,
+                            r.snap.aci.as_ref(),
+                        )
+                        .await;
+                        tries += 1;
+                        if c.is_ok() || tries >= 30 {
+                            break c;
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    };
+                    match checked {
                         Ok(c) => {
                             println!("{} {pre}installed: {}", stamp(start), c.describe());
                             let problem = c.problem(&r.spec, expect_okd);
