@@ -74,7 +74,11 @@ where
                         let _ = sender.send(object.clone()).await;
                     }
                 }
-                Some(Err(error)) => tracing::debug!(%error, "watch error; retrying with backoff"),
+                // Said at warn: a kind that cannot be listed (CRD missing, RBAC) keeps the
+                // controllers from starting, and the backoff keeps this to a few lines a minute.
+                Some(Err(error)) => {
+                    tracing::warn!(kind = %K::kind(&Default::default()), %error, "watch failed; retrying with backoff")
+                }
                 None => return,
             }
         }

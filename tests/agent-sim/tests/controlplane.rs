@@ -219,14 +219,7 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
     }
     init_logs();
     let started = Instant::now();
-    let tb = Testbed::builder()
-        .controller_manager()
-        .our_crds()
-        .crds_from(repo_root().join("config/testing/metal3"))
-        .capi()
-        .start()
-        .await
-        .expect("testbed");
+    let tb = testbed_with_capi().await;
     let client = tb.client.clone();
     // The admin kubeconfig the core publishes is valid against this testbed's own apiserver,
     // which stands in for the installed cluster's API (its /version gives status.version).
@@ -615,6 +608,25 @@ spec:
     )
 }
 
+/// A testbed with kube-controller-manager, our CRDs, the Metal3 test CRDs and Cluster API.
+async fn testbed_with_capi() -> Testbed {
+    Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .crds_from(repo_root().join("config/testing/metal3"))
+        .capi()
+        .start()
+        .await
+        .expect("testbed")
+}
+
+/// A namespace and its Secret `pull-secret` whose `.dockerconfigjson` has these `auths`.
+fn namespace_with_pull_secret(ns: &str, auths: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {ns}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{auths}}}'\n"
+    )
+}
+
 /// Bad input gets a condition a user can act on, and nobody retries in a loop: an unknown
 /// `distributionVersion`, a pull secret that does not exist; and another cluster's
 /// MachineDeployment in the same namespace does not count towards this cluster's workers.
@@ -625,19 +637,10 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
     }
     init_logs();
     const NS: &str = "cp-bad";
-    let tb = Testbed::builder()
-        .controller_manager()
-        .our_crds()
-        .crds_from(repo_root().join("config/testing/metal3"))
-        .capi()
-        .start()
-        .await
-        .expect("testbed");
+    let tb = testbed_with_capi().await;
     let client = tb.client.clone();
     let providers = start_providers(&client, Run::ControlPlane);
-    let mut yaml = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{}}}}'\n"
-    );
+    let mut yaml = namespace_with_pull_secret(NS, "{}");
     yaml.push_str(&small_cluster(
         NS,
         "bad-version",
@@ -714,20 +717,11 @@ async fn vips_outside_the_hosts_network_are_named_on_available() {
     init_logs();
     const NS: &str = "cp-vips";
     const NAME: &str = "far";
-    let tb = Testbed::builder()
-        .controller_manager()
-        .our_crds()
-        .crds_from(repo_root().join("config/testing/metal3"))
-        .capi()
-        .start()
-        .await
-        .expect("testbed");
+    let tb = testbed_with_capi().await;
     let client = tb.client.clone();
     let (core, _dir) = start_test_core(&client).await;
     let providers = start_providers(&client, Run::ControlPlane);
-    let mut yaml = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull-secret, namespace: {NS}}}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{\"quay.io\":{{\"auth\":\"dXNlcjpwYXNz\"}}}}}}'\n"
-    );
+    let mut yaml = namespace_with_pull_secret(NS, r#"{"quay.io":{"auth":"dXNlcjpwYXNz"}}"#);
     yaml.push_str(&cluster_with_vips(
         NS,
         NAME,
