@@ -2,7 +2,8 @@
 //! control-plane nodes, 2 workers, disk image with Metal3DataTemplates, no host selectors) is
 //! applied as given; the lab adds the namespace's six BareMetalHosts on the network of its VIPs,
 //! installs it, scales its MachineDeployment up by a day-2 worker and back down, and writes the
-//! JSON report.
+//! JSON report. CAPOA's two single-node examples (`capoa-sno.yaml`, OCP; `capoa-okd-sno.yaml`,
+//! OKD without a pull secret) install the same way, one after the other.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,11 +11,8 @@ use std::time::Duration;
 use lab::{Options, Topology};
 use serde_json::Value;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn capoa_multinode_example_installs_scales_up_and_down() {
-    if testbed::skip() {
-        return;
-    }
+/// Runs the lab on one of `docs/examples/`; panics, keeping the lab directory, if it fails.
+async fn run_example(file: &str, report_file: Option<PathBuf>) -> lab::Report {
     let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_lab"))
         .parent()
         .expect("target directory")
@@ -23,15 +21,14 @@ async fn capoa_multinode_example_installs_scales_up_and_down() {
         .prefix("capoa-lab-test-cluster-file-")
         .tempdir()
         .expect("lab directory");
-    let report_file = dir.path().join("report.json");
     let report = lab::run(&Options {
         // Ignored with a cluster file.
         topology: Topology::Sno,
         clusters: 1,
         workers: lab::manifests::DEFAULT_WORKERS,
         speed: lab::Speed::Instant,
-        cluster_file: Some(testbed::cache::repo_root().join("docs/examples/capoa-multinode.yaml")),
-        report: Some(report_file.clone()),
+        cluster_file: Some(testbed::cache::repo_root().join("docs/examples").join(file)),
+        report: report_file,
         dir: dir.path().to_path_buf(),
         bin_dir,
         timeout: Duration::from_secs(400),
@@ -45,11 +42,53 @@ async fn capoa_multinode_example_installs_scales_up_and_down() {
     if !report.ok {
         let kept = dir.keep();
         panic!(
-            "the multinode example failed: {:?}; lab directory kept: {}",
+            "the example {file} failed: {:?}; lab directory kept: {}",
             report.stuck,
             kept.display()
         );
     }
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capoa_sno_examples_install() {
+    if testbed::skip() {
+        return;
+    }
+    for (file, name) in [
+        ("capoa-sno.yaml", "test-sno"),
+        ("capoa-okd-sno.yaml", "test-sno-okd"),
+    ] {
+        let report = run_example(file, None).await;
+        let names: Vec<&str> = report.milestones.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "hosts available",
+                "InfraEnvs ready",
+                "hosts provisioned",
+                "Agents approved",
+                "install started",
+                "installed",
+                "Nodes registered",
+                "Machines Running",
+            ],
+            "{file}"
+        );
+        let c = &report.clusters[0];
+        assert_eq!(c.name, name, "{file}");
+        assert_eq!((c.masters, c.workers), (1, 0), "{file}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capoa_multinode_example_installs_scales_up_and_down() {
+    if testbed::skip() {
+        return;
+    }
+    let report_dir = tempfile::tempdir().expect("report directory");
+    let report_file = report_dir.path().join("report.json");
+    let report = run_example("capoa-multinode.yaml", Some(report_file.clone())).await;
     let names: Vec<&str> = report.milestones.iter().map(|(_, m)| m.as_str()).collect();
     assert_eq!(
         names,
