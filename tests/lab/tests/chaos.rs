@@ -6,25 +6,16 @@
 //! plan). The apiserver restart of `--chaos all` is left out: after it our managers stall for
 //! minutes (docs/lab.md "Chaos").
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use lab::{Options, Topology};
 use serde_json::Value;
+
+use crate::common::{DAY1_MILESTONES, milestones, options, run_ok};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_installs_while_managers_are_killed() {
     if testbed::skip() {
         return;
     }
-    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_lab"))
-        .parent()
-        .expect("target directory")
-        .to_path_buf();
-    let dir = tempfile::Builder::new()
-        .prefix("capoa-lab-test-chaos-")
-        .tempdir()
-        .expect("lab directory");
     let seed = std::env::var("LAB_CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -35,50 +26,22 @@ async fn compact_installs_while_managers_are_killed() {
                 .unwrap_or(1)
         });
     eprintln!("chaos seed {seed} (LAB_CHAOS_SEED={seed} repeats it)");
+    let (report, dir) = run_ok(
+        &format!("chaos-seed-{seed}"),
+        Options {
+            topology: Topology::Compact,
+            workers: 0,
+            report: Some("report.json".into()),
+            chaos: Some(lab::chaos::Settings {
+                seed,
+                apiserver: false,
+            }),
+            ..options()
+        },
+    )
+    .await;
     let report_file = dir.path().join("report.json");
-    let report = lab::run(&Options {
-        topology: Topology::Compact,
-        clusters: 1,
-        workers: 0,
-        speed: lab::Speed::Instant,
-        cluster_file: None,
-        report: Some(report_file.clone()),
-        dir: dir.path().to_path_buf(),
-        bin_dir,
-        timeout: Duration::from_secs(400),
-        keep: false,
-        keep_dirs: false,
-        chaos: Some(lab::chaos::Settings {
-            seed,
-            apiserver: false,
-        }),
-        okd: false,
-    })
-    .await
-    .expect("the lab starts");
-    if !report.ok {
-        let kept = dir.keep();
-        panic!(
-            "the chaos run (seed {seed}) failed: {:?} / {:?}; lab directory kept: {}",
-            report.failure,
-            report.stuck,
-            kept.display()
-        );
-    }
-    let names: Vec<&str> = report.milestones.iter().map(|(_, m)| m.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "hosts available",
-            "InfraEnvs ready",
-            "hosts provisioned",
-            "Agents approved",
-            "install started",
-            "installed",
-            "Nodes registered",
-            "Machines Running",
-        ]
-    );
+    assert_eq!(milestones(&report), DAY1_MILESTONES);
     let chaos = report.chaos.as_ref().expect("a chaos report");
     assert_eq!(chaos.seed, seed);
     // Each manager was killed mid-install and came back; the apiserver was left alone.

@@ -5,49 +5,22 @@
 //! JSON report. CAPOA's two single-node examples (`capoa-sno.yaml`, OCP; `capoa-okd-sno.yaml`,
 //! OKD without a pull secret) install the same way, one after the other.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use lab::{Options, Topology};
+use lab::Options;
 use serde_json::Value;
 
-/// Runs the lab on one of `docs/examples/`; panics, keeping the lab directory, if it fails.
-async fn run_example(file: &str, report_file: Option<PathBuf>) -> lab::Report {
-    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_lab"))
-        .parent()
-        .expect("target directory")
-        .to_path_buf();
-    let dir = tempfile::Builder::new()
-        .prefix("capoa-lab-test-cluster-file-")
-        .tempdir()
-        .expect("lab directory");
-    let report = lab::run(&Options {
-        // Ignored with a cluster file.
-        topology: Topology::Sno,
-        clusters: 1,
-        workers: lab::manifests::DEFAULT_WORKERS,
-        speed: lab::Speed::Instant,
-        cluster_file: Some(testbed::cache::repo_root().join("docs/examples").join(file)),
-        report: report_file,
-        dir: dir.path().to_path_buf(),
-        bin_dir,
-        timeout: Duration::from_secs(400),
-        keep: false,
-        keep_dirs: false,
-        chaos: None,
-        okd: false,
-    })
+use crate::common::{DAY1_MILESTONES, DAY2_MILESTONES, milestones, options, run_ok};
+
+/// Runs the lab on one of `docs/examples/`, with a JSON report `report.json` in its directory.
+async fn run_example(file: &str) -> (lab::Report, tempfile::TempDir) {
+    run_ok(
+        &format!("cluster-file-{}", file.trim_end_matches(".yaml")),
+        Options {
+            cluster_file: Some(testbed::cache::repo_root().join("docs/examples").join(file)),
+            report: Some("report.json".into()),
+            ..options()
+        },
+    )
     .await
-    .expect("the lab starts");
-    if !report.ok {
-        let kept = dir.keep();
-        panic!(
-            "the example {file} failed: {:?}; lab directory kept: {}",
-            report.stuck,
-            kept.display()
-        );
-    }
-    report
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,22 +32,8 @@ async fn capoa_sno_examples_install() {
         ("capoa-sno.yaml", "test-sno"),
         ("capoa-okd-sno.yaml", "test-sno-okd"),
     ] {
-        let report = run_example(file, None).await;
-        let names: Vec<&str> = report.milestones.iter().map(|(_, m)| m.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "hosts available",
-                "InfraEnvs ready",
-                "hosts provisioned",
-                "Agents approved",
-                "install started",
-                "installed",
-                "Nodes registered",
-                "Machines Running",
-            ],
-            "{file}"
-        );
+        let (report, _dir) = run_example(file).await;
+        assert_eq!(milestones(&report), DAY1_MILESTONES, "{file}");
         let c = &report.clusters[0];
         assert_eq!(c.name, name, "{file}");
         assert_eq!((c.masters, c.workers), (1, 0), "{file}");
@@ -86,24 +45,11 @@ async fn capoa_multinode_example_installs_scales_up_and_down() {
     if testbed::skip() {
         return;
     }
-    let report_dir = tempfile::tempdir().expect("report directory");
-    let report_file = report_dir.path().join("report.json");
-    let report = run_example("capoa-multinode.yaml", Some(report_file.clone())).await;
-    let names: Vec<&str> = report.milestones.iter().map(|(_, m)| m.as_str()).collect();
+    let (report, dir) = run_example("capoa-multinode.yaml").await;
+    let report_file = dir.path().join("report.json");
     assert_eq!(
-        names,
-        [
-            "hosts available",
-            "InfraEnvs ready",
-            "hosts provisioned",
-            "Agents approved",
-            "install started",
-            "installed",
-            "Nodes registered",
-            "Machines Running",
-            "day-2 worker installed",
-            "scale-down done",
-        ]
+        milestones(&report),
+        [&DAY1_MILESTONES[..], &DAY2_MILESTONES[..]].concat()
     );
     let c = &report.clusters[0];
     assert_eq!(

@@ -6,5 +6,7 @@
 mod chaos;
 #[path = "cluster_file.rs"]
 mod cluster_file;
+#[path = "common.rs"]
+mod common;
 #[path = "sno.rs"]
 mod sno;
