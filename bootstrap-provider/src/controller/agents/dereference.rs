@@ -16,7 +16,7 @@ use manager::cache;
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::caches::Caches;
 use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
-use crate::controller::matching::host_of;
+use crate::controller::matching::{AgentInput, Mac, host_of};
 use crate::controller::{Error, PAUSED_ANNOTATION, agent};
 
 /// One Machine of the cluster with what matching and the Agent spec need.
@@ -24,7 +24,9 @@ pub struct MachineObjects {
     pub machine: Machine,
     pub metal3machine: Option<Metal3Machine>,
     pub host: Option<BareMetalHost>,
-    /// The host's Metal3Data keys (its `metaData` Secret), which its config drive carries.
+    /// The host's Metal3Data keys (its `metaData` Secret), which its config drive carries. Read
+    /// only for a host whose boot MAC is one of the Agent's (the only host it can match); empty
+    /// for the others.
     pub host_metadata: BTreeMap<String, String>,
     pub config: Option<OpenshiftAssistedConfig>,
 }
@@ -92,6 +94,11 @@ pub async fn dereference(
             .into_iter()
             .map(|c: OpenshiftAssistedConfig| (c.name_any(), c))
             .collect();
+    let agent_macs: Vec<Mac> = AgentInput::from_agent(&agent)
+        .macs
+        .iter()
+        .filter_map(|m| Mac::parse(m))
+        .collect();
     for machine in machines {
         if machine.metadata.deletion_timestamp.is_some() {
             continue;
@@ -114,8 +121,8 @@ pub async fn dereference(
             .as_ref()
             .and_then(|r| configs.get(&r.name).cloned());
         let host_metadata = match host.as_ref() {
-            Some(h) => host_metadata(client, h).await?,
-            None => BTreeMap::new(),
+            Some(h) if agent_has_boot_mac(&agent_macs, h) => host_metadata(client, h).await?,
+            _ => BTreeMap::new(),
         };
         d.machines.push(MachineObjects {
             machine,
@@ -172,4 +179,13 @@ async fn host_metadata(
         .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
         .unwrap_or_default();
     Ok(agent::metadata_secret_keys(&yaml))
+}
+
+/// Whether the host's boot MAC is among the Agent's: only then can it be the Agent's host.
+fn agent_has_boot_mac(agent_macs: &[Mac], host: &BareMetalHost) -> bool {
+    host.spec
+        .boot_mac_address
+        .as_deref()
+        .and_then(Mac::parse)
+        .is_some_and(|mac| agent_macs.contains(&mac))
 }
