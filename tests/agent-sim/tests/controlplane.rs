@@ -696,7 +696,29 @@ async fn bad_input_gets_a_condition_and_no_retry_storm() {
         "only its own MachineDeployment counts"
     );
 
-    // Steady state: blocked control planes are looked at once a minute, not in a loop.
+    // Steady state: blocked control planes are looked at once a minute, not in a loop. It
+    // starts once the healthy clusters' Machines carry the UpToDate condition (the last thing
+    // the controller writes for them; each write is one more reconcile of its own).
+    let machines: Api<Machine> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "both healthy clusters' Machines UpToDate",
+        Duration::from_secs(60),
+        || async {
+            let l = machines.list(&ListParams::default()).await.ok()?;
+            let done = l
+                .items
+                .iter()
+                .filter(|m| {
+                    m.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "UpToDate"))
+                })
+                .count();
+            (l.items.len() == 2 && done == 2).then_some(())
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = providers.total_reconciles();
     tokio::time::sleep(Duration::from_secs(15)).await;
