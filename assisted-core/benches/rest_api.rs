@@ -169,10 +169,12 @@ fn start(sc: &Scenario, crt: &tokio::runtime::Runtime) -> Server {
             static_network_config: "[]".into(),
             ..Default::default()
         });
-        store.write().clusters.insert(
-            cid.clone(),
-            ClusterRecord::new(cluster(&cid, &format!("c{c}")), ClusterSettings::default()),
-        );
+        store.edit_for_tests(|st| {
+            st.clusters.insert(
+                cid.clone(),
+                ClusterRecord::new(cluster(&cid, &format!("c{c}")), ClusterSettings::default()),
+            )
+        });
         envs.push(Env {
             token: keys.sign(&Claims::infra_env(&ie)),
             infra_env: ie,
@@ -432,8 +434,7 @@ fn main() {
     ] {
         let t = Instant::now();
         let s = start(&sc, &crt);
-        let states: BTreeMap<HostStatus, usize> = {
-            let st = s.store.read();
+        let states: BTreeMap<HostStatus, usize> = s.store.view(|st| {
             let mut m = BTreeMap::new();
             for c in st.clusters.values() {
                 for h in &c.snapshot.hosts {
@@ -441,7 +442,7 @@ fn main() {
                 }
             }
             m
-        };
+        });
         eprintln!(
             "setup {} x {}: {:.1} s through the API; host states {states:?}",
             sc.clusters,

@@ -115,13 +115,12 @@ fn pem_cert() -> String {
 async fn start() -> Api {
     let (store, _rx) = Store::new(Config::default());
     // The dirty receiver is not needed: sends to a closed channel are ignored.
-    {
-        let mut st = store.write();
+    store.edit_for_tests(|st| {
         st.infra_envs.insert(IE_A.into(), infra_env(IE_A, CL_A));
         st.infra_envs.insert(IE_B.into(), infra_env(IE_B, CL_B));
         st.clusters.insert(CL_A.into(), record(CL_A, "a"));
         st.clusters.insert(CL_B.into(), record(CL_B, "b"));
-    }
+    });
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("files");
     for (cl, name, data) in [
@@ -326,14 +325,9 @@ async fn happy_path_register_instructions_inventory() {
         )
         .await;
     r.assert_error(409, "no role yet: no ignition");
-    api.store
-        .write()
-        .clusters
-        .get_mut(CL_A)
-        .unwrap()
-        .snapshot
-        .hosts[0]
-        .role = HostRole::Master;
+    api.store.edit_for_tests(|st| {
+        st.clusters.get_mut(CL_A).unwrap().snapshot.hosts[0].role = HostRole::Master
+    });
     let r = api
         .get(
             &format!("/infra-env/{IE_A}/hosts/{H1}/downloads/ignition"),
@@ -520,12 +514,9 @@ async fn happy_path_register_instructions_inventory() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
-    api.store
-        .write()
-        .infra_envs
-        .get_mut(IE_A)
-        .unwrap()
-        .minimal_initrd = Some(Arc::from(&b"070701"[..]));
+    api.store.edit_for_tests(|st| {
+        st.infra_envs.get_mut(IE_A).unwrap().minimal_initrd = Some(Arc::from(&b"070701"[..]))
+    });
     let r = api
         .get(
             &format!("/infra-envs/{IE_A}/downloads/minimal-initrd"),
@@ -886,8 +877,7 @@ async fn bad_input_answers_json_errors() {
     }
 
     // Stage regression: Rebooting, then Installing again.
-    {
-        let mut st = api.store.write();
+    api.store.edit_for_tests(|st| {
         let h = st
             .clusters
             .get_mut(CL_A)
@@ -897,7 +887,7 @@ async fn bad_input_answers_json_errors() {
             .unwrap();
         h.status = HostStatus::Installing;
         h.role = HostRole::Master;
-    }
+    });
     let put = |stage: &'static str| {
         api.json(
             Method::PUT,
@@ -908,7 +898,8 @@ async fn bad_input_answers_json_errors() {
     };
     assert_eq!(put("Rebooting").await.status, StatusCode::OK);
     assert_eq!(
-        api.store.read().host(H2).unwrap().progress.current_stage,
+        api.store
+            .view(|st| st.host(H2).unwrap().progress.current_stage),
         Some(HostStage::Rebooting)
     );
     let r = put("Installing").await;

@@ -50,6 +50,17 @@ impl ApiError {
     }
 }
 
+impl From<crate::service::store::StoreError> for ApiError {
+    fn from(e: crate::service::store::StoreError) -> ApiError {
+        use crate::service::store::StoreError;
+        match e {
+            StoreError::NotFound(m) => ApiError::not_found(m),
+            StoreError::Conflict(m) => ApiError::conflict(m),
+            StoreError::Invalid(m) => ApiError::bad_request(m),
+        }
+    }
+}
+
 /// Upstream's `infra_error` model (`{code, message}`, code 401 or 403): what its server answers
 /// for authentication and authorization failures, and what its client decodes for them.
 #[derive(Debug, Serialize)]

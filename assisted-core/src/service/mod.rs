@@ -2,11 +2,13 @@
 //! Kubernetes controllers around the pure [`crate::domain`] model.
 
 pub mod auth;
+pub mod controllers;
 pub mod error;
 pub mod http;
 pub mod image_server;
 pub mod images;
 pub mod install;
-pub mod kube;
+pub mod monitor;
+pub mod persister;
 pub mod server;
 pub mod store;

@@ -12,13 +12,14 @@ use kube::Client;
 use tokio::sync::watch;
 
 use super::auth::load_or_create_keys;
+use super::controllers::infraenv::ServiceUrls;
+use super::controllers::prepare::BackendPreparer;
+use super::controllers::{self, Context};
 use super::image_server::{self, ImageServerState};
 use super::images::{OsImage, OsImageCache};
 use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, OpenshiftInstallBackend};
-use super::kube::infraenv::ServiceUrls;
-use super::kube::prepare::BackendPreparer;
-use super::kube::{self as controllers, Context};
 use super::store::Store;
+use super::{monitor, persister};
 use crate::domain::Config;
 use manager::runtime::parse_bind_address;
 
@@ -202,10 +203,10 @@ pub async fn run(
         urls.clone(),
         args.agent_image.clone(),
     ));
-    let resume = controllers::persister::restore(&ctx).await;
+    let resume = persister::restore(&ctx).await;
     controllers::initial_sync(&ctx).await;
     for id in resume {
-        controllers::start_preparation(&ctx, id).await;
+        monitor::start_preparation(&ctx, id).await;
     }
 
     let api = super::http::router(super::http::AppState {

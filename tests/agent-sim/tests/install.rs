@@ -9,7 +9,7 @@ use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
-use assisted_core::service::kube::day2::NODE_BOOTSTRAPPER;
+use assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, Patch, PatchParams};

@@ -16,8 +16,8 @@ use agent_sim::kubelet::{Kubelet, node_name, node_object, node_user, ready_statu
 use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx};
 use anyhow::{Context, Result, anyhow, bail};
 use assisted_core::api::agent::Agent;
+use assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
 use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
-use assisted_core::service::kube::day2::NODE_BOOTSTRAPPER;
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

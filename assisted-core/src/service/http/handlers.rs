@@ -119,19 +119,16 @@ fn min_disk_gb(st: &AppState) -> u64 {
 
 /// The host model of one host of the infra-env (404 when not there).
 fn host_of(st: &AppState, infra_env_id: &str, host_id: &str) -> ApiResult<Host> {
-    let s = st.store.read();
-    let missing = || ApiError::not_found(format!("host {host_id} not found"));
-    let (h, cluster) = s.host_with_cluster(host_id).ok_or_else(missing)?;
-    if h.infra_env_id != infra_env_id {
-        return Err(missing());
-    }
-    let sno = cluster.is_some_and(|c| c.snapshot.is_sno());
-    Ok(host_model(
-        h,
-        s.host_extra.get(host_id),
-        sno,
-        min_disk_gb(st),
-    ))
+    let min_disk = min_disk_gb(st);
+    st.store.view(|s| {
+        let missing = || ApiError::not_found(format!("host {host_id} not found"));
+        let (h, cluster) = s.host_with_cluster(host_id).ok_or_else(missing)?;
+        if h.infra_env_id != infra_env_id {
+            return Err(missing());
+        }
+        let sno = cluster.is_some_and(|c| c.snapshot.is_sno());
+        Ok(host_model(h, s.host_extra.get(host_id), sno, min_disk))
+    })
 }
 
 #[utoipa::path(post, path = "/infra-envs/{infra_env_id}/hosts", operation_id = "v2RegisterHost",
@@ -374,8 +371,7 @@ pub async fn host_ignition(
     State(st): State<AppState>,
     ApiPath((infra_env_id, host_id)): ApiPath<(String, String)>,
 ) -> ApiResult<Response> {
-    let (cluster_id, name) = {
-        let s = st.store.read();
+    let (cluster_id, name) = st.store.view(|s| {
         let missing = || ApiError::not_found(format!("host {host_id} not found"));
         let h = s.host(&host_id).ok_or_else(missing)?;
         if h.infra_env_id != infra_env_id {
@@ -385,8 +381,8 @@ pub async fn host_ignition(
             ApiError::conflict(format!("host {host_id} is not bound to a cluster"))
         })?;
         // The bootstrap host is a master: its ignition is named by the effective role.
-        (cid, format!("{}-{}.ign", h.effective_role().as_str(), h.id))
-    };
+        Ok((cid, format!("{}-{}.ign", h.effective_role().as_str(), h.id)))
+    })?;
     if !files::is_allowed_cluster_file(&name) {
         return Err(ApiError::conflict(format!(
             "host {host_id} has no role yet, its ignition is not available"
@@ -408,16 +404,14 @@ pub async fn get_cluster(
 }
 
 fn cluster_of(st: &AppState, cluster_id: &str) -> ApiResult<Cluster> {
-    let s = st.store.read();
-    let rec = s
-        .clusters
-        .get(cluster_id)
-        .ok_or_else(|| ApiError::not_found(format!("cluster {cluster_id} not found")))?;
-    Ok(cluster_model(
-        rec,
-        |id| s.host_extra.get(id),
-        min_disk_gb(st),
-    ))
+    let min_disk = min_disk_gb(st);
+    st.store.view(|s| {
+        let rec = s
+            .clusters
+            .get(cluster_id)
+            .ok_or_else(|| ApiError::not_found(format!("cluster {cluster_id} not found")))?;
+        Ok(cluster_model(rec, |id| s.host_extra.get(id), min_disk))
+    })
 }
 
 #[utoipa::path(get, path = "/clusters/{cluster_id}/hosts", operation_id = "v2ListClusterHosts",

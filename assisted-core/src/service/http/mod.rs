@@ -297,8 +297,7 @@ mod tests {
 
     fn store() -> Arc<Store> {
         let (s, _rx) = Store::new(Config::default());
-        {
-            let mut st = s.write();
+        s.edit_for_tests(|st| {
             st.infra_envs.insert(
                 IE_A.into(),
                 InfraEnvRecord {
@@ -314,7 +313,7 @@ mod tests {
                     ..Default::default()
                 },
             );
-        }
+        });
         s
     }
 

@@ -1,12 +1,12 @@
-//! The Kubernetes side of the core: controllers for InfraEnv, Agent, ClusterDeployment and
-//! AgentClusterInstall, the persister that writes the store back to CR status, and the monitor.
+//! The core's Kubernetes controllers (InfraEnv, Agent, ClusterDeployment and
+//! AgentClusterInstall, the day-2 approver) and what they share. The persister that writes the
+//! store back and the monitor live beside this module (`service::persister`, `service::monitor`).
 
 pub mod agent;
 pub mod cluster;
 pub mod day2;
 pub mod events;
 pub mod infraenv;
-pub mod persister;
 pub mod prepare;
 pub mod status;
 
@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use jiff::Timestamp;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
@@ -30,7 +29,7 @@ use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::InfraEnv;
 use crate::api::nmstateconfig::NMStateConfig;
-use crate::service::store::{Action as StoreAction, ClusterRecord, DirtyReceiver, Store};
+use crate::service::store::{ClusterRecord, DirtyReceiver, Store};
 use k8s_openapi::api::core::v1::Secret;
 
 /// Reconcile errors; every one is retried with backoff by the error policy.
@@ -64,7 +63,7 @@ pub struct Context {
     /// The discovery agent image the ignition runs.
     pub agent_image: String,
     /// Clusters whose preparation is running (a monitor pass may ask twice).
-    preparing: Mutex<HashSet<String>>,
+    pub(crate) preparing: Mutex<HashSet<String>>,
 }
 
 impl Context {
@@ -107,136 +106,17 @@ impl Context {
             return;
         }
         let _ = tokio::fs::remove_dir_all(self.files_root.join(cluster_id)).await;
-        let _ = tokio::fs::remove_file(persister::state_path(&self.files_root, cluster_id)).await;
+        let _ = tokio::fs::remove_file(crate::service::persister::state_path(
+            &self.files_root,
+            cluster_id,
+        ))
+        .await;
     }
 }
 
 fn error_policy<K>(_obj: Arc<K>, err: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
-}
-
-/// The monitor: a pass whenever something changed (debounced) and at least every `tick`.
-pub async fn run_monitor(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            _ = ctx.store.wake.notified() => {
-                // Let a burst of agent calls land before the pass.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            _ = tokio::time::sleep(tick) => {}
-            _ = shutdown.changed() => return,
-        }
-        for action in ctx.store.monitor_pass(Timestamp::now()) {
-            match action {
-                StoreAction::Prepare(id) => start_preparation(&ctx, id).await,
-                StoreAction::InstallDay2(cluster, host) => {
-                    match write_day2_ignition(&ctx, &cluster, &host).await {
-                        Ok(()) => {
-                            if ctx
-                                .store
-                                .start_day2_install(&cluster, &host, Timestamp::now())
-                            {
-                                tracing::info!(%cluster, %host, "day-2 host installing");
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(%cluster, %host, error = %e, "cannot write day-2 ignition")
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The pointer ignition a day-2 worker fetches (`worker-<id>.ign`), shaped like the one
-/// assisted-service renders from its `internal/ignition/templates/node.ign`.
-async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> Result<(), String> {
-    let rec = ctx.store.cluster(cluster_id).map_err(|e| e.reason)?;
-    let c = &rec.snapshot;
-    let host = c.host(host_id).ok_or("host left the cluster")?;
-    let pool = host
-        .machine_config_pool
-        .clone()
-        .unwrap_or_else(|| "worker".into());
-    let mut ign = crate::service::install::day2_pointer_ignition(
-        &c.name,
-        &c.base_domain,
-        &pool,
-        c.ignition_endpoint.ca_certificate.as_deref(),
-        c.ignition_endpoint.url.as_deref(),
-        c.ignition_endpoint.token.as_deref(),
-        host.hostname(),
-    );
-    if let Some(overrides) = host.ignition_config_overrides.as_deref() {
-        ign = crate::service::install::with_ignition_override(&ign, overrides, host.hostname())
-            .map_err(|e| e.to_string())?;
-    }
-    let name =
-        crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
-    crate::service::install::FileStore::new(ctx.files_root.clone())
-        .put(cluster_id, &name, &ign)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// The AgentClusterInstall of a cluster record, for events.
-pub fn aci_reference(rec: &ClusterRecord) -> k8s_openapi::api::core::v1::ObjectReference {
-    events::reference(
-        "extensions.hive.openshift.io/v1beta1",
-        "AgentClusterInstall",
-        &rec.settings.namespace,
-        &rec.settings.agent_cluster_install,
-    )
-}
-
-/// Runs the install backend for a cluster in preparation (also to resume one cut short by a
-/// restart); a second call while one runs is a no-op.
-pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
-    if !ctx.preparing.lock().await.insert(cluster_id.clone()) {
-        return;
-    }
-    let Ok(rec) = ctx.store.cluster(&cluster_id) else {
-        ctx.preparing.lock().await.remove(&cluster_id);
-        return;
-    };
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        tracing::info!(cluster = %rec.snapshot.name, "generating install-config and ignitions");
-        let aci = aci_reference(&rec);
-        ctx.events
-            .normal(
-                &aci,
-                "InstallationPreparing",
-                "Day-1 install started: generating install-config and ignitions",
-            )
-            .await;
-        let result = ctx.preparer.prepare(rec).await;
-        match &result {
-            Ok(()) => {
-                ctx.events
-                    .normal(
-                        &aci,
-                        "InstallationPrepared",
-                        "Ignitions are ready; hosts are installing",
-                    )
-                    .await
-            }
-            Err(e) => {
-                tracing::warn!(cluster = %cluster_id, error = %e, "install preparation failed");
-                ctx.events
-                    .warning(
-                        &aci,
-                        "InstallationPreparationFailed",
-                        format!("The installation preparation failed: {e}"),
-                    )
-                    .await;
-            }
-        }
-        ctx.store.preparation_done(&cluster_id, result);
-        ctx.preparing.lock().await.remove(&cluster_id);
-    });
 }
 
 /// Before the REST API serves after a (re)start: registers every cluster and infra-env once,
@@ -369,8 +249,10 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         .run(infraenv::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
-    let persister = persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
-    let monitor = run_monitor(ctx.clone(), Duration::from_secs(2), shutdown.clone());
+    let persister =
+        crate::service::persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
+    let monitor =
+        crate::service::monitor::run(ctx.clone(), Duration::from_secs(2), shutdown.clone());
     let day2 = day2::run(ctx.clone(), shutdown.clone());
     tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor, day2);
 }

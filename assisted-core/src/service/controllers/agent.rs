@@ -124,21 +124,20 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
                     };
                     (wns, r.name.clone())
                 });
-                let (bound, approved_now) = {
-                    let st = ctx.store.read();
-                    match st.host_with_cluster(&a.name_any()) {
-                        Some((h, rec)) => (
-                            rec.map(|r| {
-                                (
-                                    r.settings.namespace.clone(),
-                                    r.settings.cluster_deployment.clone(),
-                                )
-                            }),
-                            h.approved,
-                        ),
-                        None => (None, false),
-                    }
-                };
+                let (bound, approved_now) =
+                    ctx.store
+                        .view(|st| match st.host_with_cluster(&a.name_any()) {
+                            Some((h, rec)) => (
+                                rec.map(|r| {
+                                    (
+                                        r.settings.namespace.clone(),
+                                        r.settings.cluster_deployment.clone(),
+                                    )
+                                }),
+                                h.approved,
+                            ),
+                            None => (None, false),
+                        });
                 // Read only when the spec names another ClusterDeployment than the bound one.
                 let wanted_exists = match &wanted {
                     Some(w) if Some(w) != bound.as_ref() => {

@@ -225,32 +225,32 @@ pub fn labels_to_apply(wanted: &BTreeMap<String, String>, node: &Node) -> BTreeM
 
 /// Clusters in adding-hosts with day-2 hosts between their reboot and Done.
 pub fn pending(store: &Store) -> Vec<Work> {
-    let st = store.read();
-    let mut out: Vec<Work> = st
-        .clusters
-        .iter()
-        .filter(|(_, r)| r.snapshot.status == ClusterStatus::AddingHosts)
-        .filter_map(|(id, r)| {
-            let hosts: Vec<_> = r
-                .snapshot
-                .hosts
-                .iter()
-                .filter(|h| h.is_day2() && watched(h.progress.current_stage))
-                .map(|h| Day2Host {
-                    id: h.id.clone(),
-                    hostname: h.hostname().to_string(),
-                    stage: h.progress.current_stage,
-                    node_labels: h.node_labels.clone(),
+    let mut out: Vec<Work> = store.view(|st| {
+        st.clusters
+            .iter()
+            .filter(|(_, r)| r.snapshot.status == ClusterStatus::AddingHosts)
+            .filter_map(|(id, r)| {
+                let hosts: Vec<_> = r
+                    .snapshot
+                    .hosts
+                    .iter()
+                    .filter(|h| h.is_day2() && watched(h.progress.current_stage))
+                    .map(|h| Day2Host {
+                        id: h.id.clone(),
+                        hostname: h.hostname().to_string(),
+                        stage: h.progress.current_stage,
+                        node_labels: h.node_labels.clone(),
+                    })
+                    .collect();
+                (!hosts.is_empty()).then(|| Work {
+                    cluster_id: id.clone(),
+                    namespace: r.settings.namespace.clone(),
+                    cluster_deployment: r.settings.cluster_deployment.clone(),
+                    hosts,
                 })
-                .collect();
-            (!hosts.is_empty()).then(|| Work {
-                cluster_id: id.clone(),
-                namespace: r.settings.namespace.clone(),
-                cluster_deployment: r.settings.cluster_deployment.clone(),
-                hosts,
             })
-        })
-        .collect();
+            .collect()
+    });
     out.sort_by(|a, b| a.cluster_id.cmp(&b.cluster_id));
     out
 }
@@ -377,7 +377,7 @@ async fn pass(
             {
                 Ok(()) => tracing::info!(host = %hostname, stage = ?next, "day-2 host progress"),
                 Err(e) => {
-                    tracing::warn!(host = %hostname, error = %e.reason, "cannot record day-2 progress")
+                    tracing::warn!(host = %hostname, error = %e, "cannot record day-2 progress")
                 }
             }
         }

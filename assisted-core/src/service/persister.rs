@@ -13,8 +13,8 @@ use kube::runtime::reflector::{ObjectRef, Store as Reflector};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use super::Context;
-use super::status::{aci_status, agent_status, inventory_labels};
+use super::controllers::Context;
+use super::controllers::status::{aci_status, agent_status, inventory_labels};
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
@@ -112,8 +112,8 @@ pub async fn run(
             let result = match &d {
                 Dirty::NewHost(id) => create_agent(&ctx, id).await,
                 Dirty::Host(id) => {
-                    if let Some(c) = ctx.store.read().host_cluster.get(id) {
-                        clusters_to_save.insert(c.clone());
+                    if let Some(c) = ctx.store.view(|st| st.host_cluster.get(id).cloned()) {
+                        clusters_to_save.insert(c);
                     } else {
                         save_unbound(&ctx, id).await;
                     }
@@ -159,7 +159,7 @@ async fn save_cluster(ctx: &Context, id: &str) {
 }
 
 async fn save_unbound(ctx: &Context, host_id: &str) {
-    let host = ctx.store.read().unbound.get(host_id).cloned();
+    let host = ctx.store.view(|st| st.unbound.get(host_id).cloned());
     if let Some(h) = host
         && let Ok(bytes) = serde_json::to_vec(&h)
         && let Err(e) = write_atomic(&unbound_path(&ctx.files_root, host_id), &bytes).await
@@ -204,15 +204,12 @@ pub fn new_agent(host: &HostSnapshot, ie: &crate::service::store::InfraEnvRecord
 }
 
 async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
-    let (host, ie) = {
-        let st = ctx.store.read();
-        let Some(h) = st.host(host_id).cloned() else {
-            return Ok(());
-        };
-        let Some(ie) = st.infra_envs.get(&h.infra_env_id).cloned() else {
-            return Ok(());
-        };
-        (h, ie)
+    let found = ctx.store.view(|st| {
+        let h = st.host(host_id)?;
+        Some((h.clone(), st.infra_envs.get(&h.infra_env_id)?.clone()))
+    });
+    let Some((host, ie)) = found else {
+        return Ok(());
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ie.namespace);
     match api
@@ -221,7 +218,7 @@ async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
     {
         Ok(_) => {
             tracing::info!(agent = %host_id, infraenv = %ie.name, "host registered: Agent created");
-            let on = super::events::reference(
+            let on = super::controllers::events::reference(
                 "agent-install.openshift.io/v1beta1",
                 "InfraEnv",
                 &ie.namespace,
@@ -246,14 +243,10 @@ async fn write_agent_status(
     host_id: &str,
     agents: &Reflector<Agent>,
 ) -> Result<(), kube::Error> {
-    let (status, ns, labels) = {
-        let st = ctx.store.read();
-        let Some((host, cluster)) = st.host_with_cluster(host_id) else {
-            return Ok(());
-        };
-        let Some(ie) = st.infra_envs.get(&host.infra_env_id) else {
-            return Ok(());
-        };
+    let now = Timestamp::now();
+    let rendered = ctx.store.view(|st| {
+        let (host, cluster) = st.host_with_cluster(host_id)?;
+        let ie = st.infra_envs.get(&host.infra_env_id)?;
         let extra = st.host_extra.get(host_id);
         let previous = agents
             .get(&ObjectRef::new(host_id).within(&ie.namespace))
@@ -266,7 +259,7 @@ async fn write_agent_status(
             extra.and_then(|e| e.spec_error.as_deref()),
             &previous,
             None,
-            Timestamp::now(),
+            now,
         );
         let cached = agents.get(&ObjectRef::new(host_id).within(&ie.namespace));
         // Inventory labels change rarely: only write them when they differ.
@@ -282,7 +275,10 @@ async fn write_agent_status(
                 want.iter().any(|(k, v)| have.get(k) != Some(v))
                     || have.get(CD_NAMESPACE_LABEL) != Some(&ie.namespace)
             });
-        (status, ie.namespace.clone(), labels)
+        Some((status, ie.namespace.clone(), labels))
+    });
+    let Some((status, ns, labels)) = rendered else {
+        return Ok(());
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(mut labels) = labels {

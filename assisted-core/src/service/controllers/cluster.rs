@@ -650,7 +650,7 @@ async fn publish_credentials(
             tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
             ctx.events
                 .normal(
-                    &super::aci_reference(&rec),
+                    &super::events::aci_reference(&rec),
                     "InstallationCompleted",
                     format!("The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"),
                 )

@@ -53,3 +53,15 @@ impl Events {
             .await;
     }
 }
+
+/// The AgentClusterInstall of a cluster record, for events.
+pub fn aci_reference(
+    rec: &crate::service::store::ClusterRecord,
+) -> k8s_openapi::api::core::v1::ObjectReference {
+    reference(
+        "extensions.hive.openshift.io/v1beta1",
+        "AgentClusterInstall",
+        &rec.settings.namespace,
+        &rec.settings.agent_cluster_install,
+    )
+}

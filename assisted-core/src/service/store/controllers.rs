@@ -1,0 +1,187 @@
+//! What the Kubernetes controllers ask of the store: InfraEnv, cluster and Agent specs in,
+//! deregistration, and the day-2 hand-over after the install.
+
+use jiff::Timestamp;
+
+use super::*;
+
+impl Store {
+    /// Adds or updates an infra-env (InfraEnv controller).
+    pub fn upsert_infra_env(&self, rec: InfraEnvRecord) {
+        self.write().infra_envs.insert(rec.id.clone(), rec);
+    }
+
+    pub fn remove_infra_env(&self, id: &str) {
+        self.write().infra_envs.remove(id);
+    }
+
+    /// Creates the cluster or updates its settings; `configure` writes the spec-derived
+    /// fields of the snapshot (networks, counts, VIPs...) and leaves the state alone.
+    pub fn upsert_cluster(
+        &self,
+        id: &str,
+        name: &str,
+        settings: ClusterSettings,
+        spec_error: Option<String>,
+        now: Timestamp,
+        configure: impl FnOnce(&mut ClusterSnapshot),
+    ) {
+        let mut st = self.write();
+        let rec = st.clusters.entry(id.to_string()).or_insert_with(|| {
+            ClusterRecord::new(ClusterSnapshot::new(id, name, now), settings.clone())
+        });
+        let before = (
+            rec.snapshot.clone(),
+            rec.settings.clone(),
+            rec.spec_error.clone(),
+        );
+        configure(&mut rec.snapshot);
+        rec.settings = settings;
+        rec.spec_error = spec_error;
+        let changed = before
+            != (
+                rec.snapshot.clone(),
+                rec.settings.clone(),
+                rec.spec_error.clone(),
+            );
+        drop(st);
+        if changed {
+            self.mark(Dirty::Cluster(id.to_string()));
+            self.wake.notify_one();
+        }
+    }
+
+    /// Drops a cluster and its hosts (deregistration).
+    pub fn remove_cluster(&self, id: &str) {
+        let mut st = self.write();
+        if let Some(rec) = st.clusters.remove(id) {
+            for h in rec.snapshot.hosts {
+                st.host_cluster.remove(&h.id);
+                st.host_extra.remove(&h.id);
+            }
+        }
+    }
+
+    /// Drops a host (Agent deleted).
+    pub fn remove_host(&self, host_id: &str) {
+        let mut st = self.write();
+        match st.host_cluster.remove(host_id) {
+            Some(cid) => {
+                if let Some(rec) = st.clusters.get_mut(&cid) {
+                    rec.snapshot.hosts.retain(|h| h.id != host_id);
+                }
+            }
+            None => {
+                st.unbound.remove(host_id);
+            }
+        }
+        st.host_extra.remove(host_id);
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// Applies the Agent spec to the host; `false` when the host is unknown.
+    pub fn sync_host_spec(
+        &self,
+        host_id: &str,
+        spec: &HostSpec,
+        spec_error: Option<String>,
+    ) -> bool {
+        let mut st = self.write();
+        let st = &mut *st;
+        let host = match st.host_cluster.get(host_id) {
+            Some(cid) => st
+                .clusters
+                .get_mut(cid)
+                .and_then(|c| c.snapshot.host_mut(host_id)),
+            None => st.unbound.get_mut(host_id),
+        };
+        let Some(h) = host else {
+            return false;
+        };
+        let before = h.clone();
+        // Roles and disks are fixed once the install started; later edits are ignored.
+        if h.status.is_pre_install() || h.status.is_unbound_state() {
+            h.role = match spec.role {
+                HostRole::Bootstrap => HostRole::Master,
+                // Hosts added to an installed cluster are workers unless told otherwise.
+                HostRole::AutoAssign if h.is_day2() => HostRole::Worker,
+                r => r,
+            };
+            h.requested_hostname = spec.hostname.clone();
+            if spec.installation_disk_id.is_some() {
+                h.installation_disk_id = spec.installation_disk_id.clone();
+            }
+            if spec.machine_config_pool.is_some() {
+                h.machine_config_pool = spec.machine_config_pool.clone();
+            }
+            h.installer_args = spec.installer_args.clone();
+            h.ignition_config_overrides = spec.ignition_config_overrides.clone();
+        }
+        // Labels may change at any time: they are applied to the Node after the install.
+        h.node_labels = spec.node_labels.clone();
+        h.approved = spec.approved;
+        let changed = *h != before;
+        let extra = st.host_extra.entry(host_id.to_string()).or_default();
+        let err_changed = extra.spec_error != spec_error;
+        extra.spec_error = spec_error;
+        if changed || err_changed {
+            self.mark(Dirty::Host(host_id.to_string()));
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    /// A day-2 host's stage as the workload cluster shows it (Joined, Done): the core reports
+    /// it because no installer runs after the reboot into the existing cluster.
+    pub fn day2_progress(
+        &self,
+        cluster_id: &str,
+        host_id: &str,
+        stage: HostStage,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut st = self.write();
+        let missing = || StoreError::NotFound(format!("host {host_id} not found"));
+        let rec = st.clusters.get_mut(cluster_id).ok_or_else(missing)?;
+        let idx = rec
+            .snapshot
+            .hosts
+            .iter()
+            .position(|h| h.id == host_id)
+            .ok_or_else(missing)?;
+        let out = update_host_progress(
+            &rec.snapshot.hosts[idx],
+            Some(&rec.snapshot),
+            stage,
+            "",
+            now,
+            &self.cfg,
+        )
+        .map_err(StoreError::from)?;
+        apply_host_outcome(&mut rec.snapshot.hosts[idx], &out, now);
+        drop(st);
+        self.mark(Dirty::Host(host_id.to_string()));
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// installed → adding-hosts once the ClusterDeployment is marked installed.
+    pub fn transform_to_day2(&self, cluster_id: &str, now: Timestamp) -> bool {
+        let mut st = self.write();
+        let Some(rec) = st.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        if rec.snapshot.status != ClusterStatus::Installed {
+            return false;
+        }
+        let Ok(out) = transform_to_day2(&rec.snapshot) else {
+            return false;
+        };
+        apply_cluster_outcome(&mut rec.snapshot, &out, now);
+        drop(st);
+        self.mark(Dirty::Cluster(cluster_id.to_string()));
+        self.wake.notify_one();
+        true
+    }
+}

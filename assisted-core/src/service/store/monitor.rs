@@ -1,0 +1,169 @@
+//! What the monitor asks of the store: one pass over every cluster and host, the results of
+//! install preparations, and day-2 installs once their ignition is written.
+
+use jiff::Timestamp;
+
+use super::*;
+use crate::domain::net::calculated_machine_network;
+
+/// How long auto-start waits after a failed preparation (so a broken input is not retried in
+/// a tight loop; the condition tells the user what failed).
+pub const PREPARATION_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Work the monitor asks the async side to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Generate install-config and ignitions for a cluster that entered preparation.
+    Prepare(String),
+    /// Write the pointer ignition of a day-2 host (cluster id, host id), then start its install.
+    InstallDay2(String, String),
+}
+
+impl Store {
+    /// One monitor pass: refresh every cluster and its hosts, decide day-1 auto-start and
+    /// day-2 installs, and mark what changed. Pure apart from the dirty/wake signals.
+    pub fn monitor_pass(&self, now: Timestamp) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let mut dirty = Vec::new();
+        {
+            let mut st = self.write();
+            let st = &mut *st;
+            for (cid, rec) in st.clusters.iter_mut() {
+                if let Some(cidr) = calculated_machine_network(&rec.snapshot) {
+                    rec.snapshot.machine_networks = vec![cidr];
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
+                let refresh = refresh_all(&rec.snapshot, now, &self.cfg);
+                for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
+                    let v = o.validations.as_ref().map(|v| v.to_validations_info());
+                    let extra = st.host_extra.entry(h.id.clone()).or_default();
+                    let suggested_changed =
+                        o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
+                    if o.changed
+                        || suggested_changed
+                        || (v.is_some() && extra.validations_info != v)
+                    {
+                        dirty.push(Dirty::Host(h.id.clone()));
+                    }
+                    if v.is_some() {
+                        extra.validations_info = v;
+                    }
+                }
+                let cv = refresh
+                    .cluster
+                    .validations
+                    .as_ref()
+                    .map(|v| v.to_validations_info());
+                if refresh.cluster.changed || (cv.is_some() && rec.validations_info != cv) {
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
+                if cv.is_some() {
+                    rec.validations_info = cv;
+                }
+                apply_refresh(&mut rec.snapshot, &refresh, now);
+                if refresh
+                    .cluster
+                    .effects
+                    .contains(&ClusterEffect::PreparationStarted)
+                {
+                    actions.push(Action::Prepare(cid.clone()));
+                }
+
+                // Day-1 auto-start (kube-API rule).
+                let decision = auto_start_day1(
+                    &rec.snapshot,
+                    &AutoStartParams {
+                        hold: rec.settings.hold,
+                        unsynced_agents: rec.settings.unsynced_agents,
+                    },
+                    &self.cfg,
+                );
+                let backing_off = rec
+                    .preparation_failed_at
+                    .is_some_and(|t| elapsed(now, t) < PREPARATION_RETRY_DELAY);
+                if decision.start
+                    && !backing_off
+                    && let Ok(plan) = start_install(&rec.snapshot, now, &self.cfg)
+                {
+                    apply_install_plan(&mut rec.snapshot, &plan, now);
+                    rec.preparation_error = None;
+                    if plan.schedulable_masters_forced_true {
+                        rec.snapshot.schedulable_masters = true;
+                    }
+                    actions.push(Action::Prepare(cid.clone()));
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                    dirty.extend(rec.snapshot.hosts.iter().map(|h| Dirty::Host(h.id.clone())));
+                }
+                if rec.requirements.as_ref() != Some(&decision) {
+                    rec.requirements = Some(decision);
+                    dirty.push(Dirty::Cluster(cid.clone()));
+                }
+
+                // Day-2: approved known hosts of an adding-hosts cluster install once their
+                // ignition is written (see `start_day2_install`).
+                for hid in day2_hosts_to_install(&rec.snapshot) {
+                    actions.push(Action::InstallDay2(cid.clone(), hid.to_string()));
+                }
+            }
+            for (hid, h) in st.unbound.iter_mut() {
+                let o = refresh_host(h, None, now, &self.cfg);
+                if o.changed {
+                    dirty.push(Dirty::Host(hid.clone()));
+                }
+                apply_host_outcome(h, &o, now);
+            }
+        }
+        dirty.sort();
+        dirty.dedup();
+        for d in dirty {
+            self.mark(d);
+        }
+        actions
+    }
+
+    /// The install preparation finished (`Ok`) or failed.
+    pub fn preparation_done(&self, cluster_id: &str, result: Result<(), String>, now: Timestamp) {
+        let mut st = self.write();
+        if let Some(rec) = st.clusters.get_mut(cluster_id) {
+            match result {
+                Ok(()) => {
+                    rec.snapshot.preparation = PreparationStatus::Success;
+                    rec.preparation_error = None;
+                }
+                Err(e) => {
+                    rec.snapshot.preparation = PreparationStatus::Failed;
+                    rec.preparation_error = Some(e);
+                    rec.preparation_failed_at = Some(now);
+                }
+            }
+        }
+        drop(st);
+        self.mark(Dirty::Cluster(cluster_id.to_string()));
+        self.wake.notify_one();
+    }
+
+    /// Day-2 install of a known, approved host whose ignition is in place.
+    pub fn start_day2_install(&self, cluster_id: &str, host_id: &str, now: Timestamp) -> bool {
+        let mut st = self.write();
+        let Some(rec) = st.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        let Some(idx) = rec.snapshot.hosts.iter().position(|h| h.id == host_id) else {
+            return false;
+        };
+        let Ok(o) = apply_host_event(
+            &rec.snapshot.hosts[idx],
+            Some(&rec.snapshot),
+            &HostEvent::Install,
+            now,
+            &self.cfg,
+        ) else {
+            return false;
+        };
+        apply_host_outcome(&mut rec.snapshot.hosts[idx], &o, now);
+        drop(st);
+        self.mark(Dirty::Host(host_id.to_string()));
+        self.wake.notify_one();
+        true
+    }
+}
