@@ -17,6 +17,13 @@ fn main() -> ExitCode {
     };
     cli::main_with::<CoreArgs, _, _>(spec, |leader, args| async move {
         let listeners = Listeners::bind(&args).await?;
-        server::run(leader.client, args, listeners, leader.shutdown).await
+        server::run(
+            leader.client,
+            args,
+            listeners,
+            leader.registry,
+            leader.shutdown,
+        )
+        .await
     })
 }

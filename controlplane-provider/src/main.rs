@@ -48,7 +48,13 @@ fn main() -> ExitCode {
         match args.assisted_core {
             CoreMode::Embedded => {
                 let listeners = Listeners::bind(&args.core).await?;
-                let core = server::run(leader.client, args.core, listeners, leader.shutdown);
+                let core = server::run(
+                    leader.client,
+                    args.core,
+                    listeners,
+                    leader.registry,
+                    leader.shutdown,
+                );
                 let (core, ()) = tokio::join!(core, controller);
                 core
             }

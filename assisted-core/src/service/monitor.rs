@@ -9,7 +9,8 @@ use tokio::sync::watch;
 
 use crate::service::controllers::Context;
 use crate::service::controllers::events::aci_reference;
-use crate::service::store::Action as StoreAction;
+use crate::service::install::InstallError;
+use crate::service::store::{Action as StoreAction, StoreError};
 
 /// The monitor: a pass whenever something changed (debounced) and at least every `tick`.
 pub async fn run(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receiver<bool>) {
@@ -47,10 +48,25 @@ pub async fn run(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receive
 
 /// The pointer ignition a day-2 worker fetches (`worker-<id>.ign`), shaped like the one
 /// assisted-service renders from its `internal/ignition/templates/node.ign`.
-async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> Result<(), String> {
-    let rec = ctx.store.cluster(cluster_id).map_err(|e| e.to_string())?;
+/// Why a day-2 host's ignition could not be written (its install then waits for the next pass).
+#[derive(Debug, thiserror::Error)]
+enum Day2IgnitionError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the host left the cluster")]
+    HostLeft,
+    #[error(transparent)]
+    Install(#[from] InstallError),
+}
+
+async fn write_day2_ignition(
+    ctx: &Context,
+    cluster_id: &str,
+    host_id: &str,
+) -> Result<(), Day2IgnitionError> {
+    let rec = ctx.store.cluster(cluster_id)?;
     let c = &rec.snapshot;
-    let host = c.host(host_id).ok_or("host left the cluster")?;
+    let host = c.host(host_id).ok_or(Day2IgnitionError::HostLeft)?;
     let pool = host
         .machine_config_pool
         .clone()
@@ -65,15 +81,14 @@ async fn write_day2_ignition(ctx: &Context, cluster_id: &str, host_id: &str) -> 
         host.hostname(),
     );
     if let Some(overrides) = host.ignition_config_overrides.as_deref() {
-        ign = crate::service::install::with_ignition_override(&ign, overrides, host.hostname())
-            .map_err(|e| e.to_string())?;
+        ign = crate::service::install::with_ignition_override(&ign, overrides, host.hostname())?;
     }
     let name =
         crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
     crate::service::install::FileStore::new(ctx.files_root.clone())
         .put(cluster_id, &name, &ign)
-        .await
-        .map_err(|e| e.to_string())
+        .await?;
+    Ok(())
 }
 
 /// Runs the install backend for a cluster in preparation (also to resume one cut short by a

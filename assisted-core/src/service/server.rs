@@ -12,7 +12,7 @@ use kube::Client;
 use tokio::sync::watch;
 
 use super::auth::load_or_create_keys;
-use super::controllers::infraenv::ServiceUrls;
+use super::controllers::infraenv::{ImageSettings, ServiceUrls};
 use super::controllers::prepare::BackendPreparer;
 use super::controllers::{self, Context};
 use super::image_server::{self, ImageServerState};
@@ -21,6 +21,7 @@ use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, Openshi
 use super::store::Store;
 use super::{monitor, persister};
 use crate::domain::Config;
+use manager::runtime::SharedRegistry;
 use manager::runtime::parse_bind_address;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +159,7 @@ pub async fn run(
     client: Client,
     args: CoreArgs,
     listeners: Listeners,
+    registry: SharedRegistry,
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let os_images: Vec<OsImage> = serde_json::from_str(&args.os_images).context(
@@ -200,8 +202,11 @@ pub async fn run(
         files_root.clone(),
         preparer,
         signer,
-        urls.clone(),
-        args.agent_image.clone(),
+        ImageSettings {
+            urls: urls.clone(),
+            agent_image: args.agent_image.clone(),
+        },
+        &registry,
     ));
     let resume = persister::restore(&ctx).await;
     controllers::initial_sync(&ctx).await;

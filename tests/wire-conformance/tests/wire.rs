@@ -244,7 +244,13 @@ impl Env {
         args.agent_api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
         args.images_url = format!("http://{}", listeners.images.local_addr().unwrap());
         let (stop, stopped) = watch::channel(false);
-        let core = tokio::spawn(server::run(client.clone(), args, listeners, stopped));
+        let core = tokio::spawn(server::run(
+            client.clone(),
+            args,
+            listeners,
+            Default::default(),
+            stopped,
+        ));
         Env {
             tb,
             client,

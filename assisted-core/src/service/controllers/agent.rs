@@ -6,9 +6,9 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
+use manager::controller::set_finalizer;
 
-use super::{Context, Error};
+use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::agent::{Agent, AgentSpec, HostRole as SpecRole};
 use crate::api::hive::ClusterDeployment;
 use crate::domain::HostRole;
@@ -16,6 +16,8 @@ use crate::service::install::parse_ignition_override;
 use crate::service::store::HostSpec;
 
 pub const AGENT_FINALIZER: &str = "agent.agent-install.openshift.io/ai-deprovision";
+/// Owns the Agent's finalizer (the persister writes status under its own manager).
+const FIELD_MANAGER: &str = "assisted-core-agent";
 
 /// Agent spec → host spec; an input error names the field.
 pub fn host_spec(spec: &AgentSpec) -> (HostSpec, Option<String>) {
@@ -108,75 +110,130 @@ fn pair(p: &Option<(String, String)>) -> Option<(&str, &str)> {
     p.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))
 }
 
+/// What one Agent reconcile reads: where its host is bound and whether the ClusterDeployment
+/// the spec names exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dereferenced {
+    /// `(namespace, name)` of the ClusterDeployment the spec names.
+    pub wanted: Option<(String, String)>,
+    /// `(namespace, name)` of the host's cluster in the store.
+    pub bound: Option<(String, String)>,
+    /// The host's approval in the store (kept while the binding is wrong).
+    pub approved_now: bool,
+    pub wanted_exists: bool,
+}
+
+/// What the store should follow, and when to look again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub spec: HostSpec,
+    /// Shown as SpecSynced=False on the Agent.
+    pub spec_error: Option<String>,
+    /// A missing ClusterDeployment may appear; it is not watched from here.
+    pub recheck: Option<std::time::Duration>,
+}
+
 pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let ns = agent.namespace().unwrap_or_default();
-    let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
-    finalizer(&api, AGENT_FINALIZER, agent, |event| async {
-        match event {
-            Event::Apply(a) => {
-                let (spec, err) = host_spec(&a.spec);
-                let ns = a.namespace().unwrap_or_default();
-                let wanted = a.spec.cluster_deployment_name.as_ref().map(|r| {
-                    let wns = if r.namespace.is_empty() {
-                        ns.clone()
-                    } else {
-                        r.namespace.clone()
-                    };
-                    (wns, r.name.clone())
-                });
-                let (bound, approved_now) =
-                    ctx.store
-                        .view(|st| match st.host_with_cluster(&a.name_any()) {
-                            Some((h, rec)) => (
-                                rec.map(|r| {
-                                    (
-                                        r.settings.namespace.clone(),
-                                        r.settings.cluster_deployment.clone(),
-                                    )
-                                }),
-                                h.approved,
-                            ),
-                            None => (None, false),
-                        });
-                // Read only when the spec names another ClusterDeployment than the bound one.
-                let wanted_exists = match &wanted {
-                    Some(w) if Some(w) != bound.as_ref() => {
-                        Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &w.0)
-                            .get_opt(&w.1)
-                            .await?
-                            .is_some()
-                    }
-                    _ => true,
-                };
-                let binding = binding_error(pair(&wanted), pair(&bound), wanted_exists);
-                let mut spec = spec;
-                if binding.is_some() {
-                    // Approving a host for another cluster than the one it is bound to would
-                    // install it where the user no longer wants it: approval stays as it was.
-                    spec.approved = approved_now;
-                }
-                if !ctx
-                    .store
-                    .sync_host_spec(&a.name_any(), &spec, binding.or(err))
-                {
-                    tracing::debug!(agent = %a.name_any(), "no host record for this Agent yet");
-                }
-                // A missing ClusterDeployment may appear; it is not watched from here.
-                Ok(if wanted_exists {
-                    Action::await_change()
-                } else {
-                    Action::requeue(std::time::Duration::from_secs(60))
-                })
-            }
-            Event::Cleanup(a) => {
-                tracing::info!(agent = %a.name_any(), "Agent deleted: deregistering the host");
-                ctx.store.remove_host(&a.name_any());
-                Ok::<_, Error>(Action::await_change())
-            }
+    ctx.metrics.agent.reconciled();
+    match finalizer_step(agent.as_ref(), AGENT_FINALIZER) {
+        FinalizerStep::Add => {
+            set_finalizer(
+                &ctx.client,
+                agent.as_ref(),
+                FIELD_MANAGER,
+                AGENT_FINALIZER,
+                true,
+            )
+            .await?
         }
+        FinalizerStep::Proceed => {}
+        FinalizerStep::Cleanup => {
+            tracing::info!(agent = %agent.name_any(), "Agent deleted: deregistering the host");
+            ctx.store.remove_host(&agent.name_any());
+            set_finalizer(
+                &ctx.client,
+                agent.as_ref(),
+                FIELD_MANAGER,
+                AGENT_FINALIZER,
+                false,
+            )
+            .await?;
+            return Ok(Action::await_change());
+        }
+        FinalizerStep::Gone => return Ok(Action::await_change()),
+    }
+    let read = dereference(&agent, &ctx).await?;
+    let plan = plan(&agent.spec, &read);
+    if !ctx
+        .store
+        .sync_host_spec(&agent.name_any(), &plan.spec, plan.spec_error)
+    {
+        tracing::debug!(agent = %agent.name_any(), "no host record for this Agent yet");
+    }
+    Ok(plan
+        .recheck
+        .map(Action::requeue)
+        .unwrap_or_else(Action::await_change))
+}
+
+/// The read phase: the host's binding from the store; the named ClusterDeployment is read only
+/// when it is not the bound one.
+async fn dereference(agent: &Agent, ctx: &Context) -> Result<Dereferenced, Error> {
+    let ns = agent.namespace().unwrap_or_default();
+    let wanted = agent.spec.cluster_deployment_name.as_ref().map(|r| {
+        let wns = if r.namespace.is_empty() {
+            ns.clone()
+        } else {
+            r.namespace.clone()
+        };
+        (wns, r.name.clone())
+    });
+    let (bound, approved_now) =
+        ctx.store
+            .view(|st| match st.host_with_cluster(&agent.name_any()) {
+                Some((h, rec)) => (
+                    rec.map(|r| {
+                        (
+                            r.settings.namespace.clone(),
+                            r.settings.cluster_deployment.clone(),
+                        )
+                    }),
+                    h.approved,
+                ),
+                None => (None, false),
+            });
+    let wanted_exists = match &wanted {
+        Some(w) if Some(w) != bound.as_ref() => {
+            Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &w.0)
+                .get_opt(&w.1)
+                .await
+                .map_err(Error::Read)?
+                .is_some()
+        }
+        _ => true,
+    };
+    Ok(Dereferenced {
+        wanted,
+        bound,
+        approved_now,
+        wanted_exists,
     })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// The decide phase (pure): the host spec the store follows and the error to show.
+pub fn plan(spec: &AgentSpec, read: &Dereferenced) -> Plan {
+    let (mut host, input_error) = host_spec(spec);
+    let binding = binding_error(pair(&read.wanted), pair(&read.bound), read.wanted_exists);
+    if binding.is_some() {
+        // Approving a host for another cluster than the one it is bound to would install it
+        // where the user no longer wants it: approval stays as it was.
+        host.approved = read.approved_now;
+    }
+    Plan {
+        spec: host,
+        spec_error: binding.or(input_error),
+        recheck: (!read.wanted_exists).then_some(std::time::Duration::from_secs(60)),
+    }
 }
 
 #[cfg(test)]
@@ -265,5 +322,39 @@ mod tests {
         assert!(e.contains("not found"), "{e}");
         let e = binding_error(None, a, true).unwrap();
         assert!(e.contains("unbinding"), "{e}");
+    }
+
+    #[test]
+    fn plan_keeps_the_approval_while_the_binding_is_wrong() {
+        let spec = AgentSpec {
+            approved: true,
+            ..Default::default()
+        };
+        let bound = Some(("ns".to_string(), "c1".to_string()));
+        let read = Dereferenced {
+            wanted: bound.clone(),
+            bound: bound.clone(),
+            approved_now: false,
+            wanted_exists: true,
+        };
+        let p = plan(&spec, &read);
+        assert!(p.spec.approved);
+        assert_eq!((p.spec_error, p.recheck), (None, None));
+
+        let moved = Dereferenced {
+            wanted: Some(("ns".into(), "c2".into())),
+            ..read.clone()
+        };
+        let p = plan(&spec, &moved);
+        assert!(!p.spec.approved);
+        assert!(p.spec_error.unwrap().contains("moving it to ns/c2"));
+
+        let missing = Dereferenced {
+            wanted_exists: false,
+            ..moved
+        };
+        let p = plan(&spec, &missing);
+        assert!(p.spec_error.unwrap().contains("not found"));
+        assert_eq!(p.recheck, Some(std::time::Duration::from_secs(60)));
     }
 }

@@ -8,20 +8,21 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::{Resource, ResourceExt};
+use manager::controller::{PlannedEvent, set_finalizer};
 
-use super::{Context, Error};
+use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::agentclusterinstall::{
     AgentClusterInstall, INSTALL_CONFIG_OVERRIDES_ANNOTATION, NetworkType,
     PlatformType as AciPlatform,
 };
 use crate::api::hive::{ClusterDeployment, ClusterImageSet};
 use crate::domain::{ClusterNetwork, ClusterSnapshot, ClusterStatus, PlatformType};
-use crate::service::store::ClusterSettings;
+use crate::service::store::{ClusterRecord, ClusterSettings};
 
 pub const CD_FINALIZER: &str = "clusterdeployments.agent-install.openshift.io/ai-deprovision";
 pub const ACI_FINALIZER: &str = "agentclusterinstall.agent-install.openshift.io/ai-deprovision";
@@ -286,60 +287,194 @@ pub async fn reconcile(cd: Arc<ClusterDeployment>, ctx: Arc<Context>) -> Result<
     if is_ours(&cd).is_none() {
         return Ok(Action::await_change());
     }
-    let ns = cd.namespace().unwrap_or_default();
-    let api: Api<ClusterDeployment> = Api::namespaced(ctx.client.clone(), &ns);
-    finalizer(&api, CD_FINALIZER, cd, |event| async {
-        match event {
-            Event::Apply(cd) => apply(&cd, &ctx).await,
-            Event::Cleanup(cd) => {
-                let id = cd.uid().unwrap_or_default();
-                tracing::info!(cluster = %cd.name_any(), "ClusterDeployment deleted: deregistering the cluster");
-                ctx.store.remove_cluster(&id);
-                ctx.forget_cluster(&id).await;
-                release_aci(&cd, &ctx).await?;
-                Ok(Action::await_change())
-            }
+    ctx.metrics.cluster.reconciled();
+    match finalizer_step(cd.as_ref(), CD_FINALIZER) {
+        FinalizerStep::Add => {
+            set_finalizer(&ctx.client, cd.as_ref(), FIELD_MANAGER, CD_FINALIZER, true).await?
         }
-    })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)))
-}
-
-/// With the ClusterDeployment gone nothing would release the ACI's finalizer: do it now.
-async fn release_aci(cd: &ClusterDeployment, ctx: &Context) -> Result<(), Error> {
-    let (Some(name), Some(ns)) = (is_ours(cd), cd.namespace()) else {
-        return Ok(());
-    };
-    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    if let Some(aci) = acis.get_opt(&name).await?
-        && aci.finalizers().iter().any(|f| f == ACI_FINALIZER)
-    {
-        remove_aci_finalizer(&acis, &name, &aci).await?;
+        FinalizerStep::Proceed => {}
+        FinalizerStep::Cleanup => {
+            let id = cd.uid().unwrap_or_default();
+            tracing::info!(cluster = %cd.name_any(), "ClusterDeployment deleted: deregistering the cluster");
+            ctx.store.remove_cluster(&id);
+            ctx.forget_cluster(&id).await;
+            // With the ClusterDeployment gone nothing would release the ACI's finalizer.
+            if let (Some(name), Some(ns)) = (is_ours(&cd), cd.namespace())
+                && let Some(aci) = Api::<AgentClusterInstall>::namespaced(ctx.client.clone(), &ns)
+                    .get_opt(&name)
+                    .await
+                    .map_err(Error::Read)?
+                && finalizer_step(&aci, ACI_FINALIZER) != FinalizerStep::Add
+            {
+                set_finalizer(&ctx.client, &aci, FIELD_MANAGER, ACI_FINALIZER, false).await?;
+            }
+            set_finalizer(&ctx.client, cd.as_ref(), FIELD_MANAGER, CD_FINALIZER, false).await?;
+            return Ok(Action::await_change());
+        }
+        FinalizerStep::Gone => return Ok(Action::await_change()),
     }
-    Ok(())
+    sync(&cd, &ctx).await
 }
 
-/// Drops our deregistration finalizer from the ACI `name`, keeping any others.
-async fn remove_aci_finalizer(
-    acis: &Api<AgentClusterInstall>,
-    name: &str,
-    aci: &AgentClusterInstall,
-) -> Result<(), Error> {
-    let rest: Vec<&String> = aci
-        .finalizers()
-        .iter()
-        .filter(|f| *f != ACI_FINALIZER)
-        .collect();
-    acis.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"metadata": {"finalizers": rest}})),
+/// Install artifacts the credentials are published from (read only while installing or
+/// installed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterFiles {
+    pub kubeconfig: Option<Vec<u8>>,
+    pub kubeconfig_noingress: Option<Vec<u8>>,
+    pub metadata: Option<Vec<u8>>,
+    pub kubeadmin_password: Option<Vec<u8>>,
+}
+
+/// Everything one ClusterDeployment reconcile reads (the only phase with client calls).
+#[derive(Debug, Clone, Default)]
+pub struct Dereferenced {
+    pub aci: Option<AgentClusterInstall>,
+    pub pull_secret: Option<Secret>,
+    /// The ClusterImageSet `imageSetRef` names, when it exists.
+    pub image_set: Option<ClusterImageSet>,
+    /// The manifests ConfigMaps the ACI names, in order; `None` for a missing one.
+    pub manifests: Vec<(String, Option<ConfigMap>)>,
+    /// The cluster's record in the store before this reconcile.
+    pub record: Option<ClusterRecord>,
+    pub files: ClusterFiles,
+}
+
+/// What the decide phase asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// No AgentClusterInstall yet; its creation reconciles the ClusterDeployment.
+    WaitForAci,
+    /// The AgentClusterInstall is being deleted: deregister the cluster, release its finalizer.
+    Deregister {
+        release_finalizer: bool,
+    },
+    Sync(Box<SyncPlan>),
+}
+
+/// The cluster record to follow the spec, and Hive's part once the install runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncPlan {
+    pub add_aci_finalizer: bool,
+    pub settings: ClusterSettings,
+    /// `None` when the spec cannot be applied (`spec_error` says why).
+    pub config: Option<ClusterConfig>,
+    pub spec_error: Option<String>,
+    pub credentials: Option<Credentials>,
+    /// The store is not watched: install progress is followed by looking again.
+    pub recheck: Duration,
+}
+
+/// Hive's job, ours here: admin kubeconfig during the install, the final kubeconfig and the
+/// kubeadmin password once installed, `clusterMetadata`, then `spec.installed` and day-2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Credentials {
+    /// Applied under the controller's field manager.
+    pub secrets: Vec<Secret>,
+    /// The ACI's `spec.clusterMetadata`, when it differs from the wanted one.
+    pub aci_cluster_metadata: Option<serde_json::Value>,
+    /// The ClusterDeployment's `spec.clusterMetadata` when it is to be marked installed now.
+    pub mark_installed: Option<serde_json::Value>,
+    pub event: Option<(ObjectReference, PlannedEvent)>,
+    /// Hand the installed cluster over to day-2.
+    pub day2: bool,
+}
+
+/// Read, decide, apply (`docs/architecture.md`, "How to add a controller"); the ACI's status
+/// is the persister's, from the store.
+pub(crate) async fn sync(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
+    let read = dereference(cd, ctx).await?;
+    let plan = plan(cd, &read, ctx.release_info.as_ref());
+    apply(cd, ctx, plan, Timestamp::now()).await
+}
+
+/// The read phase.
+async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenced, Error> {
+    let ns = cd.namespace().unwrap_or_default();
+    let Some(aci_name) = is_ours(cd) else {
+        return Ok(Dereferenced::default());
+    };
+    let aci = Api::<AgentClusterInstall>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&aci_name)
+        .await
+        .map_err(Error::Read)?;
+    let Some(aci) = aci else {
+        return Ok(Dereferenced::default());
+    };
+    let pull_secret = match cd
+        .spec
+        .pull_secret_ref
+        .as_ref()
+        .map(|r| r.name.as_str())
+        .filter(|n| !n.is_empty())
+    {
+        Some(name) => Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(name)
+            .await
+            .map_err(Error::Read)?,
+        None => None,
+    };
+    let image_set = match &aci.spec.image_set_ref {
+        Some(r) => Api::<ClusterImageSet>::all(ctx.client.clone())
+            .get_opt(&r.name)
+            .await
+            .map_err(Error::Read)?,
+        None => None,
+    };
+    let mut manifests = Vec::new();
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    for name in manifest_config_maps(&aci) {
+        let cm = cms.get_opt(&name).await.map_err(Error::Read)?;
+        manifests.push((name, cm));
+    }
+    let id = cd.uid().unwrap_or_default();
+    let record = ctx.store.cluster(&id).ok();
+    let files = match record.as_ref().map(|r| r.snapshot.status) {
+        Some(status) if publishes_credentials(status) => ClusterFiles {
+            kubeconfig: ctx.file(&id, "kubeconfig").await,
+            kubeconfig_noingress: ctx.file(&id, "kubeconfig-noingress").await,
+            metadata: ctx.file(&id, "metadata.json").await,
+            kubeadmin_password: ctx.file(&id, "kubeadmin-password").await,
+        },
+        _ => ClusterFiles::default(),
+    };
+    Ok(Dereferenced {
+        aci: Some(aci),
+        pull_secret,
+        image_set,
+        manifests,
+        record,
+        files,
+    })
+}
+
+fn publishes_credentials(status: ClusterStatus) -> bool {
+    matches!(
+        status,
+        ClusterStatus::Installing
+            | ClusterStatus::Finalizing
+            | ClusterStatus::InstallingPendingUserAction
+            | ClusterStatus::Installed
     )
-    .await?;
-    Ok(())
 }
 
-async fn pull_secret(ctx: &Context, ns: &str, cd: &ClusterDeployment) -> Result<String, String> {
+/// The ConfigMap names of the ACI's user manifests (the list, then the single reference).
+fn manifest_config_maps(aci: &AgentClusterInstall) -> Vec<String> {
+    aci.spec
+        .manifests_config_map_refs
+        .iter()
+        .map(|r| r.name.clone())
+        .chain(
+            aci.spec
+                .manifests_config_map_ref
+                .as_ref()
+                .map(|r| r.name.clone()),
+        )
+        .collect()
+}
+
+/// The pull secret's `.dockerconfigjson`, or the input error to show.
+fn pull_secret_of(cd: &ClusterDeployment, secret: Option<&Secret>) -> Result<String, String> {
     let name = cd
         .spec
         .pull_secret_ref
@@ -347,12 +482,7 @@ async fn pull_secret(ctx: &Context, ns: &str, cd: &ClusterDeployment) -> Result<
         .map(|r| r.name.clone())
         .filter(|n| !n.is_empty())
         .ok_or("spec.pullSecretRef is required")?;
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    let secret = secrets
-        .get_opt(&name)
-        .await
-        .map_err(|e| format!("reading pull secret {name}: {e}"))?
-        .ok_or_else(|| format!("pull secret {name} not found"))?;
+    let secret = secret.ok_or_else(|| format!("pull secret {name} not found"))?;
     let bytes = secret
         .data
         .as_ref()
@@ -361,57 +491,42 @@ async fn pull_secret(ctx: &Context, ns: &str, cd: &ClusterDeployment) -> Result<
     String::from_utf8(bytes.0.clone()).map_err(|_| format!("pull secret {name} is not UTF-8"))
 }
 
-pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
-    let ns = cd.namespace().unwrap_or_default();
-    let id = cd.uid().unwrap_or_default();
-    let Some(aci_name) = is_ours(cd) else {
-        return Ok(Action::await_change());
-    };
-    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    let Some(aci) = acis.get_opt(&aci_name).await? else {
-        tracing::debug!(cluster = %cd.name_any(), "waiting for AgentClusterInstall {aci_name}");
-        return Ok(Action::requeue(Duration::from_secs(5)));
+/// The decide phase (pure).
+pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseInfoSource) -> Plan {
+    let Some(aci) = &read.aci else {
+        return Plan::WaitForAci;
     };
     // The ACI carries its own deregistration finalizer: deleting it (alone, or with its
     // namespace) deregisters the cluster before the object goes.
     if aci.metadata.deletion_timestamp.is_some() {
-        if aci.finalizers().iter().any(|f| f == ACI_FINALIZER) {
-            tracing::info!(cluster = %cd.name_any(), "AgentClusterInstall deleted: deregistering the cluster");
-            ctx.store.remove_cluster(&id);
-            ctx.forget_cluster(&id).await;
-            remove_aci_finalizer(&acis, &aci_name, &aci).await?;
-        }
-        return Ok(Action::await_change());
+        return Plan::Deregister {
+            release_finalizer: finalizer_step(aci, ACI_FINALIZER) == FinalizerStep::Cleanup,
+        };
     }
-    if !aci.finalizers().iter().any(|f| f == ACI_FINALIZER) {
-        let mut all = aci.finalizers().to_vec();
-        all.push(ACI_FINALIZER.into());
-        acis.patch(
-            &aci_name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": all}})),
-        )
-        .await?;
-    }
-    let installed_already = cd.spec.installed;
-    let pull = pull_secret(ctx, &ns, cd).await;
+    let ns = cd.namespace().unwrap_or_default();
+    let pull = pull_secret_of(cd, read.pull_secret.as_ref());
     let version = match &aci.spec.image_set_ref {
-        Some(r) => {
-            let sets: Api<ClusterImageSet> = Api::all(ctx.client.clone());
-            match sets.get_opt(&r.name).await? {
-                Some(cis) => ctx
-                    .release_info
-                    .version(&cis)
-                    .map(|v| (v, cis.spec.release_image.clone())),
-                None => Err(format!("ClusterImageSet {} not found", r.name)),
-            }
-        }
-        None if installed_already => Ok((("".into(), "x86_64".into()), String::new())),
+        Some(r) => match &read.image_set {
+            Some(cis) => release
+                .version(cis)
+                .map(|v| (v, cis.spec.release_image.clone())),
+            None => Err(format!("ClusterImageSet {} not found", r.name)),
+        },
+        None if cd.spec.installed => Ok((("".into(), "x86_64".into()), String::new())),
         None => Err("spec.imageSetRef is required".into()),
     };
-    let manifests = user_manifests(ctx, &ns, &aci).await;
+    let manifests: Result<Vec<(String, Vec<u8>)>, String> =
+        read.manifests
+            .iter()
+            .try_fold(Vec::new(), |mut out, (name, cm)| {
+                let cm = cm
+                    .as_ref()
+                    .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
+                out.extend(manifests_of(cm)?);
+                Ok(out)
+            });
     let (config, release_image, spec_error) = match (&pull, &version) {
-        (Ok(_), Ok((v, image))) => match cluster_config(cd, &aci, v.clone()) {
+        (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()) {
             Ok(c) => (Some(c), image.clone(), None),
             Err(e) => (None, image.clone(), Some(e)),
         },
@@ -419,9 +534,9 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
     };
     let spec_error = spec_error.or_else(|| manifests.as_ref().err().cloned());
     let settings = ClusterSettings {
-        namespace: ns.clone(),
+        namespace: ns,
         cluster_deployment: cd.name_any(),
-        agent_cluster_install: aci_name.clone(),
+        agent_cluster_install: aci.name_any(),
         pull_secret: pull.unwrap_or_default(),
         ssh_public_key: aci.spec.ssh_public_key.clone().unwrap_or_default(),
         install_config_overrides: aci
@@ -442,12 +557,153 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
             no_proxy: p.no_proxy.clone(),
         }),
     };
-    let now = Timestamp::now();
+    let status = read.record.as_ref().map(|r| r.snapshot.status);
+    let recheck = match status {
+        Some(ClusterStatus::Installed | ClusterStatus::AddingHosts) => Duration::from_secs(60),
+        _ => Duration::from_secs(10),
+    };
+    Plan::Sync(Box::new(SyncPlan {
+        add_aci_finalizer: finalizer_step(aci, ACI_FINALIZER) == FinalizerStep::Add,
+        settings,
+        config,
+        spec_error,
+        credentials: read
+            .record
+            .as_ref()
+            .and_then(|rec| credentials(cd, aci, rec, &read.files)),
+        recheck,
+    }))
+}
+
+/// Hive's part once the install runs (pure); `None` before, or while no kubeconfig exists.
+pub fn credentials(
+    cd: &ClusterDeployment,
+    aci: &AgentClusterInstall,
+    rec: &ClusterRecord,
+    files: &ClusterFiles,
+) -> Option<Credentials> {
+    let status = rec.snapshot.status;
+    if !publishes_credentials(status) {
+        return None;
+    }
+    let installed = status == ClusterStatus::Installed;
+    let ns = cd.namespace().unwrap_or_default();
+    let kubeconfig_name = cd
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .map(|m| m.admin_kubeconfig_secret_ref.name.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
+    let password_name = format!("{}-admin-password", cd.name_any());
+    let kubeconfig = if installed && rec.snapshot.kubeconfig_uploaded {
+        files.kubeconfig.clone()
+    } else {
+        None
+    }
+    .or(files.kubeconfig_noingress.clone())?;
+    let mut secrets = vec![secret(
+        &kubeconfig_name,
+        &ns,
+        cd,
+        "kubeconfig",
+        BTreeMap::from([("kubeconfig".into(), ByteString(kubeconfig))]),
+    )];
+    let meta: serde_json::Value =
+        serde_json::from_slice(files.metadata.as_deref().unwrap_or_default()).unwrap_or_default();
+    let openshift_cluster_id = meta
+        .get("clusterID")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+    let mut cluster_metadata = serde_json::json!({
+        "clusterID": openshift_cluster_id,
+        "infraID": cd.uid().unwrap_or_default(),
+        "adminKubeconfigSecretRef": {"name": kubeconfig_name},
+    });
+    if installed {
+        secrets.push(secret(
+            &password_name,
+            &ns,
+            cd,
+            "kubeadmincreds",
+            BTreeMap::from([
+                ("username".into(), ByteString(b"kubeadmin".to_vec())),
+                (
+                    "password".into(),
+                    ByteString(files.kubeadmin_password.clone().unwrap_or_default()),
+                ),
+            ]),
+        ));
+        cluster_metadata["adminPasswordSecretRef"] = serde_json::json!({"name": password_name});
+    }
+    let aci_metadata = aci
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .map(|m| serde_json::to_value(m).unwrap_or_default());
+    let mark_installed = installed && !cd.spec.installed;
+    Some(Credentials {
+        secrets,
+        aci_cluster_metadata: (aci_metadata.as_ref() != Some(&cluster_metadata))
+            .then(|| cluster_metadata.clone()),
+        event: mark_installed.then(|| {
+            (
+                super::events::aci_reference(rec),
+                PlannedEvent {
+                    warning: false,
+                    reason: "InstallationCompleted",
+                    note: format!(
+                        "The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"
+                    ),
+                },
+            )
+        }),
+        mark_installed: mark_installed.then_some(cluster_metadata),
+        day2: installed,
+    })
+}
+
+/// The apply phase, in a fixed order: the ACI finalizer, the store, the Secrets, the ACI's and
+/// then the ClusterDeployment's `clusterMetadata`, the event, the day-2 hand-over.
+async fn apply(
+    cd: &ClusterDeployment,
+    ctx: &Context,
+    plan: Plan,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    let ns = cd.namespace().unwrap_or_default();
+    let id = cd.uid().unwrap_or_default();
+    let aci_name = is_ours(cd).unwrap_or_default();
+    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
+    let sync = match plan {
+        Plan::WaitForAci => {
+            tracing::debug!(cluster = %cd.name_any(), "waiting for AgentClusterInstall {aci_name}");
+            return Ok(Action::await_change());
+        }
+        Plan::Deregister { release_finalizer } => {
+            if release_finalizer {
+                tracing::info!(cluster = %cd.name_any(), "AgentClusterInstall deleted: deregistering the cluster");
+                ctx.store.remove_cluster(&id);
+                ctx.forget_cluster(&id).await;
+                if let Some(aci) = acis.get_opt(&aci_name).await.map_err(Error::Read)? {
+                    set_finalizer(&ctx.client, &aci, FIELD_MANAGER, ACI_FINALIZER, false).await?;
+                }
+            }
+            return Ok(Action::await_change());
+        }
+        Plan::Sync(sync) => sync,
+    };
+    if sync.add_aci_finalizer
+        && let Some(aci) = acis.get_opt(&aci_name).await.map_err(Error::Read)?
+    {
+        set_finalizer(&ctx.client, &aci, FIELD_MANAGER, ACI_FINALIZER, true).await?;
+    }
+    let config = sync.config;
     ctx.store.upsert_cluster(
         &id,
         &cd.spec.cluster_name,
-        settings,
-        spec_error,
+        sync.settings,
+        sync.spec_error,
         now,
         |snap| {
             if let Some(c) = &config {
@@ -455,45 +711,57 @@ pub(crate) async fn apply(cd: &ClusterDeployment, ctx: &Context) -> Result<Actio
             }
         },
     );
-    publish_credentials(cd, &aci, ctx).await?;
-    let rec = ctx.store.cluster(&id).ok();
-    let requeue = match rec.map(|r| r.snapshot.status) {
-        Some(ClusterStatus::Installed | ClusterStatus::AddingHosts) => Duration::from_secs(60),
-        Some(_) => Duration::from_secs(10),
-        None => Duration::from_secs(30),
-    };
-    Ok(Action::requeue(requeue))
-}
-
-/// The ACI's user manifests: every key of every referenced ConfigMap is one file.
-async fn user_manifests(
-    ctx: &Context,
-    ns: &str,
-    aci: &AgentClusterInstall,
-) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let mut names: Vec<&str> = aci
-        .spec
-        .manifests_config_map_refs
-        .iter()
-        .map(|r| r.name.as_str())
-        .collect();
-    names.extend(
-        aci.spec
-            .manifests_config_map_ref
-            .as_ref()
-            .map(|r| r.name.as_str()),
-    );
-    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
-    let mut out = Vec::new();
-    for name in names {
-        let cm = cms
-            .get_opt(name)
+    if let Some(creds) = sync.credentials {
+        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        for s in &creds.secrets {
+            let name = s.name_any();
+            secrets
+                .patch(&name, &pp, &Patch::Apply(&with_kind(s)))
+                .await
+                .map_err(|source| Error::Apply {
+                    what: format!("Secret {name}"),
+                    source,
+                })?;
+        }
+        if let Some(metadata) = &creds.aci_cluster_metadata {
+            acis.patch(
+                &aci_name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {"clusterMetadata": metadata}})),
+            )
             .await
-            .map_err(|e| format!("reading manifests ConfigMap {name}: {e}"))?
-            .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
-        out.extend(manifests_of(&cm)?);
+            .map_err(|source| Error::Apply {
+                what: format!("AgentClusterInstall {aci_name} clusterMetadata"),
+                source,
+            })?;
+        }
+        if let Some(metadata) = &creds.mark_installed {
+            Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &ns)
+                .patch(
+                    &cd.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({"spec": {
+                        "installed": true,
+                        "clusterMetadata": metadata,
+                    }})),
+                )
+                .await
+                .map_err(|source| Error::Apply {
+                    what: format!("ClusterDeployment {} installed", cd.name_any()),
+                    source,
+                })?;
+            tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
+        }
+        if let Some((on, event)) = &creds.event {
+            ctx.events.planned(on, event).await;
+        }
+        if creds.day2 {
+            // Hive would now hand the cluster over to day-2.
+            ctx.store.transform_to_day2(&id, now);
+        }
     }
-    Ok(out)
+    Ok(Action::requeue(sync.recheck))
 }
 
 /// ConfigMap → manifest files; a key that is not a plain YAML/JSON file name is an input error.
@@ -535,131 +803,6 @@ fn secret(
         data: Some(data),
         ..Default::default()
     }
-}
-
-/// Hive's job, ours here: admin kubeconfig during the install, the final kubeconfig and the
-/// kubeadmin password once installed, `clusterMetadata`, then `spec.installed` and day-2.
-async fn publish_credentials(
-    cd: &ClusterDeployment,
-    aci: &AgentClusterInstall,
-    ctx: &Context,
-) -> Result<(), Error> {
-    let ns = cd.namespace().unwrap_or_default();
-    let id = cd.uid().unwrap_or_default();
-    let Ok(rec) = ctx.store.cluster(&id) else {
-        return Ok(());
-    };
-    let status = rec.snapshot.status;
-    let installing = matches!(
-        status,
-        ClusterStatus::Installing
-            | ClusterStatus::Finalizing
-            | ClusterStatus::InstallingPendingUserAction
-    );
-    let installed = status == ClusterStatus::Installed;
-    if !(installing || installed) {
-        return Ok(());
-    }
-    let kubeconfig_name = cd
-        .spec
-        .cluster_metadata
-        .as_ref()
-        .map(|m| m.admin_kubeconfig_secret_ref.name.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
-    let password_name = format!("{}-admin-password", cd.name_any());
-    let kubeconfig = if installed && rec.snapshot.kubeconfig_uploaded {
-        ctx.file(&id, "kubeconfig").await
-    } else {
-        None
-    }
-    .or(ctx.file(&id, "kubeconfig-noingress").await);
-    let Some(kubeconfig) = kubeconfig else {
-        return Ok(());
-    };
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let kc = secret(
-        &kubeconfig_name,
-        &ns,
-        cd,
-        "kubeconfig",
-        BTreeMap::from([("kubeconfig".into(), ByteString(kubeconfig))]),
-    );
-    secrets
-        .patch(&kubeconfig_name, &pp, &Patch::Apply(&with_kind(&kc)))
-        .await?;
-    let metadata = ctx.file(&id, "metadata.json").await.unwrap_or_default();
-    let meta: serde_json::Value = serde_json::from_slice(&metadata).unwrap_or_default();
-    let openshift_cluster_id = meta
-        .get("clusterID")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    let mut cluster_metadata = serde_json::json!({
-        "clusterID": openshift_cluster_id,
-        "infraID": id,
-        "adminKubeconfigSecretRef": {"name": kubeconfig_name},
-    });
-    if installed {
-        let password = ctx
-            .file(&id, "kubeadmin-password")
-            .await
-            .unwrap_or_default();
-        let pw = secret(
-            &password_name,
-            &ns,
-            cd,
-            "kubeadmincreds",
-            BTreeMap::from([
-                ("username".into(), ByteString(b"kubeadmin".to_vec())),
-                ("password".into(), ByteString(password)),
-            ]),
-        );
-        secrets
-            .patch(&password_name, &pp, &Patch::Apply(&with_kind(&pw)))
-            .await?;
-        cluster_metadata["adminPasswordSecretRef"] = serde_json::json!({"name": password_name});
-    }
-    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    if aci
-        .spec
-        .cluster_metadata
-        .as_ref()
-        .map(|m| serde_json::to_value(m).unwrap_or_default())
-        != Some(cluster_metadata.clone())
-    {
-        acis.patch(
-            &aci.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"clusterMetadata": cluster_metadata}})),
-        )
-        .await?;
-    }
-    if installed {
-        let cds: Api<ClusterDeployment> = Api::namespaced(ctx.client.clone(), &ns);
-        if !cd.spec.installed {
-            cds.patch(
-                &cd.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"spec": {
-                    "installed": true,
-                    "clusterMetadata": cluster_metadata,
-                }})),
-            )
-            .await?;
-            tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
-            ctx.events
-                .normal(
-                    &super::events::aci_reference(&rec),
-                    "InstallationCompleted",
-                    format!("The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"),
-                )
-                .await;
-        }
-        // Hive would now hand the cluster over to day-2.
-        ctx.store.transform_to_day2(&id, Timestamp::now());
-    }
-    Ok(())
 }
 
 /// Server-side apply bodies need apiVersion and kind.
@@ -782,5 +925,178 @@ mod tests {
                 .contains(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
         );
         assert!(cluster_config(&cd(), &aci(3, 2), version()).is_ok());
+    }
+
+    fn plan_fixture() -> (ClusterDeployment, Dereferenced) {
+        let mut cd = cd();
+        cd.metadata.namespace = Some("ns".into());
+        cd.metadata.uid = Some("cd-uid".into());
+        cd.spec.cluster_install_ref = Some(crate::api::hive::ClusterInstallLocalReference {
+            group: "extensions.hive.openshift.io".into(),
+            version: "v1beta1".into(),
+            kind: "AgentClusterInstall".into(),
+            name: "c1".into(),
+        });
+        cd.spec.pull_secret_ref = Some(crate::api::common::LocalObjectReference {
+            name: "pull".into(),
+        });
+        let mut aci = aci(3, 2);
+        aci.spec.image_set_ref = Some(crate::api::agentclusterinstall::ClusterImageSetReference {
+            name: "4.17".into(),
+        });
+        let pull = Secret {
+            data: Some(BTreeMap::from([(
+                ".dockerconfigjson".into(),
+                ByteString(b"{\"auths\":{}}".to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let cis = ClusterImageSet::new(
+            "4.17",
+            crate::api::hive::ClusterImageSetSpec {
+                release_image: "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64".into(),
+            },
+        );
+        let read = Dereferenced {
+            aci: Some(aci),
+            pull_secret: Some(pull),
+            image_set: Some(cis),
+            ..Default::default()
+        };
+        (cd, read)
+    }
+
+    fn sync_plan(plan: Plan) -> SyncPlan {
+        match plan {
+            Plan::Sync(s) => *s,
+            other => panic!("expected a sync plan, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plan_waits_for_the_aci_and_deregisters_when_it_goes() {
+        let (cd, mut read) = plan_fixture();
+        assert_eq!(
+            plan(&cd, &Dereferenced::default(), &TagReleaseInfo),
+            Plan::WaitForAci
+        );
+        let aci = read.aci.as_mut().unwrap();
+        aci.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH),
+        );
+        aci.metadata.finalizers = Some(vec![ACI_FINALIZER.into()]);
+        assert_eq!(
+            plan(&cd, &read, &TagReleaseInfo),
+            Plan::Deregister {
+                release_finalizer: true
+            }
+        );
+        read.aci.as_mut().unwrap().metadata.finalizers = Some(vec!["someone-else".into()]);
+        assert_eq!(
+            plan(&cd, &read, &TagReleaseInfo),
+            Plan::Deregister {
+                release_finalizer: false
+            }
+        );
+    }
+
+    #[test]
+    fn plan_registers_the_cluster_and_names_input_errors() {
+        let (cd, mut read) = plan_fixture();
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert!(p.add_aci_finalizer);
+        assert_eq!(p.spec_error, None);
+        assert_eq!(p.config.unwrap().openshift_version, "4.17.3");
+        assert_eq!(p.settings.pull_secret, "{\"auths\":{}}");
+        assert_eq!(p.credentials, None);
+        assert_eq!(p.recheck, Duration::from_secs(10));
+
+        read.pull_secret = None;
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(p.spec_error.as_deref(), Some("pull secret pull not found"));
+        assert_eq!(p.config, None);
+
+        let (cd, mut read) = plan_fixture();
+        read.image_set = None;
+        read.manifests = vec![("extra".into(), None)];
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(
+            p.spec_error.as_deref(),
+            Some("ClusterImageSet 4.17 not found")
+        );
+
+        let (cd, mut read) = plan_fixture();
+        read.manifests = vec![("extra".into(), None)];
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(
+            p.spec_error.as_deref(),
+            Some("manifests ConfigMap extra not found")
+        );
+    }
+
+    fn record(status: ClusterStatus) -> ClusterRecord {
+        let mut snap = ClusterSnapshot::new("cd-uid", "c1", Timestamp::UNIX_EPOCH);
+        snap.status = status;
+        ClusterRecord::new(snap, ClusterSettings::default())
+    }
+
+    #[test]
+    fn credentials_follow_the_install() {
+        let (cd, read) = plan_fixture();
+        let aci = read.aci.unwrap();
+        let files = ClusterFiles {
+            kubeconfig: Some(b"final".to_vec()),
+            kubeconfig_noingress: Some(b"early".to_vec()),
+            metadata: Some(br#"{"clusterID":"ocp-id"}"#.to_vec()),
+            kubeadmin_password: Some(b"pw".to_vec()),
+        };
+        // Nothing before the install, nor without a kubeconfig.
+        assert_eq!(
+            credentials(&cd, &aci, &record(ClusterStatus::Ready), &files),
+            None
+        );
+        assert_eq!(
+            credentials(
+                &cd,
+                &aci,
+                &record(ClusterStatus::Installing),
+                &ClusterFiles::default()
+            ),
+            None
+        );
+
+        let c = credentials(&cd, &aci, &record(ClusterStatus::Installing), &files).unwrap();
+        assert_eq!(c.secrets.len(), 1);
+        let kc = &c.secrets[0];
+        assert_eq!(kc.metadata.name.as_deref(), Some("c1-admin-kubeconfig"));
+        assert_eq!(kc.data.as_ref().unwrap()["kubeconfig"].0, b"early");
+        assert_eq!(
+            c.aci_cluster_metadata.as_ref().unwrap()["clusterID"],
+            "ocp-id"
+        );
+        assert_eq!(
+            (c.mark_installed.is_some(), c.day2, c.event.is_some()),
+            (false, false, false)
+        );
+
+        let mut installed = record(ClusterStatus::Installed);
+        installed.snapshot.kubeconfig_uploaded = true;
+        let c = credentials(&cd, &aci, &installed, &files).unwrap();
+        assert_eq!(c.secrets.len(), 2);
+        assert_eq!(
+            c.secrets[0].data.as_ref().unwrap()["kubeconfig"].0,
+            b"final"
+        );
+        assert_eq!(c.secrets[1].data.as_ref().unwrap()["password"].0, b"pw");
+        let meta = c.mark_installed.unwrap();
+        assert_eq!(meta["adminPasswordSecretRef"]["name"], "c1-admin-password");
+        assert_eq!(c.event.unwrap().1.reason, "InstallationCompleted");
+        assert!(c.day2);
+
+        // Marked installed already: no second mark, no second event.
+        let mut done = cd.clone();
+        done.spec.installed = true;
+        let c = credentials(&done, &aci, &installed, &files).unwrap();
+        assert_eq!((c.mark_installed, c.event), (None, None));
     }
 }

@@ -274,37 +274,63 @@ pub async fn run(ctx: Arc<Context>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
+/// Why a pass over one cluster's day-2 hosts stopped (retried on the next poll).
+#[derive(Debug, thiserror::Error)]
+pub enum Day2Error {
+    /// Reading the admin kubeconfig Secret from the management cluster failed.
+    #[error("reading Secret {name}: {source}")]
+    ReadSecret {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// The admin kubeconfig is missing or unusable.
+    #[error("admin kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// A call to the workload cluster failed.
+    #[error("workload cluster: {what}: {source}")]
+    Workload {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
 async fn workload_client(
     ctx: &Context,
     clients: &mut HashMap<String, (Vec<u8>, Client)>,
     w: &Work,
-) -> Result<Client, String> {
+) -> Result<Client, Day2Error> {
     let name = format!("{}-admin-kubeconfig", w.cluster_deployment);
     let secret = Api::<Secret>::namespaced(ctx.client.clone(), &w.namespace)
         .get_opt(&name)
         .await
-        .map_err(|e| format!("reading Secret {name}: {e}"))?
-        .ok_or_else(|| format!("Secret {name} not found"))?;
+        .map_err(|source| Day2Error::ReadSecret {
+            name: name.clone(),
+            source,
+        })?
+        .ok_or_else(|| Day2Error::Kubeconfig(format!("Secret {name} not found")))?;
     let kubeconfig = secret
         .data
         .as_ref()
         .and_then(|d| d.get("kubeconfig"))
         .map(|b| b.0.clone())
-        .ok_or_else(|| format!("Secret {name} has no kubeconfig key"))?;
+        .ok_or_else(|| Day2Error::Kubeconfig(format!("Secret {name} has no kubeconfig key")))?;
     if let Some((kc, client)) = clients.get(&w.cluster_id)
         && *kc == kubeconfig
     {
         return Ok(client.clone());
     }
-    let text = String::from_utf8(kubeconfig.clone()).map_err(|_| "kubeconfig is not UTF-8")?;
-    let parsed = Kubeconfig::from_yaml(&text).map_err(|e| format!("kubeconfig: {e}"))?;
+    let text = String::from_utf8(kubeconfig.clone())
+        .map_err(|_| Day2Error::Kubeconfig("not UTF-8".into()))?;
+    let parsed = Kubeconfig::from_yaml(&text).map_err(|e| Day2Error::Kubeconfig(e.to_string()))?;
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
-        .map_err(|e| format!("kubeconfig: {e}"))?;
+        .map_err(|e| Day2Error::Kubeconfig(e.to_string()))?;
     // An unreachable workload cluster must not hold up the other clusters for long.
     config.connect_timeout = Some(Duration::from_secs(5));
     config.read_timeout = Some(Duration::from_secs(10));
-    let client = Client::try_from(config).map_err(|e| format!("workload client: {e}"))?;
+    let client = Client::try_from(config).map_err(|e| Day2Error::Kubeconfig(e.to_string()))?;
     clients.insert(w.cluster_id.clone(), (kubeconfig, client.clone()));
     Ok(client)
 }
@@ -313,14 +339,17 @@ async fn pass(
     ctx: &Context,
     clients: &mut HashMap<String, (Vec<u8>, Client)>,
     w: &Work,
-) -> Result<(), String> {
+) -> Result<(), Day2Error> {
     let client = workload_client(ctx, clients, w).await?;
     let csr_api = Api::<CertificateSigningRequest>::all(client.clone());
     let nodes = Api::<Node>::all(client);
     let list = csr_api
         .list(&Default::default())
         .await
-        .map_err(|e| format!("listing CSRs: {e}"))?;
+        .map_err(|source| Day2Error::Workload {
+            what: "listing CSRs".into(),
+            source,
+        })?;
     let mut csrs: Vec<CsrView> = list.items.iter().map(CsrView::from_csr).collect();
     for host in &w.hosts {
         let (host_id, hostname, stage) = (&host.id, &host.hostname, &host.stage);
@@ -341,7 +370,10 @@ async fn pass(
         let node = nodes
             .get_opt(&hostname.to_ascii_lowercase())
             .await
-            .map_err(|e| format!("reading Node {hostname}: {e}"))?;
+            .map_err(|source| Day2Error::Workload {
+                what: format!("reading Node {hostname}"),
+                source,
+            })?;
         if let Some(n) = node.as_ref().filter(|n| NodeView::from_node(n).ready) {
             let missing = labels_to_apply(&host.node_labels, n);
             if !missing.is_empty() {

@@ -48,6 +48,17 @@ impl Events {
             .await;
     }
 
+    /// Publishes an event a decide phase planned.
+    pub async fn planned(&self, on: &ObjectReference, event: &manager::controller::PlannedEvent) {
+        let type_ = if event.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        self.publish(on, type_, event.reason, event.note.clone())
+            .await;
+    }
+
     pub async fn warning(&self, on: &ObjectReference, reason: &str, note: impl Into<String>) {
         self.publish(on, EventType::Warning, reason, note.into())
             .await;

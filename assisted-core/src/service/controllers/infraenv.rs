@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::{Resource, ResourceExt};
+use manager::controller::{PlannedEvent, set_finalizer};
 
 use super::status::{Cond, openshift_conditions};
-use super::{Context, Error};
+use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::{
     BootArtifacts, INFRAENV_NAME_LABEL, ImageType, InfraEnv, InfraEnvDebugInfo, InfraEnvStatus,
@@ -184,19 +184,34 @@ fn selector_string(sel: &LabelSelector) -> Option<String> {
 }
 
 pub async fn reconcile(ie: Arc<InfraEnv>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let ns = ie.namespace().unwrap_or_default();
-    let api: Api<InfraEnv> = Api::namespaced(ctx.client.clone(), &ns);
-    finalizer(&api, INFRAENV_FINALIZER, ie, |event| async {
-        match event {
-            Event::Apply(ie) => apply(&ie, &ctx).await,
-            Event::Cleanup(ie) => {
-                ctx.store.remove_infra_env(&ie.uid().unwrap_or_default());
-                Ok(Action::await_change())
-            }
+    ctx.metrics.infraenv.reconciled();
+    match finalizer_step(ie.as_ref(), INFRAENV_FINALIZER) {
+        FinalizerStep::Add => {
+            set_finalizer(
+                &ctx.client,
+                ie.as_ref(),
+                STATUS_MANAGER,
+                INFRAENV_FINALIZER,
+                true,
+            )
+            .await?
         }
-    })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)))
+        FinalizerStep::Proceed => {}
+        FinalizerStep::Cleanup => {
+            ctx.store.remove_infra_env(&ie.uid().unwrap_or_default());
+            set_finalizer(
+                &ctx.client,
+                ie.as_ref(),
+                STATUS_MANAGER,
+                INFRAENV_FINALIZER,
+                false,
+            )
+            .await?;
+            return Ok(Action::await_change());
+        }
+        FinalizerStep::Gone => return Ok(Action::await_change()),
+    }
+    sync(&ie, &ctx).await
 }
 
 /// Upstream's proxy rules: `httpProxy` an `http://` URL, `httpsProxy` an `http://` or
@@ -232,127 +247,167 @@ fn previous_reason(st: &InfraEnvStatus) -> Option<&str> {
         .and_then(|c| c.reason.as_deref())
 }
 
-enum Problem {
-    /// ImageCreated=False ImageCreationError.
+/// Why an InfraEnv has no image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// ImageCreated=False ImageCreationError: the InfraEnv or what it references is invalid.
     Error(String),
-    /// ImageCreated=Unknown MissingClusterDeployment.
+    /// ImageCreated=Unknown MissingClusterDeployment: the bound cluster is not there (yet).
     MissingCluster(String),
 }
 
-pub(crate) async fn apply(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
-    let ns = ie.namespace().unwrap_or_default();
-    let id = ie.uid().unwrap_or_default();
+/// The cluster an InfraEnv's `clusterRef` names, as far as it exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoundCluster {
+    /// No ClusterDeployment of that name.
+    Missing { namespace: String, name: String },
+    /// The ClusterDeployment exists but its cluster is not in the store yet.
+    Unregistered { namespace: String, name: String },
+    /// The cluster record: ClusterDeployment uid and name, OpenShift version.
+    Registered {
+        id: String,
+        name: String,
+        version: String,
+    },
+}
+
+/// Everything one InfraEnv reconcile reads (the only phase with client calls).
+#[derive(Debug, Clone)]
+pub struct Dereferenced {
+    /// The pull secret, when it exists.
+    pub pull_secret: Option<Secret>,
+    /// `None` without `clusterRef`.
+    pub cluster: Option<BoundCluster>,
+    /// The NMStateConfigs the selector selects, by name.
+    pub nmstate_configs: Vec<NMStateConfig>,
+    /// The agent token: the one already published (URLs stay stable) or a new one.
+    pub token: String,
+}
+
+/// The service-wide inputs of every image: where agents reach the core and what they run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageSettings {
+    pub urls: ServiceUrls,
+    /// The discovery agent image the ignition runs.
+    pub agent_image: String,
+}
+
+/// Read, decide, apply, status (`docs/architecture.md`, "How to add a controller").
+pub(crate) async fn sync(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
     let now = Timestamp::now();
-    let outcome = build(ie, ctx, &ns, &id).await;
-    let previous = ie.status.clone().unwrap_or_default();
-    let mut status = InfraEnvStatus {
-        agent_label_selector: Some(LabelSelector {
-            match_labels: Some(BTreeMap::from([(
-                INFRAENV_NAME_LABEL.into(),
-                ie.name_any(),
-            )])),
-            match_expressions: None,
-        }),
-        ..Default::default()
-    };
-    let cond = match &outcome {
-        Ok((rec, urls)) => {
-            status.iso_download_url = Some(urls.iso.clone());
-            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str())
-            {
-                previous.created_time.clone()
-            } else {
-                Some(Time(now))
-            };
-            status.boot_artifacts = urls.boot.clone();
-            status.debug_info = InfraEnvDebugInfo {
-                events_url: urls.events.clone(),
-                static_network_download_url: urls.static_network.clone(),
-            };
-            ctx.store.upsert_infra_env(rec.clone());
-            Cond {
-                type_: "ImageCreated",
-                status: "True",
-                reason: "InfraEnvAvailable",
-                message: "InfraEnv is available: Image has been created".into(),
-            }
-        }
-        Err(Problem::Error(e)) => Cond {
-            type_: "ImageCreated",
-            status: "False",
-            reason: "ImageCreationError",
-            message: format!("Failed to create image: {e}"),
-        },
-        Err(Problem::MissingCluster(e)) => Cond {
-            type_: "ImageCreated",
-            status: "Unknown",
-            reason: "MissingClusterDeployment",
-            message: format!("ClusterDeployment is missing: {e}"),
-        },
-    };
-    status.conditions = openshift_conditions(&[cond], &previous.conditions, now);
-    let on = super::events::reference(
-        "agent-install.openshift.io/v1beta1",
-        "InfraEnv",
-        &ns,
-        &ie.name_any(),
-    );
-    match &outcome {
-        Ok(_) if previous.iso_download_url != status.iso_download_url => {
-            ctx.events
-                .normal(
-                    &on,
-                    "ImageCreated",
-                    "The discovery image was (re)created; its URL changed",
-                )
-                .await
-        }
-        Err(Problem::Error(e)) if previous_reason(&previous) != Some("ImageCreationError") => {
-            ctx.events
-                .warning(
-                    &on,
-                    "ImageCreationError",
-                    format!("Failed to create image: {e}"),
-                )
-                .await
-        }
-        _ => {}
+    let read = dereference(ie, ctx).await?;
+    let outcome = decide(ie, &read, &ctx.images);
+    let (status, event) = status(ie, &outcome, now);
+    if let Ok((rec, _)) = &outcome {
+        ctx.store.upsert_infra_env(rec.clone());
+    }
+    if let Some(event) = &event {
+        let on = super::events::reference(
+            "agent-install.openshift.io/v1beta1",
+            "InfraEnv",
+            &ie.namespace().unwrap_or_default(),
+            &ie.name_any(),
+        );
+        ctx.events.planned(&on, event).await;
     }
     if ie.status.as_ref() != Some(&status) {
-        let api: Api<InfraEnv> = Api::namespaced(ctx.client.clone(), &ns);
-        let body = serde_json::json!({
-            "apiVersion": InfraEnv::api_version(&()),
-            "kind": InfraEnv::kind(&()),
-            "status": status,
-        });
-        api.patch_status(
-            &ie.name_any(),
-            &PatchParams::apply(STATUS_MANAGER).force(),
-            &Patch::Apply(body),
-        )
-        .await?;
+        write_status(ie, ctx, &status).await?;
     }
     Ok(match outcome {
         Ok(_) => Action::requeue(Duration::from_secs(300)),
-        Err(_) => Action::requeue(Duration::from_secs(10)),
+        // The store is not watched: look again until the cluster registers.
+        Err(Problem::MissingCluster(_)) => Action::requeue(Duration::from_secs(10)),
+        // Invalid input: the InfraEnv, its Secret, NMStateConfigs and ClusterDeployments are
+        // watched, so a fix reconciles it again.
+        Err(Problem::Error(_)) => Action::await_change(),
     })
 }
 
-async fn build(
-    ie: &InfraEnv,
-    ctx: &Context,
-    ns: &str,
-    id: &str,
-) -> Result<(InfraEnvRecord, ImageUrls), Problem> {
+/// The read phase: the pull secret, the bound cluster, the selected NMStateConfigs, the token.
+async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error> {
+    let ns = ie.namespace().unwrap_or_default();
+    let id = ie.uid().unwrap_or_default();
     let spec = &ie.spec;
-    // Pull secret
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    let ps_name = &spec.pull_secret_ref.name;
-    let pull_secret = secrets
-        .get_opt(ps_name)
+    let pull_secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&spec.pull_secret_ref.name)
         .await
-        .map_err(|e| Problem::Error(format!("reading pull secret {ps_name}: {e}")))?
-        .and_then(|s| s.data.and_then(|d| d.get(".dockerconfigjson").cloned()))
+        .map_err(Error::Read)?;
+    let cluster = match &spec.cluster_ref {
+        Some(r) => {
+            let cd = Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &r.namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(Error::Read)?;
+            let (namespace, name) = (r.namespace.clone(), r.name.clone());
+            Some(match cd {
+                None => BoundCluster::Missing { namespace, name },
+                Some(cd) => {
+                    let id = cd.uid().unwrap_or_default();
+                    match ctx
+                        .store
+                        .cluster(&id)
+                        .ok()
+                        .map(|c| c.snapshot.openshift_version)
+                        .filter(|v| !v.is_empty())
+                    {
+                        Some(version) => BoundCluster::Registered { id, name, version },
+                        None => BoundCluster::Unregistered { namespace, name },
+                    }
+                }
+            })
+        }
+        None => None,
+    };
+    // An empty selector selects none.
+    let mut nmstate_configs = match spec
+        .nm_state_config_label_selector
+        .as_ref()
+        .and_then(selector_string)
+    {
+        Some(sel) => {
+            Api::<NMStateConfig>::namespaced(ctx.client.clone(), &ns)
+                .list(&ListParams::default().labels(&sel))
+                .await
+                .map_err(Error::Read)?
+                .items
+        }
+        None => Vec::new(),
+    };
+    nmstate_configs.sort_by_key(|n| n.name_any());
+    // The published token, else the one this core already signed for the InfraEnv (a
+    // reconcile may see the object before its own status write arrives), else a new one.
+    let token = current_token(ie, &ctx.keys, &id)
+        .or_else(|| {
+            ctx.store
+                .infra_env_record(&id)
+                .ok()
+                .map(|r| r.token)
+                .filter(|t| !t.is_empty())
+        })
+        .unwrap_or_else(|| ctx.keys.sign(&Claims::infra_env(&id)));
+    Ok(Dereferenced {
+        pull_secret,
+        cluster,
+        nmstate_configs,
+        token,
+    })
+}
+
+/// The decide phase (pure): the infra-env record the REST API serves and the image URLs, or
+/// why there is no image.
+pub fn decide(
+    ie: &InfraEnv,
+    read: &Dereferenced,
+    settings: &ImageSettings,
+) -> Result<(InfraEnvRecord, ImageUrls), Problem> {
+    let ns = ie.namespace().unwrap_or_default();
+    let id = ie.uid().unwrap_or_default();
+    let spec = &ie.spec;
+    let ps_name = &spec.pull_secret_ref.name;
+    let pull_secret = read
+        .pull_secret
+        .as_ref()
+        .and_then(|s| s.data.as_ref()?.get(".dockerconfigjson").cloned())
         .ok_or_else(|| {
             Problem::Error(format!(
                 "pull secret {ps_name} not found or has no .dockerconfigjson key"
@@ -361,34 +416,19 @@ async fn build(
     let pull_secret = String::from_utf8(pull_secret.0)
         .map_err(|_| Problem::Error(format!("pull secret {ps_name} is not UTF-8")))?;
 
-    // Cluster binding
-    let (cluster_id, cd_name, cluster_version) = match &spec.cluster_ref {
-        Some(r) => {
-            let cds: Api<ClusterDeployment> = Api::namespaced(ctx.client.clone(), &r.namespace);
-            let cd = cds
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| Problem::Error(e.to_string()))?
-                .ok_or_else(|| {
-                    Problem::MissingCluster(format!(
-                        "ClusterDeployment {}/{} not found",
-                        r.namespace, r.name
-                    ))
-                })?;
-            let cid = cd.uid().unwrap_or_default();
-            let version = ctx
-                .store
-                .cluster(&cid)
-                .ok()
-                .map(|c| c.snapshot.openshift_version)
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| {
-                    Problem::MissingCluster(format!(
-                        "ClusterDeployment {}/{} is not registered yet",
-                        r.namespace, r.name
-                    ))
-                })?;
-            (Some(cid), Some(r.name.clone()), Some(version))
+    let (cluster_id, cd_name, cluster_version) = match &read.cluster {
+        Some(BoundCluster::Missing { namespace, name }) => {
+            return Err(Problem::MissingCluster(format!(
+                "ClusterDeployment {namespace}/{name} not found"
+            )));
+        }
+        Some(BoundCluster::Unregistered { namespace, name }) => {
+            return Err(Problem::MissingCluster(format!(
+                "ClusterDeployment {namespace}/{name} is not registered yet"
+            )));
+        }
+        Some(BoundCluster::Registered { id, name, version }) => {
+            (Some(id.clone()), Some(name.clone()), Some(version.clone()))
         }
         None => (None, None, None),
     };
@@ -404,23 +444,8 @@ async fn build(
                 .unwrap_or_default()
         })
         .unwrap_or_else(|| "x86_64".into());
-
-    // Static network from the selected NMStateConfigs (an empty selector selects none).
-    let mut static_network = Vec::new();
-    if let Some(sel) = spec
-        .nm_state_config_label_selector
-        .as_ref()
-        .and_then(selector_string)
-    {
-        let nms: Api<NMStateConfig> = Api::namespaced(ctx.client.clone(), ns);
-        let mut list = nms
-            .list(&ListParams::default().labels(&sel))
-            .await
-            .map_err(|e| Problem::Error(format!("listing NMStateConfigs: {e}")))?
-            .items;
-        list.sort_by_key(|n| n.name_any());
-        static_network = list.iter().map(static_network_of).collect();
-    }
+    let static_network: Vec<StaticNetworkConfig> =
+        read.nmstate_configs.iter().map(static_network_of).collect();
 
     if let Some(p) = &spec.proxy {
         check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref()).map_err(Problem::Error)?;
@@ -442,14 +467,13 @@ async fn build(
         .filter(|k| matches!(k.operation, None | Some(KernelArgumentOperation::Append)))
         .map(|k| k.value.clone())
         .collect();
-    let token =
-        current_token(ie, &ctx.keys, id).unwrap_or_else(|| ctx.keys.sign(&Claims::infra_env(id)));
+    let token = read.token.clone();
     let params = DiscoveryIgnitionParams {
-        service_base_url: ctx.urls.agent_api.clone(),
-        infra_env_id: id.to_string(),
+        service_base_url: settings.urls.agent_api.clone(),
+        infra_env_id: id.clone(),
         agent_token: token.clone(),
-        agent_image: ctx.agent_image.clone(),
-        insecure: ctx.urls.agent_api.starts_with("http://"),
+        agent_image: settings.agent_image.clone(),
+        insecure: settings.urls.agent_api.starts_with("http://"),
         service_ca_bundle: None,
         pull_secret,
         ssh_authorized_key: spec.ssh_authorized_key.clone().unwrap_or_default(),
@@ -482,8 +506,8 @@ async fn build(
     ]);
     let boot_order = spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl);
     let urls = image_urls(
-        &ctx.urls,
-        id,
+        &settings.urls,
+        &id,
         &token,
         &ImageRevision {
             version: &version,
@@ -504,13 +528,14 @@ async fn build(
         )
     };
     let rec = InfraEnvRecord {
-        id: id.to_string(),
-        namespace: ns.to_string(),
+        id,
+        namespace: ns,
         name: ie.name_any(),
         cluster_id,
         cluster_deployment_name: cd_name,
         agent_labels: spec.agent_labels.clone(),
         auto_approve: spec.agent_approval.as_ref().is_some_and(|a| a.auto_approve),
+        token,
         discovery_ignition: ignition.into(),
         static_network_config: static_network_json(&static_network),
         ipxe_script: script,
@@ -519,6 +544,95 @@ async fn build(
         openshift_version: version,
     };
     Ok((rec, urls))
+}
+
+/// The status phase (pure): the InfraEnv's status for `outcome`, and the event to publish when
+/// the image URL moved or an error first appeared.
+pub fn status(
+    ie: &InfraEnv,
+    outcome: &Result<(InfraEnvRecord, ImageUrls), Problem>,
+    now: Timestamp,
+) -> (InfraEnvStatus, Option<PlannedEvent>) {
+    let previous = ie.status.clone().unwrap_or_default();
+    let mut status = InfraEnvStatus {
+        agent_label_selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                INFRAENV_NAME_LABEL.into(),
+                ie.name_any(),
+            )])),
+            match_expressions: None,
+        }),
+        ..Default::default()
+    };
+    let cond = match outcome {
+        Ok((_, urls)) => {
+            status.iso_download_url = Some(urls.iso.clone());
+            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str())
+            {
+                previous.created_time.clone()
+            } else {
+                Some(Time(now))
+            };
+            status.boot_artifacts = urls.boot.clone();
+            status.debug_info = InfraEnvDebugInfo {
+                events_url: urls.events.clone(),
+                static_network_download_url: urls.static_network.clone(),
+            };
+            Cond {
+                type_: "ImageCreated",
+                status: "True",
+                reason: "InfraEnvAvailable",
+                message: "InfraEnv is available: Image has been created".into(),
+            }
+        }
+        Err(Problem::Error(e)) => Cond {
+            type_: "ImageCreated",
+            status: "False",
+            reason: "ImageCreationError",
+            message: format!("Failed to create image: {e}"),
+        },
+        Err(Problem::MissingCluster(e)) => Cond {
+            type_: "ImageCreated",
+            status: "Unknown",
+            reason: "MissingClusterDeployment",
+            message: format!("ClusterDeployment is missing: {e}"),
+        },
+    };
+    status.conditions = openshift_conditions(&[cond], &previous.conditions, now);
+    let event = match outcome {
+        Ok(_) if previous.iso_download_url != status.iso_download_url => Some(PlannedEvent {
+            warning: false,
+            reason: "ImageCreated",
+            note: "The discovery image was (re)created; its URL changed".into(),
+        }),
+        Err(Problem::Error(e)) if previous_reason(&previous) != Some("ImageCreationError") => {
+            Some(PlannedEvent {
+                warning: true,
+                reason: "ImageCreationError",
+                note: format!("Failed to create image: {e}"),
+            })
+        }
+        _ => None,
+    };
+    (status, event)
+}
+
+async fn write_status(ie: &InfraEnv, ctx: &Context, status: &InfraEnvStatus) -> Result<(), Error> {
+    let api: Api<InfraEnv> =
+        Api::namespaced(ctx.client.clone(), &ie.namespace().unwrap_or_default());
+    let body = serde_json::json!({
+        "apiVersion": InfraEnv::api_version(&()),
+        "kind": InfraEnv::kind(&()),
+        "status": status,
+    });
+    api.patch_status(
+        &ie.name_any(),
+        &PatchParams::apply(STATUS_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(Error::Status)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -617,5 +731,92 @@ mod tests {
         assert_eq!(a, content_rev(&[b"x", b"y"]));
         assert_ne!(a, content_rev(&[b"xy", b""]));
         assert_eq!(a.len(), 12);
+    }
+
+    fn decide_fixture() -> (InfraEnv, Dereferenced, ImageSettings) {
+        let mut ie = InfraEnv::new("ie", Default::default());
+        ie.metadata.namespace = Some("ns".into());
+        ie.metadata.uid = Some("ie-uid".into());
+        ie.spec.pull_secret_ref.name = "pull".into();
+        let pull = Secret {
+            data: Some(BTreeMap::from([(
+                ".dockerconfigjson".into(),
+                k8s_openapi::ByteString(b"{\"auths\":{}}".to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let read = Dereferenced {
+            pull_secret: Some(pull),
+            cluster: Some(BoundCluster::Registered {
+                id: "cd-uid".into(),
+                name: "c1".into(),
+                version: "4.17.3".into(),
+            }),
+            nmstate_configs: Vec::new(),
+            token: "tok".into(),
+        };
+        let settings = ImageSettings {
+            urls: ServiceUrls {
+                agent_api: "http://core:8090".into(),
+                images: "http://core:8091".into(),
+            },
+            agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
+        };
+        (ie, read, settings)
+    }
+
+    #[test]
+    fn decide_builds_the_record_with_the_given_token() {
+        let (ie, read, settings) = decide_fixture();
+        let (rec, urls) = decide(&ie, &read, &settings).unwrap();
+        assert_eq!(rec.token, "tok");
+        assert_eq!(rec.cluster_id.as_deref(), Some("cd-uid"));
+        assert_eq!(rec.openshift_version, "4.17.3");
+        assert!(
+            urls.iso
+                .contains("/byapikey/tok/4.17.3/x86_64/minimal.iso?rev=")
+        );
+        // Same inputs, same URL: nothing moves between reconciles.
+        assert_eq!(decide(&ie, &read, &settings).unwrap().1, urls);
+    }
+
+    #[test]
+    fn decide_names_what_is_missing() {
+        let (ie, mut read, settings) = decide_fixture();
+        read.pull_secret = None;
+        assert!(matches!(
+            decide(&ie, &read, &settings),
+            Err(Problem::Error(e)) if e.contains("pull secret pull")
+        ));
+        let (ie, mut read, settings) = decide_fixture();
+        read.cluster = Some(BoundCluster::Unregistered {
+            namespace: "ns".into(),
+            name: "c1".into(),
+        });
+        assert_eq!(
+            decide(&ie, &read, &settings).unwrap_err(),
+            Problem::MissingCluster("ClusterDeployment ns/c1 is not registered yet".into())
+        );
+    }
+
+    #[test]
+    fn status_announces_a_new_url_and_a_first_error_once() {
+        let (mut ie, read, settings) = decide_fixture();
+        let now = Timestamp::from_second(1_000).unwrap();
+        let outcome = decide(&ie, &read, &settings);
+        let (st, event) = status(&ie, &outcome, now);
+        assert_eq!(event.unwrap().reason, "ImageCreated");
+        assert_eq!(st.created_time, Some(Time(now)));
+        ie.status = Some(st.clone());
+        let later = Timestamp::from_second(2_000).unwrap();
+        let (again, event) = status(&ie, &outcome, later);
+        assert_eq!(event, None);
+        assert_eq!(again.created_time, Some(Time(now)));
+
+        let failed = Err(Problem::Error("bad proxy".into()));
+        let (st, event) = status(&ie, &failed, later);
+        assert!(event.unwrap().warning);
+        ie.status = Some(st);
+        assert_eq!(status(&ie, &failed, later).1, None);
     }
 }

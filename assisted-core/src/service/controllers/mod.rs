@@ -22,6 +22,8 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
+use manager::metrics::ControllerMetrics;
+use manager::runtime::SharedRegistry;
 use tokio::sync::{Mutex, watch};
 
 use crate::api::agent::Agent;
@@ -32,15 +34,54 @@ use crate::api::nmstateconfig::NMStateConfig;
 use crate::service::store::{ClusterRecord, DirtyReceiver, Store};
 use k8s_openapi::api::core::v1::Secret;
 
-/// Reconcile errors; every one is retried with backoff by the error policy.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("finalizer: {0}")]
-    Finalizer(Box<dyn std::error::Error + Send + Sync>),
-    #[error("{0}")]
-    Other(String),
+/// Reconcile errors, one variant per phase (read, apply, status), counted by phase in
+/// `capoa_reconcile_errors_total`. Invalid input is never an error: it is a condition the
+/// user reads, and the controller waits for a change.
+pub use manager::controller::Error;
+
+/// Where an object stands with our finalizer (pure; the reconcile acts on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinalizerStep {
+    /// Live without our finalizer: add it before registering anything.
+    Add,
+    /// Live with our finalizer.
+    Proceed,
+    /// Being deleted with our finalizer: deregister, then release it.
+    Cleanup,
+    /// Being deleted and already released: nothing left to do.
+    Gone,
+}
+
+pub fn finalizer_step<K: kube::Resource>(obj: &K, finalizer: &str) -> FinalizerStep {
+    let ours = obj
+        .meta()
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizer);
+    match (obj.meta().deletion_timestamp.is_some(), ours) {
+        (false, false) => FinalizerStep::Add,
+        (false, true) => FinalizerStep::Proceed,
+        (true, true) => FinalizerStep::Cleanup,
+        (true, false) => FinalizerStep::Gone,
+    }
+}
+
+/// Reconcile counters of the core's controllers.
+pub struct Metrics {
+    pub agent: ControllerMetrics,
+    pub cluster: ControllerMetrics,
+    pub infraenv: ControllerMetrics,
+}
+
+impl Metrics {
+    pub fn register(registry: &SharedRegistry) -> Metrics {
+        Metrics {
+            agent: ControllerMetrics::register(registry, "assisted-core-agent"),
+            cluster: ControllerMetrics::register(registry, "assisted-core-clusterdeployment"),
+            infraenv: ControllerMetrics::register(registry, "assisted-core-infraenv"),
+        }
+    }
 }
 
 /// Generates install artifacts for a cluster that entered preparation (install backend).
@@ -59,9 +100,9 @@ pub struct Context {
     /// Signs and checks agent tokens (ES256 JWTs with an `infra_env_id`).
     pub keys: Arc<crate::service::auth::Keys>,
     pub events: events::Events,
-    pub urls: infraenv::ServiceUrls,
-    /// The discovery agent image the ignition runs.
-    pub agent_image: String,
+    pub metrics: Metrics,
+    /// Where agents reach the core and the agent image: what every discovery image carries.
+    pub images: infraenv::ImageSettings,
     /// Clusters whose preparation is running (a monitor pass may ask twice).
     pub(crate) preparing: Mutex<HashSet<String>>,
 }
@@ -73,19 +114,19 @@ impl Context {
         files_root: PathBuf,
         preparer: Arc<dyn Preparer>,
         keys: Arc<crate::service::auth::Keys>,
-        urls: infraenv::ServiceUrls,
-        agent_image: String,
+        images: infraenv::ImageSettings,
+        registry: &SharedRegistry,
     ) -> Context {
         Context {
             events: events::Events::new(client.clone()),
+            metrics: Metrics::register(registry),
             client,
             store,
             files_root,
             release_info: Box::new(cluster::TagReleaseInfo),
             preparer,
             keys,
-            urls,
-            agent_image,
+            images,
             preparing: Mutex::new(HashSet::new()),
         }
     }
@@ -114,9 +155,15 @@ impl Context {
     }
 }
 
-fn error_policy<K>(_obj: Arc<K>, err: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(error = %err, "reconcile failed; retrying");
-    Action::requeue(Duration::from_secs(5))
+/// API failures are retried after a pause and counted by phase; invalid input never gets here.
+fn error_policy<K>(
+    metrics: impl Fn(&Context) -> &ControllerMetrics,
+) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
+    move |_obj, err, ctx| {
+        metrics(&ctx).failed(err.phase());
+        tracing::warn!(error = %err, phase = err.phase(), "reconcile failed; retrying");
+        Action::requeue(Duration::from_secs(5))
+    }
 }
 
 /// Before the REST API serves after a (re)start: registers every cluster and infra-env once,
@@ -131,7 +178,7 @@ pub async fn initial_sync(ctx: &Context) {
                 .iter()
                 .filter(|cd| cd.metadata.deletion_timestamp.is_none())
             {
-                if let Err(e) = cluster::apply(cd, ctx).await {
+                if let Err(e) = cluster::sync(cd, ctx).await {
                     tracing::debug!(error = %e, "initial cluster sync");
                 }
             }
@@ -146,7 +193,7 @@ pub async fn initial_sync(ctx: &Context) {
                 .iter()
                 .filter(|ie| ie.metadata.deletion_timestamp.is_none())
             {
-                if let Err(e) = infraenv::apply(ie, ctx).await {
+                if let Err(e) = infraenv::sync(ie, ctx).await {
                     tracing::debug!(error = %e, "initial infra-env sync");
                 }
             }
@@ -171,7 +218,11 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
     let agent_store = agents.store();
     let agent_ctl = agents
         .graceful_shutdown_on(stop())
-        .run(agent::reconcile, error_policy, ctx.clone())
+        .run(
+            agent::reconcile,
+            error_policy(|c| &c.metrics.agent),
+            ctx.clone(),
+        )
         .for_each(|_| async {});
 
     let cds = Controller::new(
@@ -193,7 +244,11 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
             },
         )
         .graceful_shutdown_on(stop())
-        .run(cluster::reconcile, error_policy, ctx.clone())
+        .run(
+            cluster::reconcile,
+            error_policy(|c| &c.metrics.cluster),
+            ctx.clone(),
+        )
         .for_each(|_| async {});
 
     let infraenvs = Controller::new(
@@ -246,7 +301,11 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
             },
         )
         .graceful_shutdown_on(stop())
-        .run(infraenv::reconcile, error_policy, ctx.clone())
+        .run(
+            infraenv::reconcile,
+            error_policy(|c| &c.metrics.infraenv),
+            ctx.clone(),
+        )
         .for_each(|_| async {});
 
     let persister =
@@ -255,4 +314,22 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         crate::service::monitor::run(ctx.clone(), Duration::from_secs(2), shutdown.clone());
     let day2 = day2::run(ctx.clone(), shutdown.clone());
     tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor, day2);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    #[test]
+    fn finalizer_steps() {
+        let mut ie = InfraEnv::new("ie", Default::default());
+        assert_eq!(finalizer_step(&ie, "ours"), FinalizerStep::Add);
+        ie.metadata.finalizers = Some(vec!["theirs".into(), "ours".into()]);
+        assert_eq!(finalizer_step(&ie, "ours"), FinalizerStep::Proceed);
+        ie.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(finalizer_step(&ie, "ours"), FinalizerStep::Cleanup);
+        ie.metadata.finalizers = Some(vec!["theirs".into()]);
+        assert_eq!(finalizer_step(&ie, "ours"), FinalizerStep::Gone);
+    }
 }

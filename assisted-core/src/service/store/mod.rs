@@ -53,6 +53,8 @@ pub struct InfraEnvRecord {
     /// Labels every new Agent gets (`spec.agentLabels`).
     pub agent_labels: BTreeMap<String, String>,
     pub auto_approve: bool,
+    /// The agent token the discovery ignition and image URLs carry.
+    pub token: String,
     /// The discovery ignition served as `discovery.ign`.
     pub discovery_ignition: Arc<str>,
     /// `static-network-config` file content (JSON list).

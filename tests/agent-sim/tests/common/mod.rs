@@ -128,7 +128,7 @@ pub async fn start_core(
     args.agent_api_url = api_url.clone();
     args.images_url = images_url;
     let (stop, rx) = watch::channel(false);
-    let task = tokio::spawn(server::run(client, args, listeners, rx));
+    let task = tokio::spawn(server::run(client, args, listeners, Default::default(), rx));
     Core {
         api_url,
         stop,
