@@ -746,20 +746,7 @@ mod tests {
     }
 
     fn aci_with(conditions: &str) -> AgentClusterInstall {
-        serde_yaml::from_str(&format!(
-            r#"
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: cp, namespace: ns}}
-spec:
-  clusterDeploymentRef: {{name: cp}}
-  provisionRequirements: {{controlPlaneAgents: 3}}
-status:
-  debugInfo: {{state: ready}}
-  conditions: {conditions}
-"#
-        ))
-        .unwrap()
+        crate::controller::test_fixtures::aci(3, "ready", conditions)
     }
 
     #[test]

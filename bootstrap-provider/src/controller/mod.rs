@@ -13,6 +13,8 @@ pub mod image;
 pub mod infraenv;
 pub mod install_ignition;
 pub mod matching;
+#[cfg(test)]
+mod test_fixtures;
 pub mod user_data;
 
 use std::sync::Arc;

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod client;
 pub mod controller;
+pub mod fixtures;
 pub mod kubelet;
 pub mod net;
 pub mod profile;

@@ -408,74 +408,15 @@ fn cluster_yaml(
     api_vips: &[&str],
     ingress_vips: &[&str],
 ) -> String {
-    let list = |v: &[&str]| format!("[{}]", v.join(", "));
-    let vips = if api_vips.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "  apiVIPs: {}\n  ingressVIPs: {}\n",
-            list(api_vips),
-            list(ingress_vips)
-        )
-    };
-    let ssh =
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd wire";
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: pull-secret, namespace: {ns}}}
-type: kubernetes.io/dockerconfigjson
-stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterImageSet
-metadata: {{name: {ns}-img}}
-spec:
-  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterDeployment
-metadata: {{name: {ns}, namespace: {ns}}}
-spec:
-  clusterName: {ns}
-  baseDomain: lab.example.com
-  platform:
-    agentBareMetal:
-      agentSelector: {{}}
-  pullSecretRef: {{name: pull-secret}}
-  clusterInstallRef:
-    group: extensions.hive.openshift.io
-    version: v1beta1
-    kind: AgentClusterInstall
-    name: {ns}
----
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: {ns}, namespace: {ns}}}
-spec:
-  clusterDeploymentRef: {{name: {ns}}}
-  imageSetRef: {{name: {ns}-img}}
-  networking:
-    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
-    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
-    serviceNetwork: [172.30.0.0/16]
-  provisionRequirements:
-    controlPlaneAgents: {masters}
-    workerAgents: {workers}
-{vips}  sshPublicKey: {ssh}
----
-apiVersion: agent-install.openshift.io/v1beta1
-kind: InfraEnv
-metadata: {{name: {ns}, namespace: {ns}}}
-spec:
-  clusterRef: {{name: {ns}, namespace: {ns}}}
-  pullSecretRef: {{name: pull-secret}}
-  sshAuthorizedKey: {ssh}
-"#
-    )
+    agent_sim::fixtures::ClusterManifests {
+        namespace: ns,
+        name: ns,
+        masters,
+        workers,
+        api_vips,
+        ingress_vips,
+        machine_cidr: MACHINE_CIDR,
+        ssh_comment: "wire",
+    }
+    .yaml()
 }

@@ -142,14 +142,11 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut st = self.write();
-        let missing = || StoreError::NotFound(format!("host {host_id} not found"));
-        let rec = st.clusters.get_mut(cluster_id).ok_or_else(missing)?;
-        let idx = rec
-            .snapshot
-            .hosts
-            .iter()
-            .position(|h| h.id == host_id)
-            .ok_or_else(missing)?;
+        let rec = st
+            .clusters
+            .get_mut(cluster_id)
+            .ok_or_else(|| host_not_found(host_id))?;
+        let idx = host_index(rec, host_id)?;
         let out = update_host_progress(
             &rec.snapshot.hosts[idx],
             Some(&rec.snapshot),

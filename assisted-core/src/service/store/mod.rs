@@ -172,6 +172,19 @@ impl State {
     }
 }
 
+fn host_not_found(host_id: &str) -> StoreError {
+    StoreError::NotFound(format!("host {host_id} not found"))
+}
+
+/// Where a bound host sits in its cluster's host list.
+fn host_index(rec: &ClusterRecord, host_id: &str) -> Result<usize, StoreError> {
+    rec.snapshot
+        .hosts
+        .iter()
+        .position(|h| h.id == host_id)
+        .ok_or_else(|| host_not_found(host_id))
+}
+
 /// The shared store. Locks are held only for the pure computations, never across I/O.
 pub struct Store {
     state: RwLock<State>,
@@ -237,17 +250,12 @@ impl Store {
         f: impl FnOnce(&mut HostSnapshot, Option<&ClusterSnapshot>, &Config) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut st = self.write();
-        let missing = || StoreError::NotFound(format!("host {host_id} not found"));
+        let missing = || host_not_found(host_id);
         let st = &mut *st;
         let r = match st.host_cluster.get(host_id) {
             Some(cid) => {
                 let rec = st.clusters.get_mut(cid).ok_or_else(missing)?;
-                let idx = rec
-                    .snapshot
-                    .hosts
-                    .iter()
-                    .position(|h| h.id == host_id)
-                    .ok_or_else(missing)?;
+                let idx = host_index(rec, host_id)?;
                 if rec.snapshot.hosts[idx].infra_env_id != infra_env_id {
                     return Err(missing());
                 }

@@ -148,7 +148,7 @@ impl Store {
         let Some(rec) = st.clusters.get_mut(cluster_id) else {
             return false;
         };
-        let Some(idx) = rec.snapshot.hosts.iter().position(|h| h.id == host_id) else {
+        let Ok(idx) = host_index(rec, host_id) else {
             return false;
         };
         let Ok(o) = apply_host_event(

@@ -311,20 +311,7 @@ spec:
 
     /// The cluster's AgentClusterInstall in `state`, with `conditions` (YAML).
     fn aci(state: &str, conditions: &str) -> AgentClusterInstall {
-        serde_yaml::from_str(&format!(
-            r#"
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: cp, namespace: ns}}
-spec:
-  clusterDeploymentRef: {{name: cp}}
-  provisionRequirements: {{controlPlaneAgents: 1}}
-status:
-  debugInfo: {{state: "{state}"}}
-  conditions: {conditions}
-"#
-        ))
-        .unwrap()
+        crate::controller::test_fixtures::aci(1, state, conditions)
     }
 
     #[test]

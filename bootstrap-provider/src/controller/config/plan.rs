@@ -540,18 +540,7 @@ spec:
     }
 
     fn aci(state: &str) -> AgentClusterInstall {
-        serde_yaml::from_str(&format!(
-            r#"
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: cp, namespace: ns}}
-spec:
-  clusterDeploymentRef: {{name: cp}}
-  provisionRequirements: {{controlPlaneAgents: 3}}
-status: {{debugInfo: {{state: "{state}"}}}}
-"#
-        ))
-        .unwrap()
+        crate::controller::test_fixtures::aci(3, state, "[]")
     }
 
     fn infraenv(iso_url: Option<&str>) -> InfraEnv {

@@ -162,69 +162,22 @@ pub fn free_port() -> u16 {
 }
 
 pub fn cluster_yaml(ns: &str, name: &str, masters: u32, workers: u32) -> String {
-    let vips = if masters > 1 {
-        "  apiVIPs: [192.168.111.5]\n  ingressVIPs: [192.168.111.4]\n"
+    let (api_vips, ingress_vips): (&[&str], &[&str]) = if masters > 1 {
+        (&["192.168.111.5"], &["192.168.111.4"])
     } else {
-        ""
+        (&[], &[])
     };
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: pull-secret, namespace: {ns}}}
-type: kubernetes.io/dockerconfigjson
-stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterImageSet
-metadata: {{name: {name}-img}}
-spec:
-  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterDeployment
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterName: {name}
-  baseDomain: lab.example.com
-  platform:
-    agentBareMetal:
-      agentSelector: {{}}
-  pullSecretRef: {{name: pull-secret}}
-  clusterInstallRef:
-    group: extensions.hive.openshift.io
-    version: v1beta1
-    kind: AgentClusterInstall
-    name: {name}
----
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterDeploymentRef: {{name: {name}}}
-  imageSetRef: {{name: {name}-img}}
-  networking:
-    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
-    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
-    serviceNetwork: [172.30.0.0/16]
-  provisionRequirements:
-    controlPlaneAgents: {masters}
-    workerAgents: {workers}
-{vips}  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
----
-apiVersion: agent-install.openshift.io/v1beta1
-kind: InfraEnv
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterRef: {{name: {name}, namespace: {ns}}}
-  pullSecretRef: {{name: pull-secret}}
-  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd lab
-"#
-    )
+    agent_sim::fixtures::ClusterManifests {
+        namespace: ns,
+        name,
+        masters,
+        workers,
+        api_vips,
+        ingress_vips,
+        machine_cidr: MACHINE_CIDR,
+        ssh_comment: "lab",
+    }
+    .yaml()
 }
 
 /// GETs a URL, returning the status and body.
