@@ -2,7 +2,7 @@
 //! apply, one field manager), and each cluster's snapshot to the file store so a restarted core
 //! continues where it stopped.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +87,99 @@ pub async fn restore(ctx: &Context) -> Vec<String> {
     resume
 }
 
+/// How many API writes the persister keeps in flight. The API server answers a status patch in
+/// a few milliseconds but one at a time left 1,000 new hosts' Agents a minute behind; a bounded
+/// number at once keeps it busy without crowding out the controllers' own requests.
+pub const WRITE_PARALLELISM: usize = 16;
+
+/// What the persister last wrote, as content fingerprints (the status rendered without its
+/// timestamps): a record whose content did not change is not written again. One `u64` a host.
+#[derive(Default)]
+struct Written {
+    agents: std::sync::Mutex<HashMap<String, u64>>,
+    acis: std::sync::Mutex<HashMap<String, u64>>,
+}
+
+impl Written {
+    /// True when `fingerprint` differs from the last one written for `key`.
+    fn changed(map: &std::sync::Mutex<HashMap<String, u64>>, key: &str, fingerprint: u64) -> bool {
+        let map = map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key) != Some(&fingerprint)
+    }
+
+    fn record(map: &std::sync::Mutex<HashMap<String, u64>>, key: &str, fingerprint: Option<u64>) {
+        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+        match fingerprint {
+            Some(f) => map.insert(key.to_string(), f),
+            None => map.remove(key),
+        };
+    }
+}
+
+/// A content fingerprint of a serialisable value.
+fn fingerprint(value: &impl serde::Serialize) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(value)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The dirty keys of one batch, in the order they are written: Agents are created before any
+/// status is written to them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    pub new_hosts: Vec<String>,
+    pub hosts: Vec<String>,
+    pub clusters: Vec<String>,
+}
+
+impl Batch {
+    pub fn of(keys: BTreeSet<Dirty>) -> Batch {
+        let mut batch = Batch::default();
+        for key in keys {
+            match key {
+                Dirty::NewHost(id) => batch.new_hosts.push(id),
+                Dirty::Host(id) => batch.hosts.push(id),
+                Dirty::Cluster(id) => batch.clusters.push(id),
+            }
+        }
+        batch
+    }
+}
+
+/// Runs `write` on every key with at most [`WRITE_PARALLELISM`] in flight; returns the keys
+/// that failed.
+async fn write_all<'a, F, Fut>(keys: &'a [String], write: F) -> Vec<&'a str>
+where
+    F: Fn(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+{
+    use futures::StreamExt;
+    // The futures are made first: a stream that makes them from borrowed keys trips the
+    // compiler's higher-ranked Send check when the persister is boxed.
+    let writes: Vec<_> = keys
+        .iter()
+        .map(|key| {
+            let fut = write(key);
+            async move { fut.await.map_err(|e| (key.as_str(), e)) }
+        })
+        .collect();
+    let results: Vec<Result<(), (&str, kube::Error)>> = futures::stream::iter(writes)
+        .buffer_unordered(WRITE_PARALLELISM)
+        .collect()
+        .await;
+    results
+        .into_iter()
+        .filter_map(|r| r.err())
+        .map(|(key, e)| {
+            tracing::debug!(%key, error = %e, "write failed; retrying");
+            key
+        })
+        .collect()
+}
+
 /// Drains dirty keys in small batches until shutdown.
 pub async fn run(
     ctx: Arc<Context>,
@@ -94,6 +187,7 @@ pub async fn run(
     agents: Reflector<Agent>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let written = Written::default();
     loop {
         let first = tokio::select! {
             d = rx.recv() => d,
@@ -102,31 +196,29 @@ pub async fn run(
         let Some(first) = first else { return };
         // Coalesce a burst (a monitor pass marks many keys at once).
         tokio::time::sleep(Duration::from_millis(30)).await;
-        let mut batch = BTreeSet::from([first]);
+        let mut keys = BTreeSet::from([first]);
         while let Ok(d) = rx.try_recv() {
-            batch.insert(d);
+            keys.insert(d);
         }
-        let mut clusters_to_save = BTreeSet::new();
-        let mut retry = Vec::new();
-        for d in batch {
-            let result = match &d {
-                Dirty::NewHost(id) => create_agent(&ctx, id).await,
-                Dirty::Host(id) => {
-                    if let Some(c) = ctx.store.view(|st| st.host_cluster.get(id).cloned()) {
-                        clusters_to_save.insert(c);
-                    } else {
-                        save_unbound(&ctx, id).await;
-                    }
-                    write_agent_status(&ctx, id, &agents).await
+        let batch = Batch::of(keys);
+        let mut retry: Vec<Dirty> = Vec::new();
+        let failed = write_all(&batch.new_hosts, |id| create_agent(&ctx, id)).await;
+        retry.extend(failed.into_iter().map(|id| Dirty::NewHost(id.to_string())));
+        let failed = write_all(&batch.hosts, |id| {
+            write_agent_status(&ctx, id, &agents, &written)
+        })
+        .await;
+        retry.extend(failed.into_iter().map(|id| Dirty::Host(id.to_string())));
+        let failed = write_all(&batch.clusters, |id| write_aci_status(&ctx, id, &written)).await;
+        retry.extend(failed.into_iter().map(|id| Dirty::Cluster(id.to_string())));
+
+        let mut clusters_to_save: BTreeSet<String> = batch.clusters.iter().cloned().collect();
+        for id in &batch.hosts {
+            match ctx.store.view(|st| st.host_cluster.get(id).cloned()) {
+                Some(c) => {
+                    clusters_to_save.insert(c);
                 }
-                Dirty::Cluster(id) => {
-                    clusters_to_save.insert(id.clone());
-                    write_aci_status(&ctx, id).await
-                }
-            };
-            if let Err(e) = result {
-                tracing::debug!(key = ?d, error = %e, "status write failed; retrying");
-                retry.push(d);
+                None => save_unbound(&ctx, id).await,
             }
         }
         for id in clusters_to_save {
@@ -242,26 +334,35 @@ async fn write_agent_status(
     ctx: &Context,
     host_id: &str,
     agents: &Reflector<Agent>,
+    written: &Written,
 ) -> Result<(), kube::Error> {
     let now = Timestamp::now();
     let rendered = ctx.store.view(|st| {
         let (host, cluster) = st.host_with_cluster(host_id)?;
         let ie = st.infra_envs.get(&host.infra_env_id)?;
         let extra = st.host_extra.get(host_id);
-        let previous = agents
-            .get(&ObjectRef::new(host_id).within(&ie.namespace))
+        let render = |previous: &[_], now| {
+            agent_status(
+                host,
+                cluster.map(|c| &c.snapshot),
+                extra,
+                extra.and_then(|e| e.spec_error.as_deref()),
+                previous,
+                None,
+                now,
+            )
+        };
+        // The content without its timestamps: unchanged means nothing to write.
+        let content = fingerprint(&render(&[], Timestamp::UNIX_EPOCH));
+        if !Written::changed(&written.agents, host_id, content) {
+            return Some(None);
+        }
+        let cached = agents.get(&ObjectRef::new(host_id).within(&ie.namespace));
+        let previous = cached
+            .as_ref()
             .and_then(|a| a.status.as_ref().map(|s| s.conditions.clone()))
             .unwrap_or_default();
-        let status = agent_status(
-            host,
-            cluster.map(|c| &c.snapshot),
-            extra,
-            extra.and_then(|e| e.spec_error.as_deref()),
-            &previous,
-            None,
-            now,
-        );
-        let cached = agents.get(&ObjectRef::new(host_id).within(&ie.namespace));
+        let status = render(&previous, now);
         // Inventory labels change rarely: only write them when they differ.
         let labels = host
             .inventory
@@ -275,10 +376,16 @@ async fn write_agent_status(
                 want.iter().any(|(k, v)| have.get(k) != Some(v))
                     || have.get(CD_NAMESPACE_LABEL) != Some(&ie.namespace)
             });
-        Some((status, ie.namespace.clone(), labels))
+        Some(Some((status, content, ie.namespace.clone(), labels)))
     });
-    let Some((status, ns, labels)) = rendered else {
-        return Ok(());
+    let (status, content, ns, labels) = match rendered {
+        // The host is gone: forget what was written for it.
+        None => {
+            Written::record(&written.agents, host_id, None);
+            return Ok(());
+        }
+        Some(None) => return Ok(()),
+        Some(Some(r)) => r,
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(mut labels) = labels {
@@ -300,52 +407,139 @@ async fn write_agent_status(
         "kind": Agent::kind(&()),
         "status": status,
     });
-    match api
-        .patch_status(
-            host_id,
-            &PatchParams::apply(STATUS_MANAGER).force(),
-            &Patch::Apply(body),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        // A 404 means the Agent is not created yet (same batch): the caller retries.
-        Err(e) => Err(e),
-    }
+    // A 404 means the Agent is not created yet: the caller retries.
+    api.patch_status(
+        host_id,
+        &PatchParams::apply(STATUS_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await?;
+    Written::record(&written.agents, host_id, Some(content));
+    Ok(())
 }
 
-async fn write_aci_status(ctx: &Context, cluster_id: &str) -> Result<(), kube::Error> {
-    let Ok(rec) = ctx.store.cluster(cluster_id) else {
+async fn write_aci_status(
+    ctx: &Context,
+    cluster_id: &str,
+    written: &Written,
+) -> Result<(), kube::Error> {
+    let content = ctx.store.view(|st| {
+        let rec = st.clusters.get(cluster_id)?;
+        // Restored but not yet reconciled: the CD controller fills the names.
+        if rec.settings.agent_cluster_install.is_empty() {
+            return None;
+        }
+        let status = aci_status(
+            rec,
+            &ctx.store.cfg,
+            rec.spec_error.as_deref(),
+            &[],
+            Timestamp::UNIX_EPOCH,
+        );
+        Some((
+            fingerprint(&status),
+            rec.settings.namespace.clone(),
+            rec.settings.agent_cluster_install.clone(),
+        ))
+    });
+    let Some((content, ns, name)) = content else {
+        Written::record(&written.acis, cluster_id, None);
         return Ok(());
     };
-    if rec.settings.agent_cluster_install.is_empty() {
-        // Restored but not yet reconciled: the CD controller fills the names.
+    if !Written::changed(&written.acis, cluster_id, content) {
         return Ok(());
     }
-    let api: Api<AgentClusterInstall> =
-        Api::namespaced(ctx.client.clone(), &rec.settings.namespace);
+    let api: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
     let previous = api
-        .get_opt(&rec.settings.agent_cluster_install)
+        .get_opt(&name)
         .await?
         .and_then(|a| a.status.map(|s| s.conditions))
         .unwrap_or_default();
-    let status = aci_status(
-        &rec,
-        &ctx.store.cfg,
-        rec.spec_error.as_deref(),
-        &previous,
-        Timestamp::now(),
-    );
+    let now = Timestamp::now();
+    let Some(status) = ctx.store.view(|st| {
+        let rec = st.clusters.get(cluster_id)?;
+        Some(aci_status(
+            rec,
+            &ctx.store.cfg,
+            rec.spec_error.as_deref(),
+            &previous,
+            now,
+        ))
+    }) else {
+        return Ok(());
+    };
     let body = serde_json::json!({
         "apiVersion": AgentClusterInstall::api_version(&()),
         "kind": AgentClusterInstall::kind(&()),
         "status": status,
     });
     api.patch_status(
-        &rec.settings.agent_cluster_install,
+        &name,
         &PatchParams::apply(STATUS_MANAGER).force(),
         &Patch::Apply(body),
     )
     .await?;
+    Written::record(&written.acis, cluster_id, Some(content));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_creates_agents_before_writing_status() {
+        let keys = BTreeSet::from([
+            Dirty::Cluster("c1".into()),
+            Dirty::Host("h2".into()),
+            Dirty::NewHost("h1".into()),
+            Dirty::Host("h1".into()),
+        ]);
+        assert_eq!(
+            Batch::of(keys),
+            Batch {
+                new_hosts: vec!["h1".into()],
+                hosts: vec!["h1".into(), "h2".into()],
+                clusters: vec!["c1".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn unchanged_content_is_not_written_again() {
+        let written = Written::default();
+        let a = fingerprint(&serde_json::json!({"state": "known"}));
+        let b = fingerprint(&serde_json::json!({"state": "insufficient"}));
+        assert_ne!(a, b);
+        assert!(Written::changed(&written.agents, "h1", a));
+        Written::record(&written.agents, "h1", Some(a));
+        assert!(!Written::changed(&written.agents, "h1", a));
+        assert!(Written::changed(&written.agents, "h1", b));
+        // A host that went away is forgotten; its next appearance is written.
+        Written::record(&written.agents, "h1", None);
+        assert!(Written::changed(&written.agents, "h1", a));
+    }
+
+    #[test]
+    fn the_content_fingerprint_ignores_the_clock() {
+        let mut host = crate::domain::HostSnapshot::new_registered(
+            "33333333-3333-3333-3333-333333333333",
+            "ie",
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
+        host.status = crate::domain::HostStatus::Known;
+        let render = |now| agent_status(&host, None, None, None, &[], None, now);
+        let later = Timestamp::from_second(1_000_000).unwrap();
+        // Rendered at different times, the status differs only in its condition timestamps.
+        assert_ne!(
+            serde_json::to_value(render(Timestamp::UNIX_EPOCH)).unwrap(),
+            serde_json::to_value(render(later)).unwrap()
+        );
+        // The persister fingerprints the epoch rendering: the same content, the same print.
+        assert_eq!(
+            fingerprint(&render(Timestamp::UNIX_EPOCH)),
+            fingerprint(&render(Timestamp::UNIX_EPOCH))
+        );
+    }
 }

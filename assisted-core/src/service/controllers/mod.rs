@@ -202,6 +202,17 @@ pub async fn initial_sync(ctx: &Context) {
     }
 }
 
+/// What the Agent cache keeps of an Agent's status: the conditions, whose transition times the
+/// persister carries over.
+fn keep_spec_labels_and_conditions(agent: &mut Agent) {
+    if let Some(status) = agent.status.take() {
+        agent.status = Some(crate::api::agent::AgentStatus {
+            conditions: status.conditions,
+            ..Default::default()
+        });
+    }
+}
+
 /// Runs the controllers, the persister and the monitor until `shutdown`.
 pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Receiver<bool>) {
     let client = ctx.client.clone();
@@ -211,12 +222,19 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
             let _ = s.wait_for(|v| *v).await;
         }
     };
-    let agents = Controller::new(
+    // One watch of Agents for the controller and the persister, which read no more than the
+    // spec, labels and conditions: the rest of the status (inventory, validations) and
+    // managedFields are dropped, most of an Agent's size (see docs/benchmarks.md).
+    let mut agents = manager::cache::watch(
         Api::<Agent>::all(client.clone()),
         watcher::Config::default(),
+        1,
+        keep_spec_labels_and_conditions,
+        shutdown.clone(),
     );
-    let agent_store = agents.store();
-    let agent_ctl = agents
+    let agent_store = agents.store.clone();
+    let agent_trigger = agents.triggers.remove(0);
+    let agent_ctl = Controller::for_stream(agent_trigger, agent_store.clone())
         .graceful_shutdown_on(stop())
         .run(
             agent::reconcile,
