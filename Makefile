@@ -1,5 +1,5 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed generate check-generated fmt clippy lab
+.PHONY: test testbed generate check-generated fmt clippy lab bench-core
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
 # the repo, then runs every Rust test against it. The lab's test runs our managers as processes
@@ -26,3 +26,10 @@ clippy:
 # simulated Metal3 site. Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
 lab:
 	bash tests/testbed/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
+
+# assisted-core end to end (docs/benchmarks.md): the release assisted-core binary against the
+# testbed's kube-apiserver and etcd, every scenario and load (about 12 minutes). Two cargo
+# runs, so the binary measured is exactly what `cargo build --release -p assisted-core` builds.
+# Flags go in BENCH_ARGS, e.g. `make bench-core BENCH_ARGS="--scenarios 1x1000 --loads 1,100/s"`.
+bench-core:
+	bash tests/testbed/build.sh && cargo build --locked --release -p assisted-core && cargo build --locked --release -p core-bench && target/release/core-bench $(BENCH_ARGS)

@@ -511,6 +511,12 @@ impl Testbed {
         Ok(())
     }
 
+    /// The process id of the testbed's process `name` (`etcd`, `kube-apiserver`, ...), to read
+    /// its CPU and memory from `/proc` (benchmarks).
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.procs.iter().find(|p| p.name == name).map(Process::id)
+    }
+
     /// Every process's log file.
     pub fn logs(&self) -> Vec<PathBuf> {
         self.procs.iter().map(|p| p.log.clone()).collect()
