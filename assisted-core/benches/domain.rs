@@ -131,6 +131,20 @@ fn cluster_day2_500() -> ClusterSnapshot {
     c
 }
 
+/// A day-1 cluster as 1,000 hosts leave it right after registering: inventories in, no
+/// connectivity reports yet (what the end-to-end benchmark's 1 × 1,000 scenario holds).
+fn cluster_day1_1000() -> ClusterSnapshot {
+    let mut c = base_cluster();
+    c.status = ClusterStatus::Insufficient;
+    for i in 0..1000 {
+        add_host(&mut c, i);
+    }
+    for h in c.hosts.iter_mut() {
+        h.status = HostStatus::Insufficient;
+    }
+    c
+}
+
 fn benches(cr: &mut Criterion) {
     let cfg = Config::default();
     let c5 = cluster_5();
@@ -150,6 +164,11 @@ fn benches(cr: &mut Criterion) {
     assert!(r.hosts.iter().all(|h| h.status == HostStatus::Known));
     cr.bench_function("refresh_all 500-host day-2 cluster", |b| {
         b.iter(|| refresh_all(black_box(&c500), now(), &cfg))
+    });
+
+    let c1000 = cluster_day1_1000();
+    cr.bench_function("refresh_all 1000-host day-1 cluster", |b| {
+        b.iter(|| refresh_all(black_box(&c1000), now(), &cfg))
     });
 
     cr.bench_function("refresh_host 1 host of 500-host day-2 cluster", |b| {
