@@ -14,6 +14,7 @@ use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use super::controllers::Context;
+use super::controllers::agent::AGENT_FINALIZER;
 use super::controllers::status::{aci_status, agent_status, inventory_labels};
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
@@ -97,6 +98,7 @@ pub const WRITE_PARALLELISM: usize = 16;
 #[derive(Default)]
 struct Written {
     agents: std::sync::Mutex<HashMap<String, u64>>,
+    labels: std::sync::Mutex<HashMap<String, u64>>,
     acis: std::sync::Mutex<HashMap<String, u64>>,
 }
 
@@ -202,8 +204,17 @@ pub async fn run(
         }
         let batch = Batch::of(keys);
         let mut retry: Vec<Dirty> = Vec::new();
-        let failed = write_all(&batch.new_hosts, |id| create_agent(&ctx, id)).await;
+        let created = std::sync::Mutex::new(Vec::new());
+        let failed = write_all(&batch.new_hosts, |id| {
+            create_agent(&ctx, id, &written, &created)
+        })
+        .await;
         retry.extend(failed.into_iter().map(|id| Dirty::NewHost(id.to_string())));
+        announce_registrations(
+            &ctx,
+            created.into_inner().unwrap_or_else(|e| e.into_inner()),
+        )
+        .await;
         let failed = write_all(&batch.hosts, |id| {
             write_agent_status(&ctx, id, &agents, &written)
         })
@@ -262,8 +273,12 @@ async fn save_unbound(ctx: &Context, host_id: &str) {
 
 /// The Agent CR of a newly registered host: named by the host UUID, in the InfraEnv's
 /// namespace, owned by and labelled with the InfraEnv, bound to its ClusterDeployment.
+///
+/// It is created with the Agent controller's deregistration finalizer and, when the inventory
+/// is already in, with its inventory labels: two writes fewer per host than adding them after.
 pub fn new_agent(host: &HostSnapshot, ie: &crate::service::store::InfraEnvRecord) -> Agent {
     let mut labels: BTreeMap<String, String> = ie.agent_labels.clone();
+    labels.extend(wanted_labels(host, &ie.namespace).unwrap_or_default());
     labels.insert(INFRAENV_NAME_LABEL.into(), ie.name.clone());
     let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
         api_version: InfraEnv::api_version(&()).into(),
@@ -279,6 +294,7 @@ pub fn new_agent(host: &HostSnapshot, ie: &crate::service::store::InfraEnvRecord
             namespace: Some(ie.namespace.clone()),
             labels: Some(labels),
             owner_references: Some(vec![owner]),
+            finalizers: Some(vec![AGENT_FINALIZER.into()]),
             ..Default::default()
         },
         spec: AgentSpec {
@@ -295,7 +311,22 @@ pub fn new_agent(host: &HostSnapshot, ie: &crate::service::store::InfraEnvRecord
     }
 }
 
-async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
+/// The labels the persister owns on an Agent: the inventory's and the ClusterDeployment
+/// namespace; `None` before the inventory is in.
+fn wanted_labels(host: &HostSnapshot, namespace: &str) -> Option<BTreeMap<String, String>> {
+    let mut labels = inventory_labels(host.inventory.as_ref()?);
+    labels.insert(CD_NAMESPACE_LABEL.into(), namespace.to_string());
+    Some(labels)
+}
+
+/// Creates the Agent of a newly registered host; `Some((infra-env namespace, name))` when this
+/// call created it (for the batch's registration event).
+async fn create_agent(
+    ctx: &Context,
+    host_id: &str,
+    written: &Written,
+    created: &std::sync::Mutex<Vec<(String, String, String)>>,
+) -> Result<(), kube::Error> {
     let found = ctx.store.view(|st| {
         let h = st.host(host_id)?;
         Some((h.clone(), st.infra_envs.get(&h.infra_env_id)?.clone()))
@@ -304,29 +335,69 @@ async fn create_agent(ctx: &Context, host_id: &str) -> Result<(), kube::Error> {
         return Ok(());
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ie.namespace);
-    match api
-        .create(&PostParams::default(), &new_agent(&host, &ie))
-        .await
-    {
+    let params = PostParams {
+        field_manager: Some(LABELS_MANAGER.into()),
+        ..Default::default()
+    };
+    match api.create(&params, &new_agent(&host, &ie)).await {
         Ok(_) => {
             tracing::info!(agent = %host_id, infraenv = %ie.name, "host registered: Agent created");
-            let on = super::controllers::events::reference(
-                "agent-install.openshift.io/v1beta1",
-                "InfraEnv",
-                &ie.namespace,
-                &ie.name,
+            Written::record(
+                &written.labels,
+                host_id,
+                wanted_labels(&host, &ie.namespace).map(|l| fingerprint(&l)),
             );
-            ctx.events
-                .normal(
-                    &on,
-                    "HostRegistered",
-                    format!("Host {host_id} registered; Agent {host_id} created"),
-                )
-                .await;
+            created.lock().unwrap_or_else(|e| e.into_inner()).push((
+                ie.namespace,
+                ie.name,
+                host_id.to_string(),
+            ));
             Ok(())
         }
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+/// One HostRegistered event per InfraEnv and batch (an event per host was one more API write
+/// per host, folded by the recorder into one series anyway).
+async fn announce_registrations(ctx: &Context, created: Vec<(String, String, String)>) {
+    let mut by_infra_env: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (ns, name, host) in created {
+        by_infra_env.entry((ns, name)).or_default().push(host);
+    }
+    for ((ns, name), hosts) in by_infra_env {
+        let on = super::controllers::events::reference(
+            "agent-install.openshift.io/v1beta1",
+            "InfraEnv",
+            &ns,
+            &name,
+        );
+        ctx.events
+            .normal(&on, "HostRegistered", registration_note(&hosts))
+            .await;
+    }
+}
+
+/// "Host h registered; Agent h created", or for several "3 hosts registered; Agents created: a,
+/// b, c" (the first ten named).
+pub fn registration_note(hosts: &[String]) -> String {
+    match hosts {
+        [one] => format!("Host {one} registered; Agent {one} created"),
+        _ => {
+            let named: Vec<&str> = hosts.iter().take(10).map(String::as_str).collect();
+            let more = hosts.len().saturating_sub(named.len());
+            let tail = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!(
+                "{} hosts registered; Agents created: {}{tail}",
+                hosts.len(),
+                named.join(", ")
+            )
+        }
     }
 }
 
@@ -363,33 +434,30 @@ async fn write_agent_status(
             .and_then(|a| a.status.as_ref().map(|s| s.conditions.clone()))
             .unwrap_or_default();
         let status = render(&previous, now);
-        // Inventory labels change rarely: only write them when they differ.
-        let labels = host
-            .inventory
-            .as_ref()
-            .map(inventory_labels)
-            .filter(|want| {
-                let have = cached
-                    .as_ref()
-                    .map(|a| a.labels().clone())
-                    .unwrap_or_default();
-                want.iter().any(|(k, v)| have.get(k) != Some(v))
-                    || have.get(CD_NAMESPACE_LABEL) != Some(&ie.namespace)
-            });
+        // Inventory labels change rarely: only write them when they differ from what was
+        // written (at creation, usually) and from what the Agent carries.
+        let labels = wanted_labels(host, &ie.namespace).filter(|want| {
+            let have = cached
+                .as_ref()
+                .map(|a| a.labels().clone())
+                .unwrap_or_default();
+            Written::changed(&written.labels, host_id, fingerprint(want))
+                && want.iter().any(|(k, v)| have.get(k) != Some(v))
+        });
         Some(Some((status, content, ie.namespace.clone(), labels)))
     });
     let (status, content, ns, labels) = match rendered {
         // The host is gone: forget what was written for it.
         None => {
             Written::record(&written.agents, host_id, None);
+            Written::record(&written.labels, host_id, None);
             return Ok(());
         }
         Some(None) => return Ok(()),
         Some(Some(r)) => r,
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
-    if let Some(mut labels) = labels {
-        labels.insert(CD_NAMESPACE_LABEL.into(), ns.clone());
+    if let Some(labels) = labels {
         let body = serde_json::json!({
             "apiVersion": Agent::api_version(&()),
             "kind": Agent::kind(&()),
@@ -401,6 +469,7 @@ async fn write_agent_status(
             &Patch::Apply(body),
         )
         .await?;
+        Written::record(&written.labels, host_id, Some(fingerprint(&labels)));
     }
     let body = serde_json::json!({
         "apiVersion": Agent::api_version(&()),
@@ -541,5 +610,41 @@ mod tests {
             fingerprint(&render(Timestamp::UNIX_EPOCH)),
             fingerprint(&render(Timestamp::UNIX_EPOCH))
         );
+    }
+
+    #[test]
+    fn one_registration_event_names_the_hosts() {
+        assert_eq!(
+            registration_note(&["h1".into()]),
+            "Host h1 registered; Agent h1 created"
+        );
+        assert_eq!(
+            registration_note(&["h1".into(), "h2".into()]),
+            "2 hosts registered; Agents created: h1, h2"
+        );
+        let many: Vec<String> = (0..12).map(|i| format!("h{i}")).collect();
+        assert!(registration_note(&many).ends_with("h8, h9 and 2 more"));
+    }
+
+    #[test]
+    fn a_new_agent_carries_the_finalizer_and_its_inventory_labels() {
+        let mut host = crate::domain::HostSnapshot::new_registered(
+            "33333333-3333-3333-3333-333333333333",
+            "ie",
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
+        let ie = crate::service::store::InfraEnvRecord {
+            namespace: "ns".into(),
+            name: "ie".into(),
+            ..Default::default()
+        };
+        let agent = new_agent(&host, &ie);
+        assert_eq!(agent.finalizers(), [AGENT_FINALIZER.to_string()]);
+        assert!(!agent.labels().contains_key(CD_NAMESPACE_LABEL));
+        host.inventory = Some(Default::default());
+        let agent = new_agent(&host, &ie);
+        assert_eq!(agent.labels()[CD_NAMESPACE_LABEL], "ns");
+        assert_eq!(agent.labels()[INFRAENV_NAME_LABEL], "ie");
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use manager::controller::set_finalizer;
 
@@ -150,14 +150,7 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
         FinalizerStep::Cleanup => {
             tracing::info!(agent = %agent.name_any(), "Agent deleted: deregistering the host");
             ctx.store.remove_host(&agent.name_any());
-            set_finalizer(
-                &ctx.client,
-                agent.as_ref(),
-                FIELD_MANAGER,
-                AGENT_FINALIZER,
-                false,
-            )
-            .await?;
+            release_finalizer(&ctx, agent.as_ref()).await?;
             return Ok(Action::await_change());
         }
         FinalizerStep::Gone => return Ok(Action::await_change()),
@@ -174,6 +167,42 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
         .recheck
         .map(Action::requeue)
         .unwrap_or_else(Action::await_change))
+}
+
+/// Drops the deregistration finalizer whoever added it: the persister creates Agents with it
+/// (one write fewer per host), so it is not this controller's applied field. A merge patch of
+/// the remaining list, conditional on the resourceVersion read, so a concurrent change of the
+/// list fails (and is retried) instead of being overwritten.
+async fn release_finalizer(ctx: &Context, agent: &Agent) -> Result<(), Error> {
+    if !agent.finalizers().iter().any(|f| f == AGENT_FINALIZER) {
+        return Ok(());
+    }
+    let rest: Vec<&String> = agent
+        .finalizers()
+        .iter()
+        .filter(|f| *f != AGENT_FINALIZER)
+        .collect();
+    let patch = serde_json::json!({"metadata": {
+        "finalizers": rest,
+        "resourceVersion": agent.resource_version(),
+    }});
+    let api: Api<Agent> =
+        Api::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default());
+    match api
+        .patch(
+            &agent.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(source) => Err(Error::Apply {
+            what: format!("finalizer of Agent {}", agent.name_any()),
+            source,
+        }),
+    }
 }
 
 /// The read phase: the host's binding from the store; the named ClusterDeployment is read only
