@@ -248,10 +248,14 @@ pub async fn run(
 }
 
 async fn save_cluster(ctx: &Context, id: &str) {
-    let Ok(rec) = ctx.store.cluster(id) else {
+    // Encoded under the read lock: cheaper than copying the cluster first.
+    let Some(encoded) = ctx
+        .store
+        .view(|st| st.clusters.get(id).map(|r| serde_json::to_vec(&r.snapshot)))
+    else {
         return;
     };
-    match serde_json::to_vec(&rec.snapshot) {
+    match encoded {
         Ok(bytes) => {
             if let Err(e) = write_atomic(&state_path(&ctx.files_root, id), &bytes).await {
                 tracing::warn!(cluster = %id, error = %e, "cannot save cluster state");

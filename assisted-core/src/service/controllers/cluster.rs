@@ -336,8 +336,28 @@ pub struct Dereferenced {
     /// The manifests ConfigMaps the ACI names, in order; `None` for a missing one.
     pub manifests: Vec<(String, Option<ConfigMap>)>,
     /// The cluster's record in the store before this reconcile.
-    pub record: Option<ClusterRecord>,
+    pub record: Option<RecordFacts>,
     pub files: ClusterFiles,
+}
+
+/// What a reconcile needs of the cluster's record in the store: a few fields, not a copy of
+/// its hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordFacts {
+    pub status: ClusterStatus,
+    pub kubeconfig_uploaded: bool,
+    /// The AgentClusterInstall, for events.
+    pub aci: ObjectReference,
+}
+
+impl RecordFacts {
+    pub fn of(rec: &ClusterRecord) -> RecordFacts {
+        RecordFacts {
+            status: rec.snapshot.status,
+            kubeconfig_uploaded: rec.snapshot.kubeconfig_uploaded,
+            aci: super::events::aci_reference(rec),
+        }
+    }
 }
 
 /// What the decide phase asks for.
@@ -428,8 +448,10 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         manifests.push((name, cm));
     }
     let id = cd.uid().unwrap_or_default();
-    let record = ctx.store.cluster(&id).ok();
-    let files = match record.as_ref().map(|r| r.snapshot.status) {
+    let record = ctx
+        .store
+        .view(|st| st.clusters.get(&id).map(RecordFacts::of));
+    let files = match record.as_ref().map(|r| r.status) {
         Some(status) if publishes_credentials(status) => ClusterFiles {
             kubeconfig: ctx.file(&id, "kubeconfig").await,
             kubeconfig_noingress: ctx.file(&id, "kubeconfig-noingress").await,
@@ -557,7 +579,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             no_proxy: p.no_proxy.clone(),
         }),
     };
-    let status = read.record.as_ref().map(|r| r.snapshot.status);
+    let status = read.record.as_ref().map(|r| r.status);
     let recheck = match status {
         Some(ClusterStatus::Installed | ClusterStatus::AddingHosts) => Duration::from_secs(60),
         _ => Duration::from_secs(10),
@@ -579,10 +601,10 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
 pub fn credentials(
     cd: &ClusterDeployment,
     aci: &AgentClusterInstall,
-    rec: &ClusterRecord,
+    rec: &RecordFacts,
     files: &ClusterFiles,
 ) -> Option<Credentials> {
-    let status = rec.snapshot.status;
+    let status = rec.status;
     if !publishes_credentials(status) {
         return None;
     }
@@ -596,7 +618,7 @@ pub fn credentials(
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
     let password_name = format!("{}-admin-password", cd.name_any());
-    let kubeconfig = if installed && rec.snapshot.kubeconfig_uploaded {
+    let kubeconfig = if installed && rec.kubeconfig_uploaded {
         files.kubeconfig.clone()
     } else {
         None
@@ -648,7 +670,7 @@ pub fn credentials(
             .then(|| cluster_metadata.clone()),
         event: mark_installed.then(|| {
             (
-                super::events::aci_reference(rec),
+                rec.aci.clone(),
                 PlannedEvent {
                     warning: false,
                     reason: "InstallationCompleted",
@@ -1034,10 +1056,10 @@ mod tests {
         );
     }
 
-    fn record(status: ClusterStatus) -> ClusterRecord {
+    fn record(status: ClusterStatus) -> RecordFacts {
         let mut snap = ClusterSnapshot::new("cd-uid", "c1", Timestamp::UNIX_EPOCH);
         snap.status = status;
-        ClusterRecord::new(snap, ClusterSettings::default())
+        RecordFacts::of(&ClusterRecord::new(snap, ClusterSettings::default()))
     }
 
     #[test]
@@ -1080,7 +1102,7 @@ mod tests {
         );
 
         let mut installed = record(ClusterStatus::Installed);
-        installed.snapshot.kubeconfig_uploaded = true;
+        installed.kubeconfig_uploaded = true;
         let c = credentials(&cd, &aci, &installed, &files).unwrap();
         assert_eq!(c.secrets.len(), 2);
         assert_eq!(

@@ -343,13 +343,12 @@ async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error
                 None => BoundCluster::Missing { namespace, name },
                 Some(cd) => {
                     let id = cd.uid().unwrap_or_default();
-                    match ctx
-                        .store
-                        .cluster(&id)
-                        .ok()
-                        .map(|c| c.snapshot.openshift_version)
-                        .filter(|v| !v.is_empty())
-                    {
+                    let version = ctx.store.view(|st| {
+                        st.clusters
+                            .get(&id)
+                            .map(|c| c.snapshot.openshift_version.clone())
+                    });
+                    match version.filter(|v| !v.is_empty()) {
                         Some(version) => BoundCluster::Registered { id, name, version },
                         None => BoundCluster::Unregistered { namespace, name },
                     }

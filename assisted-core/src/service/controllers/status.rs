@@ -490,7 +490,9 @@ pub fn agent_status(
     events_url: Option<String>,
     now: Timestamp,
 ) -> AgentStatus {
-    let validations = extra.and_then(|e| e.validations_info.as_ref());
+    let validations = extra
+        .and_then(|e| e.validations.as_ref())
+        .map(|v| v.to_validations_info());
     let sno = cluster.is_some_and(|c| c.is_sno());
     let role = host.install_role();
     let progress = &host.progress;
@@ -529,7 +531,7 @@ pub fn agent_status(
             })
             .collect(),
         conditions: openshift_conditions(
-            &agent_conditions(host, validations, spec_error),
+            &agent_conditions(host, validations.as_ref(), spec_error),
             previous,
             now,
         ),
@@ -539,7 +541,7 @@ pub fn agent_status(
             state: Some(host.status.as_str().into()),
             state_info: Some(host.status_info.clone()),
         },
-        validations_info: validations_of(validations).unwrap_or_default(),
+        validations_info: validations_of(validations.as_ref()).unwrap_or_default(),
         installation_disk_id: host
             .installation_disk_id
             .clone()
@@ -563,7 +565,8 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
     let c = &rec.snapshot;
     let info = &c.status_info;
     let spec = spec_synced(spec_error);
-    let validated = validated("cluster", validations_of(rec.validations_info.as_ref()));
+    let info_json = rec.validations.as_ref().map(|v| v.to_validations_info());
+    let validated = validated("cluster", validations_of(info_json.as_ref()));
     let requirements = match &rec.requirements {
         Some(d) => cond(
             "RequirementsMet",
@@ -741,7 +744,13 @@ pub fn aci_status(
             PlatformType::VSphere => agentclusterinstall::PlatformType::VSphere,
             PlatformType::Nutanix => agentclusterinstall::PlatformType::Nutanix,
         }),
-        validations_info: validations_of(rec.validations_info.as_ref()).unwrap_or_default(),
+        validations_info: validations_of(
+            rec.validations
+                .as_ref()
+                .map(|v| v.to_validations_info())
+                .as_ref(),
+        )
+        .unwrap_or_default(),
     }
 }
 

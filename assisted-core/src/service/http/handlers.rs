@@ -445,7 +445,7 @@ pub async fn upload_logs(
     ApiQuery(q): ApiQuery<LogsQuery>,
     req: Request,
 ) -> ApiResult<StatusCode> {
-    st.store.cluster(&cluster_id)?;
+    st.store.cluster_exists(&cluster_id)?;
     let kind = q.logs_type.as_deref().unwrap_or("host");
     if !matches!(kind, "host" | "controller" | "node-boot" | "all") {
         return Err(ApiError::bad_request(format!("unknown logs_type {kind:?}")));
@@ -574,7 +574,7 @@ pub async fn cluster_files(
             q.file_name
         )));
     }
-    st.store.cluster(&cluster_id)?;
+    st.store.cluster_exists(&cluster_id)?;
     let path = files::cluster_path(&st.files_root, &cluster_id, &q.file_name)?;
     files::stream_file(&path, &q.file_name).await
 }
@@ -619,7 +619,7 @@ pub async fn upload_ingress_cert(
     ApiPath(cluster_id): ApiPath<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<StatusCode> {
-    st.store.cluster(&cluster_id)?;
+    st.store.cluster_exists(&cluster_id)?;
     // The controller's go-swagger client sends the PEM as a JSON string.
     let pem = match serde_json::from_slice::<String>(&body) {
         Ok(s) => s.into_bytes(),
@@ -740,7 +740,7 @@ pub async fn cluster_logs_progress(
             p.logs_state
         )));
     }
-    st.store.cluster(&cluster_id)?;
+    st.store.cluster_exists(&cluster_id)?;
     Ok(StatusCode::NO_CONTENT)
 }
 

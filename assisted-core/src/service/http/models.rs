@@ -340,8 +340,8 @@ pub fn host_model(
         checked_in_at: h.checked_in_at.map(ts),
         registered_at: ts(h.registered_at),
         validations_info: extra
-            .and_then(|e| e.validations_info.as_ref())
-            .map(|v| v.to_string()),
+            .and_then(|e| e.validations.as_ref())
+            .map(|v| v.to_validations_info().to_string()),
         logs_info: logs_info(h.logs_state).to_string(),
         machine_config_pool_name: h.machine_config_pool.clone().unwrap_or_default(),
         node_labels: (!h.node_labels.is_empty())
@@ -589,13 +589,25 @@ mod tests {
         h.suggested_role = Some(HostRole::Master);
         h.progress.current_stage = Some(HostStage::Rebooting);
         let extra = HostExtra {
-            validations_info: Some(serde_json::json!({"hardware": []})),
+            validations: Some(crate::domain::HostValidations {
+                results: vec![crate::domain::ValidationResult {
+                    id: crate::domain::HostValidationId::HasMinCpuCores,
+                    status: crate::domain::ValidationStatus::Success,
+                    message: "enough".into(),
+                    ignored: false,
+                }],
+            }),
             ..HostExtra::default()
         };
         let m = host_model(h, Some(&extra), false, 20);
         let inv: serde_json::Value = serde_json::from_str(m.inventory.as_deref().unwrap()).unwrap();
         assert_eq!(inv["hostname"], "node-1");
-        assert_eq!(m.validations_info.as_deref(), Some(r#"{"hardware":[]}"#));
+        assert_eq!(
+            m.validations_info.as_deref(),
+            Some(
+                r#"{"hardware":[{"id":"has-min-cpu-cores","message":"enough","status":"success"}]}"#
+            )
+        );
         assert_eq!(m.progress.current_stage.as_deref(), Some("Rebooting"));
         assert_eq!(m.progress_stages.len(), 8);
         assert_eq!(m.suggested_role.as_deref(), Some("master"));

@@ -215,6 +215,17 @@ impl Store {
         Ok(())
     }
 
+    /// Whether the cluster is known (`NotFound` otherwise), without copying it.
+    pub fn cluster_exists(&self, cluster_id: &str) -> Result<(), StoreError> {
+        if self.read().clusters.contains_key(cluster_id) {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound(format!(
+                "cluster {cluster_id} not found"
+            )))
+        }
+    }
+
     /// A copy of a cluster (GET cluster, hosts list).
     pub fn cluster(&self, cluster_id: &str) -> Result<ClusterRecord, StoreError> {
         self.read()

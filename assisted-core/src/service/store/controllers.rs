@@ -30,20 +30,16 @@ impl Store {
         let rec = st.clusters.entry(id.to_string()).or_insert_with(|| {
             ClusterRecord::new(ClusterSnapshot::new(id, name, now), settings.clone())
         });
-        let before = (
-            rec.snapshot.clone(),
-            rec.settings.clone(),
-            rec.spec_error.clone(),
-        );
+        // `configure` leaves the hosts alone: they are set aside rather than copied (a
+        // 1,000-host cluster's copy on every reconcile was most of its cost).
+        let hosts = std::mem::take(&mut rec.snapshot.hosts);
+        let before = rec.snapshot.clone();
         configure(&mut rec.snapshot);
+        let changed =
+            rec.snapshot != before || rec.settings != settings || rec.spec_error != spec_error;
+        rec.snapshot.hosts = hosts;
         rec.settings = settings;
         rec.spec_error = spec_error;
-        let changed = before
-            != (
-                rec.snapshot.clone(),
-                rec.settings.clone(),
-                rec.spec_error.clone(),
-            );
         drop(st);
         if changed {
             self.mark(Dirty::Cluster(id.to_string()));

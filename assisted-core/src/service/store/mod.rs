@@ -91,8 +91,9 @@ pub struct ClusterSettings {
 pub struct ClusterRecord {
     pub snapshot: ClusterSnapshot,
     pub settings: ClusterSettings,
-    /// Last validations of the cluster (`validationsInfo`).
-    pub validations_info: Option<serde_json::Value>,
+    /// Last validations of the cluster (`validationsInfo`), kept typed: a monitor pass compares
+    /// them, and JSON is built only when a status or the REST API shows them.
+    pub validations: Option<ClusterValidations>,
     /// Last RequirementsMet decision.
     pub requirements: Option<AutoStartDecision>,
     /// Last install-preparation error, for the LastInstallationPreparationFailed condition.
@@ -108,7 +109,7 @@ impl ClusterRecord {
         ClusterRecord {
             snapshot,
             settings,
-            validations_info: None,
+            validations: None,
             requirements: None,
             preparation_error: None,
             spec_error: None,
@@ -120,7 +121,8 @@ impl ClusterRecord {
 /// Per-host data beside the snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostExtra {
-    pub validations_info: Option<serde_json::Value>,
+    /// Last validations of the host, typed (see [`ClusterRecord::validations`]).
+    pub validations: Option<HostValidations>,
     /// Why the Agent spec could not be applied (SpecSynced=False).
     pub spec_error: Option<String>,
 }

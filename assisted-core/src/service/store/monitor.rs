@@ -35,30 +35,27 @@ impl Store {
                 }
                 let refresh = refresh_all(&rec.snapshot, now, &self.cfg);
                 for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
-                    let v = o.validations.as_ref().map(|v| v.to_validations_info());
                     let extra = st.host_extra.entry(h.id.clone()).or_default();
                     let suggested_changed =
                         o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
-                    if o.changed
-                        || suggested_changed
-                        || (v.is_some() && extra.validations_info != v)
-                    {
+                    // Typed comparison: building their JSON for each host on every pass was
+                    // most of an idle 1,000-host core's CPU.
+                    let validations_changed =
+                        o.validations.is_some() && extra.validations != o.validations;
+                    if o.changed || suggested_changed || validations_changed {
                         dirty.push(Dirty::Host(h.id.clone()));
                     }
-                    if v.is_some() {
-                        extra.validations_info = v;
+                    if validations_changed {
+                        extra.validations.clone_from(&o.validations);
                     }
                 }
-                let cv = refresh
-                    .cluster
-                    .validations
-                    .as_ref()
-                    .map(|v| v.to_validations_info());
-                if refresh.cluster.changed || (cv.is_some() && rec.validations_info != cv) {
+                let cluster_validations_changed = refresh.cluster.validations.is_some()
+                    && rec.validations != refresh.cluster.validations;
+                if refresh.cluster.changed || cluster_validations_changed {
                     dirty.push(Dirty::Cluster(cid.clone()));
                 }
-                if cv.is_some() {
-                    rec.validations_info = cv;
+                if cluster_validations_changed {
+                    rec.validations.clone_from(&refresh.cluster.validations);
                 }
                 apply_refresh(&mut rec.snapshot, &refresh, now);
                 if refresh
