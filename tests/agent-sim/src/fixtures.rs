@@ -20,8 +20,51 @@ pub struct ClusterManifests<'a> {
     pub ssh_comment: &'a str,
 }
 
+/// A namespace and its pull secret (`pull-secret`).
+pub fn namespace_with_pull_secret(ns: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: pull-secret, namespace: {ns}}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+"#
+    )
+}
+
+/// A ClusterImageSet of OpenShift 4.17.3.
+pub fn image_set(name: &str) -> String {
+    format!(
+        r#"apiVersion: hive.openshift.io/v1
+kind: ClusterImageSet
+metadata: {{name: {name}}}
+spec:
+  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
+"#
+    )
+}
+
 impl ClusterManifests<'_> {
+    /// Everything: namespace, pull secret, the ClusterImageSet `<name>-img`, then
+    /// [`Self::install_objects`].
     pub fn yaml(&self) -> String {
+        let image_set_name = format!("{}-img", self.name);
+        format!(
+            "{}---\n{}---\n{}",
+            namespace_with_pull_secret(self.namespace),
+            image_set(&image_set_name),
+            self.install_objects(&image_set_name)
+        )
+    }
+
+    /// The ClusterDeployment, the AgentClusterInstall (with the ClusterImageSet
+    /// `image_set_name`) and the InfraEnv.
+    pub fn install_objects(&self, image_set_name: &str) -> String {
         let ClusterManifests {
             namespace: ns,
             name,
@@ -46,24 +89,7 @@ impl ClusterManifests<'_> {
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd {ssh_comment}"
         );
         format!(
-            r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: pull-secret, namespace: {ns}}}
-type: kubernetes.io/dockerconfigjson
-stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterImageSet
-metadata: {{name: {name}-img}}
-spec:
-  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
----
-apiVersion: hive.openshift.io/v1
+            r#"apiVersion: hive.openshift.io/v1
 kind: ClusterDeployment
 metadata: {{name: {name}, namespace: {ns}}}
 spec:
@@ -84,7 +110,7 @@ kind: AgentClusterInstall
 metadata: {{name: {name}, namespace: {ns}}}
 spec:
   clusterDeploymentRef: {{name: {name}}}
-  imageSetRef: {{name: {name}-img}}
+  imageSetRef: {{name: {image_set_name}}}
   networking:
     machineNetwork: [{{cidr: "{machine_cidr}"}}]
     clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_sim::HostProfile;
+use agent_sim::fixtures;
 use anyhow::{Context, Result, bail};
 use assisted_api::agent::Agent;
 use assisted_api::infraenv::InfraEnv;
@@ -73,72 +74,26 @@ pub async fn start_core(tb: &mut Testbed, bin: &Path) -> Result<(u32, String)> {
 /// the shapes of agent-sim's end-to-end tests, on a network that holds 1,000 hosts.
 pub fn scenario_yaml(clusters: usize, hosts_per_cluster: usize) -> String {
     let mut y = format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: {NS}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: pull-secret, namespace: {NS}}}
-type: kubernetes.io/dockerconfigjson
-stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
----
-apiVersion: hive.openshift.io/v1
-kind: ClusterImageSet
-metadata: {{name: bench-img}}
-spec:
-  releaseImage: quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64
-"#
+        "{}---\n{}",
+        fixtures::namespace_with_pull_secret(NS),
+        fixtures::image_set("bench-img")
     );
-    let masters = hosts_per_cluster.min(3);
-    let workers = hosts_per_cluster - masters;
+    let masters = hosts_per_cluster.min(3) as u32;
+    let workers = hosts_per_cluster as u32 - masters;
     for c in 0..clusters {
         let name = format!("c{c}");
-        y.push_str(&format!(
-            r#"---
-apiVersion: hive.openshift.io/v1
-kind: ClusterDeployment
-metadata: {{name: {name}, namespace: {NS}}}
-spec:
-  clusterName: {name}
-  baseDomain: bench.example.com
-  platform:
-    agentBareMetal:
-      agentSelector: {{}}
-  pullSecretRef: {{name: pull-secret}}
-  clusterInstallRef:
-    group: extensions.hive.openshift.io
-    version: v1beta1
-    kind: AgentClusterInstall
-    name: {name}
----
-apiVersion: extensions.hive.openshift.io/v1beta1
-kind: AgentClusterInstall
-metadata: {{name: {name}, namespace: {NS}}}
-spec:
-  clusterDeploymentRef: {{name: {name}}}
-  imageSetRef: {{name: bench-img}}
-  networking:
-    machineNetwork: [{{cidr: "{MACHINE_CIDR}"}}]
-    clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}]
-    serviceNetwork: [172.30.0.0/16]
-  provisionRequirements:
-    controlPlaneAgents: {masters}
-    workerAgents: {workers}
-  apiVIPs: [10.0.255.100]
-  ingressVIPs: [10.0.255.101]
-  sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd bench
----
-apiVersion: agent-install.openshift.io/v1beta1
-kind: InfraEnv
-metadata: {{name: {name}, namespace: {NS}}}
-spec:
-  clusterRef: {{name: {name}, namespace: {NS}}}
-  pullSecretRef: {{name: pull-secret}}
-  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5i0Vg4Kk9U1Xg7gTj4bm6b0Q2b1d3zN0yVb8m2G4Wd bench
-"#
-        ));
+        let cluster = fixtures::ClusterManifests {
+            namespace: NS,
+            name: &name,
+            masters,
+            workers,
+            api_vips: &["10.0.255.100"],
+            ingress_vips: &["10.0.255.101"],
+            machine_cidr: MACHINE_CIDR,
+            ssh_comment: "bench",
+        };
+        y.push_str("---\n");
+        y.push_str(&cluster.install_objects("bench-img"));
     }
     y
 }
