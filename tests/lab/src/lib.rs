@@ -222,8 +222,8 @@ pub struct ClusterReport {
 }
 
 /// The most objects of each kind the lab saw at once in a cluster's namespace, over every pass
-/// (every 0.5 s): more than the cluster can have is a duplicate (DESIGN.md §7: no restart may
-/// duplicate an InfraEnv, Machine or Agent).
+/// (every 0.5 s): more than the cluster can have is a duplicate (a manager restart must never
+/// create a second InfraEnv, Machine or Agent for the same thing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MaxSeen {
     pub infraenvs: usize,
