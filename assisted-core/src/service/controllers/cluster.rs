@@ -405,7 +405,7 @@ pub struct Credentials {
 pub(crate) async fn sync(cd: &ClusterDeployment, ctx: &Context) -> Result<Action, Error> {
     let read = dereference(cd, ctx).await?;
     let plan = plan(cd, &read, ctx.release_info.as_ref());
-    apply(cd, ctx, plan, Timestamp::now()).await
+    apply(cd, read.aci.as_ref(), ctx, plan, Timestamp::now()).await
 }
 
 /// The read phase.
@@ -687,8 +687,10 @@ pub fn credentials(
 
 /// The apply phase, in a fixed order: the ACI finalizer, the store, the Secrets, the ACI's and
 /// then the ClusterDeployment's `clusterMetadata`, the event, the day-2 hand-over.
+/// `aci` is the AgentClusterInstall the read phase found (its finalizer is set on it).
 async fn apply(
     cd: &ClusterDeployment,
+    aci: Option<&AgentClusterInstall>,
     ctx: &Context,
     plan: Plan,
     now: Timestamp,
@@ -707,8 +709,8 @@ async fn apply(
                 tracing::info!(cluster = %cd.name_any(), "AgentClusterInstall deleted: deregistering the cluster");
                 ctx.store.remove_cluster(&id);
                 ctx.forget_cluster(&id).await;
-                if let Some(aci) = acis.get_opt(&aci_name).await.map_err(Error::Read)? {
-                    set_finalizer(&ctx.client, &aci, FIELD_MANAGER, ACI_FINALIZER, false).await?;
+                if let Some(aci) = aci {
+                    set_finalizer(&ctx.client, aci, FIELD_MANAGER, ACI_FINALIZER, false).await?;
                 }
             }
             return Ok(Action::await_change());
@@ -716,9 +718,9 @@ async fn apply(
         Plan::Sync(sync) => sync,
     };
     if sync.add_aci_finalizer
-        && let Some(aci) = acis.get_opt(&aci_name).await.map_err(Error::Read)?
+        && let Some(aci) = aci
     {
-        set_finalizer(&ctx.client, &aci, FIELD_MANAGER, ACI_FINALIZER, true).await?;
+        set_finalizer(&ctx.client, aci, FIELD_MANAGER, ACI_FINALIZER, true).await?;
     }
     let config = sync.config;
     ctx.store.upsert_cluster(
