@@ -407,11 +407,18 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let oacp = oacps.get(CP).await.unwrap();
-    assert_eq!(
-        condition(&oacp, "Available").map(|c| c.1),
-        Some("ControlPlaneInstalling".into())
-    );
+    // The control plane follows the ACI's state on its next reconcile, not at once.
+    wait_for(
+        "Available reason ControlPlaneInstalling",
+        Duration::from_secs(30),
+        || async {
+            let oacp = oacps.get(CP).await.ok()?;
+            (condition(&oacp, "Available").map(|c| c.1).as_deref()
+                == Some("ControlPlaneInstalling"))
+            .then_some(())
+        },
+    )
+    .await;
     for h in &hosts.hosts {
         h.wait_for_status(Duration::from_secs(120), |s| {
             matches!(s, AgentStatus::Rebooted)
