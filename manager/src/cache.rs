@@ -8,15 +8,17 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
-use kube::runtime::{WatchStreamExt, watcher::Config};
+use kube::runtime::watcher::{self, Config, Event};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 /// How many objects a controller's trigger queue holds before the watch waits for it.
 const TRIGGER_QUEUE: usize = 1024;
@@ -38,6 +40,10 @@ pub type TriggerStream<K> =
 /// Starts watching `api` (a task that runs until `shutdown` turns true): the store, and
 /// `triggers` streams that each get every object the watch touches, deletions included.
 /// `strip` trims each object before it is stored (what no controller reads).
+///
+/// The watch has a backoff of its own ([`WatchBackoff`]) and its errors never reach a
+/// controller: one failing kind cannot pause another's watch, and a `410 Gone` (the resource
+/// version the watch resumed from is older than a restarted apiserver keeps) re-lists at once.
 pub fn watch<K>(
     api: Api<K>,
     config: Config,
@@ -52,34 +58,51 @@ where
     let (store, writer) = reflector::store::<K>();
     let (senders, receivers): (Vec<_>, Vec<_>) =
         (0..triggers).map(|_| mpsc::channel(TRIGGER_QUEUE)).unzip();
-    let events = watcher(api, config)
-        .default_backoff()
+    let events = watcher::watcher(api, config)
         .modify(move |object: &mut K| {
             object.managed_fields_mut().clear();
             strip(object);
         })
-        .reflect(writer)
-        .touched_objects();
+        .reflect(writer);
     tokio::spawn(async move {
+        let kind = K::kind(&Default::default()).to_string();
         let mut events = std::pin::pin!(events);
+        let mut backoff = WatchBackoff::default();
         loop {
             let next = tokio::select! {
                 next = events.next() => next,
                 _ = shutdown.wait_for(|stop| *stop) => return,
             };
-            match next {
-                Some(Ok(object)) => {
-                    for sender in &senders {
-                        // A controller that stopped no longer listens; the others still do.
-                        let _ = sender.send(object.clone()).await;
+            let object = match next {
+                Some(Ok(event)) => {
+                    backoff.succeeded();
+                    match event {
+                        Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) => {
+                            object
+                        }
+                        Event::Init | Event::InitDone => continue,
                     }
                 }
-                // Said at warn: a kind that cannot be listed (CRD missing, RBAC) keeps the
-                // controllers from starting, and the backoff keeps this to a few lines a minute.
                 Some(Err(error)) => {
-                    tracing::warn!(kind = %K::kind(&Default::default()), %error, "watch failed; retrying with backoff")
+                    let retry = backoff.failed(resource_gone(&error), Instant::now());
+                    // A kind that cannot be listed (CRD missing, RBAC) keeps the controllers
+                    // from starting: said at warn, once a minute while it lasts.
+                    if retry.warn {
+                        tracing::warn!(%kind, %error, wait = ?retry.wait, "watch failed; retrying");
+                    } else {
+                        tracing::debug!(%kind, %error, wait = ?retry.wait, "watch failed; retrying");
+                    }
+                    let sleep = tokio::time::sleep(retry.wait);
+                    tokio::select! {
+                        _ = sleep => continue,
+                        _ = shutdown.wait_for(|stop| *stop) => return,
+                    }
                 }
                 None => return,
+            };
+            for sender in &senders {
+                // A controller that stopped no longer listens; the others still do.
+                let _ = sender.send(object.clone()).await;
             }
         }
     });
@@ -93,6 +116,92 @@ where
         })
         .collect();
     Cached { store, triggers }
+}
+
+/// `410 Gone`: the watcher has already dropped its resource version and lists again on its
+/// next step, which is the whole recovery.
+fn resource_gone(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchError(status) => status.code == 410,
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
+    }
+}
+
+/// The first wait after an error, doubled per error in a row up to [`MAX_WAIT`].
+const FIRST_WAIT: Duration = Duration::from_millis(500);
+/// Short enough that a watch is back within seconds of a restarted apiserver answering (the
+/// recovery budget is 15 s, and a 403 while its RBAC loads costs one more wait); one request
+/// per watch every 4 s against a dead apiserver is no load.
+const MAX_WAIT: Duration = Duration::from_secs(4);
+/// While errors last, how often one is said at warn.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// One watch's retry policy (pure: the caller passes the clock). client-go gives each
+/// reflector its own backoff too; kube's `Controller::new` shares one between all its watches,
+/// which made every watch of a controller wait while any one failed.
+#[derive(Debug, Default)]
+pub struct WatchBackoff {
+    /// Errors since the last success.
+    errors: u32,
+    /// Whether the free re-list after a `410` was used since the last success: a second one
+    /// in a row waits like any error, so an apiserver that keeps answering `410` is not
+    /// listed in a tight loop.
+    gone_used: bool,
+    last_warned: Option<Instant>,
+}
+
+/// What to do after a watch error.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub wait: Duration,
+    pub warn: bool,
+}
+
+impl WatchBackoff {
+    /// The watch delivered something: the next error starts the ladder again.
+    pub fn succeeded(&mut self) {
+        *self = WatchBackoff::default();
+    }
+
+    /// The watch failed (`gone`: with `410`); how long to wait before its next step.
+    pub fn failed(&mut self, gone: bool, now: Instant) -> Retry {
+        let warn = !gone
+            && self
+                .last_warned
+                .is_none_or(|at| now.duration_since(at) >= WARN_EVERY);
+        if warn {
+            self.last_warned = Some(now);
+        }
+        if gone && !self.gone_used {
+            self.gone_used = true;
+            return Retry {
+                wait: Duration::ZERO,
+                warn,
+            };
+        }
+        let doublings = self.errors.min(16);
+        self.errors = self.errors.saturating_add(1);
+        let wait = FIRST_WAIT.saturating_mul(1 << doublings).min(MAX_WAIT);
+        Retry { wait, warn }
+    }
+}
+
+/// The owner of kind `P` that controls `object` (what `Controller::owns` triggers on).
+pub fn controller_owner<P>(object: &impl Resource) -> Option<ObjectRef<P>>
+where
+    P: Resource,
+    P::DynamicType: Default + Eq + Hash + Clone,
+{
+    let dynamic = P::DynamicType::default();
+    let (kind, api_version) = (P::kind(&dynamic), P::api_version(&dynamic));
+    let owner =
+        object.meta().owner_references.iter().flatten().find(|o| {
+            o.controller == Some(true) && o.kind == kind && o.api_version == api_version
+        })?;
+    Some(ObjectRef::new(&owner.name).within(object.meta().namespace.as_deref().unwrap_or_default()))
 }
 
 /// Keeps the object as it came.
@@ -140,4 +249,91 @@ where
         .filter(|o| o.namespace().as_deref() == Some(namespace) && keep(o))
         .map(|o| (*o).clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waits(backoff: &mut WatchBackoff, gone: &[bool], now: Instant) -> Vec<Duration> {
+        gone.iter().map(|g| backoff.failed(*g, now).wait).collect()
+    }
+
+    #[test]
+    fn the_controller_owner_of_the_kind_is_found() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owner = |kind: &str, name: &str, controller| OwnerReference {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            controller: Some(controller),
+            ..Default::default()
+        };
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".into());
+        cm.metadata.owner_references = Some(vec![
+            owner("Secret", "not-controller", false),
+            owner("ConfigMap", "other-kind", true),
+            owner("Secret", "it", true),
+        ]);
+        assert_eq!(
+            controller_owner::<Secret>(&cm),
+            Some(ObjectRef::new("it").within("ns"))
+        );
+        cm.metadata.owner_references = Some(vec![owner("Secret", "not-controller", false)]);
+        assert_eq!(controller_owner::<Secret>(&cm), None);
+    }
+
+    #[test]
+    fn errors_in_a_row_double_the_wait_up_to_the_cap() {
+        let mut b = WatchBackoff::default();
+        let ms = Duration::from_millis;
+        assert_eq!(
+            waits(&mut b, &[false; 6], Instant::now()),
+            [ms(500), ms(1000), ms(2000), ms(4000), ms(4000), ms(4000)]
+        );
+    }
+
+    #[test]
+    fn a_success_starts_the_ladder_again() {
+        let mut b = WatchBackoff::default();
+        waits(&mut b, &[false; 5], Instant::now());
+        b.succeeded();
+        assert_eq!(b.failed(false, Instant::now()).wait, FIRST_WAIT);
+    }
+
+    #[test]
+    fn one_gone_relists_at_once_even_after_a_long_outage() {
+        // The apiserver was down (connection errors up to the cap), comes back, and the
+        // resumed watch is answered 410: the re-list must not wait.
+        let mut b = WatchBackoff::default();
+        waits(&mut b, &[false; 8], Instant::now());
+        assert_eq!(b.failed(true, Instant::now()).wait, Duration::ZERO);
+    }
+
+    #[test]
+    fn gone_again_without_a_success_waits_like_any_error() {
+        let mut b = WatchBackoff::default();
+        let now = Instant::now();
+        assert_eq!(b.failed(true, now).wait, Duration::ZERO);
+        assert_eq!(b.failed(true, now).wait, FIRST_WAIT);
+        assert_eq!(b.failed(true, now).wait, FIRST_WAIT * 2);
+        b.succeeded();
+        assert_eq!(b.failed(true, now).wait, Duration::ZERO);
+    }
+
+    #[test]
+    fn errors_are_said_at_warn_once_a_minute() {
+        let mut b = WatchBackoff::default();
+        let start = Instant::now();
+        let warned: Vec<bool> = [0, 1, 30, 59, 60, 61, 125]
+            .iter()
+            .map(|s| b.failed(false, start + Duration::from_secs(*s)).warn)
+            .collect();
+        assert_eq!(warned, [true, false, false, false, true, false, true]);
+        // The re-list after a 410 is routine, never a warning.
+        let mut b = WatchBackoff::default();
+        assert!(!b.failed(true, start).warn);
+    }
 }

@@ -98,7 +98,37 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
         }
         None => Config::infer().await?,
     };
-    Ok(Client::try_from(config)?)
+    client_from_config(config)
+}
+
+/// Retries of a request the apiserver answered 429, 503 or 504, at most (client-go's bound).
+const MAX_RETRIES: u32 = 10;
+
+/// A client whose retries are bounded as client-go's are: at most [`MAX_RETRIES`] on 429, 503
+/// and 504, 0.2 s doubling to 2 s apart, or the `Retry-After` the apiserver asks for when that
+/// is longer. kube's default retries 15 times with waits growing to 1,000 s, so one request
+/// could hold a reconcile for minutes after an apiserver restart.
+pub fn client_from_config(config: Config) -> anyhow::Result<Client> {
+    bounded_retry_client(
+        config,
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(2),
+    )
+}
+
+fn bounded_retry_client(
+    mut config: Config,
+    first_wait: std::time::Duration,
+    max_wait: std::time::Duration,
+) -> anyhow::Result<Client> {
+    config.default_retry = false;
+    let policy = kube::client::retry::RetryPolicy::new(first_wait, max_wait, MAX_RETRIES, true)?;
+    // The retry layer calls the service again, so it needs a clone of it: a buffer (what
+    // kube's Client keeps inside too).
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(policy))
+        .build())
 }
 
 /// The Prometheus registry controllers add their metrics to; `/metrics` encodes it.
@@ -395,6 +425,35 @@ async fn wait_for_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An apiserver that always answers 429 is asked 1 + MAX_RETRIES times, then the request
+    /// fails (kube's default would ask 16 times, waiting up to 1,000 s between).
+    #[tokio::test]
+    async fn throttled_requests_are_retried_at_most_ten_times() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let asked = Arc::new(AtomicU32::new(0));
+        let counter = asked.clone();
+        let app = Router::new().fallback(move || {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [("Retry-After", "0")],
+                    "slow down",
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let config = Config::new(url.parse().unwrap());
+        let ms = std::time::Duration::from_millis(1);
+        let client = bounded_retry_client(config, ms, ms).unwrap();
+        let request = axum::http::Request::get("/api").body(Vec::new()).unwrap();
+        assert!(client.request_text(request).await.is_err());
+        assert_eq!(asked.load(Ordering::SeqCst), 1 + MAX_RETRIES);
+    }
 
     #[test]
     fn bind_address_accepts_go_style_port_only() {

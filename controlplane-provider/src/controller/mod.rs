@@ -24,6 +24,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
+use manager::cache;
 use manager::metrics::ControllerMetrics;
 use manager::runtime::{SharedRegistry, WatchScope};
 use prometheus_client::metrics::family::Family;
@@ -121,20 +122,58 @@ pub async fn run(
         install: InstallMetrics::register(&registry),
         client: client.clone(),
     });
+    // One cache and one backoff per watched kind (manager::cache): a failing watch never
+    // pauses another, and each re-lists at once after an apiserver restart. The reconcile
+    // reads from the API server; the other kinds are kept only to trigger it, without status.
     let all = kube::runtime::watcher::Config::default().any_semantic();
-    let controller = Controller::new(
+    let mut oacps = cache::watch(
         scope.api::<OpenshiftAssistedControlPlane>(&client),
         scope.watcher_config(),
+        1,
+        cache::keep,
+        shutdown.clone(),
     );
-    let store = controller.store();
+    let mut machines = cache::watch(
+        scope.api::<Machine>(&client),
+        all.clone(),
+        1,
+        |m: &mut Machine| m.status = None,
+        shutdown.clone(),
+    );
+    let mut acis = cache::watch(
+        scope.api::<AgentClusterInstall>(&client),
+        all.clone(),
+        1,
+        |a: &mut AgentClusterInstall| a.status = None,
+        shutdown.clone(),
+    );
+    let mut clusters = cache::watch(
+        scope.api::<Cluster>(&client),
+        all.clone(),
+        1,
+        |c: &mut Cluster| c.status = None,
+        shutdown.clone(),
+    );
+    let mut deployments = cache::watch(
+        scope.api::<MachineDeployment>(&client),
+        all,
+        1,
+        |md: &mut MachineDeployment| md.status = None,
+        shutdown.clone(),
+    );
+    let store = oacps.store.clone();
     let md_store = store.clone();
-    controller
-        .owns(scope.api::<Machine>(&client), all.clone())
-        .owns(scope.api::<AgentClusterInstall>(&client), all.clone())
-        .watches(scope.api::<Cluster>(&client), all.clone(), |cluster| {
+    Controller::for_stream(oacps.triggers.remove(0), store)
+        .watches_stream(machines.triggers.remove(0), |m| {
+            cache::controller_owner::<OpenshiftAssistedControlPlane>(&m)
+        })
+        .watches_stream(acis.triggers.remove(0), |aci| {
+            cache::controller_owner::<OpenshiftAssistedControlPlane>(&aci)
+        })
+        .watches_stream(clusters.triggers.remove(0), |cluster| {
             control_plane_of(&cluster)
         })
-        .watches(scope.api::<MachineDeployment>(&client), all, move |md| {
+        .watches_stream(deployments.triggers.remove(0), move |md| {
             // A MachineDeployment changes the worker count of its cluster's control plane.
             let namespace = md.namespace();
             let cluster = md.spec.cluster_name.clone();

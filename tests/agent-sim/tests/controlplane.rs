@@ -21,13 +21,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
-use testbed::Testbed;
-use testbed::cache::repo_root;
 
 mod common;
 use common::{
-    MACHINE_CIDR, Run, approve_all, boot_hosts, init_logs, scale_machine_deployment,
-    start_providers, start_test_core, start_test_core_against, state, wait_for,
+    MACHINE_CIDR, Run, approve_all, boot_hosts, cluster_with_vips, init_logs,
+    scale_machine_deployment, start_providers, start_test_core, start_test_core_against, state,
+    testbed_with_capi, wait_for,
 };
 
 const NS: &str = "cp-e2e";
@@ -541,90 +540,6 @@ async fn control_plane_from_capi_objects_installs_and_deletes_cleanly() {
 /// One cluster's objects for the bad-input test: `version` and the pull secret's name vary.
 fn small_cluster(ns: &str, name: &str, version: &str, pull_secret: &str, workers: i32) -> String {
     cluster_with_vips(ns, name, version, pull_secret, workers, 1, None)
-}
-
-/// [`small_cluster`] with `replicas` masters and, when given, the API and Ingress VIPs.
-fn cluster_with_vips(
-    ns: &str,
-    name: &str,
-    version: &str,
-    pull_secret: &str,
-    workers: i32,
-    replicas: i32,
-    vips: Option<(&str, &str)>,
-) -> String {
-    let vips = vips.map_or(String::new(), |(api, ingress)| {
-        format!("\n    apiVIPs: [{api}]\n    ingressVIPs: [{ingress}]")
-    });
-    format!(
-        r#"---
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  clusterNetwork:
-    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
-    services: {{cidrBlocks: ["172.30.0.0/16"]}}
-  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: {name}}}
-  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: {name}}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: Metal3Cluster
-metadata: {{name: {name}, namespace: {ns}}}
-spec: {{}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: Metal3MachineTemplate
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  template:
-    spec:
-      image: {{url: "http://images.example.com/live.iso", checksum: "", diskFormat: live-iso}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
-kind: OpenshiftAssistedControlPlane
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  distributionVersion: "{version}"
-  replicas: {replicas}
-  config:
-    baseDomain: lab.example.com
-    pullSecretRef: {{name: {pull_secret}}}{vips}
-  machineTemplate:
-    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
----
-apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
-kind: OpenshiftAssistedConfigTemplate
-metadata: {{name: {name}, namespace: {ns}}}
-spec: {{template: {{spec: {{}}}}}}
----
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: MachineDeployment
-metadata: {{name: {name}-workers, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: {name}}}}}
-spec:
-  clusterName: {name}
-  replicas: {workers}
-  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
-  template:
-    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
-    spec:
-      clusterName: {name}
-      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {name}}}}}
-      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
-"#
-    )
-}
-
-/// A testbed with kube-controller-manager, our CRDs, the Metal3 test CRDs and Cluster API.
-async fn testbed_with_capi() -> Testbed {
-    Testbed::builder()
-        .controller_manager()
-        .our_crds()
-        .crds_from(repo_root().join("config/testing/metal3"))
-        .capi()
-        .start()
-        .await
-        .expect("testbed")
 }
 
 /// A namespace and its Secret `pull-secret` whose `.dockerconfigjson` has these `auths`.

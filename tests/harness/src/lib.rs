@@ -403,6 +403,13 @@ impl Testbed {
     /// A client authenticated by a certificate of the testbed CA as `user` in `group`
     /// (subject to RBAC, unlike [`Testbed::client`]).
     pub async fn client_as(&self, user: &str, group: Option<&str>) -> Result<Client> {
+        Client::try_from(self.config_as(user, group).await?).context("creating a client")
+    }
+
+    /// The client configuration of [`Testbed::client_as`], for a manager that builds its own
+    /// client from it (`manager::runtime::client_from_config`). A user named
+    /// `system:serviceaccount:<namespace>:<name>` is bound by RBAC as that ServiceAccount.
+    pub async fn config_as(&self, user: &str, group: Option<&str>) -> Result<kube::Config> {
         let pair = self.ca.client(user, group)?;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let kubeconfig = format!(
@@ -414,13 +421,12 @@ impl Testbed {
             b64(&pair.cert_pem),
             b64(&pair.key_pem),
         );
-        let config = kube::Config::from_custom_kubeconfig(
+        kube::Config::from_custom_kubeconfig(
             Kubeconfig::from_yaml(&kubeconfig)?,
             &KubeConfigOptions::default(),
         )
         .await
-        .context("reading a client kubeconfig")?;
-        Client::try_from(config).context("creating a client")
+        .context("reading a client kubeconfig")
     }
 
     /// A serving certificate for 127.0.0.1 signed by [`Testbed::ca_pem`].

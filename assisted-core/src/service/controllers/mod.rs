@@ -243,24 +243,58 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         )
         .for_each(|_| async {});
 
-    let cds = Controller::new(
+    // The other kinds too: one cache and one backoff per watched kind (manager::cache), so a
+    // failing watch never pauses another and each re-lists at once after an apiserver restart.
+    // The reconciles read from the API server; these stores only find what to trigger.
+    let mut cds = manager::cache::watch(
         Api::<ClusterDeployment>::all(client.clone()),
         watcher::Config::default(),
+        2,
+        |cd: &mut ClusterDeployment| cd.status = None,
+        shutdown.clone(),
     );
-    let aci_api = Api::<AgentClusterInstall>::all(client.clone());
-    let cd_ctl = cds
+    let mut acis = manager::cache::watch(
+        Api::<AgentClusterInstall>::all(client.clone()),
+        watcher::Config::default(),
+        1,
+        |aci: &mut AgentClusterInstall| aci.status = None,
+        shutdown.clone(),
+    );
+    let mut infraenvs = manager::cache::watch(
+        Api::<InfraEnv>::all(client.clone()),
+        watcher::Config::default(),
+        1,
+        manager::cache::keep,
+        shutdown.clone(),
+    );
+    let mut nmstate_configs = manager::cache::watch(
+        Api::<NMStateConfig>::all(client.clone()),
+        watcher::Config::default(),
+        1,
+        |c: &mut NMStateConfig| c.spec = Default::default(),
+        shutdown.clone(),
+    );
+    // Secrets only trigger: their data is read from the API server when an image is built.
+    let mut secrets = manager::cache::watch(
+        Api::<Secret>::all(client.clone()),
+        watcher::Config::default().labels("!hive.openshift.io/secret-type"),
+        1,
+        |secret: &mut Secret| {
+            secret.data = None;
+            secret.string_data = None;
+        },
+        shutdown.clone(),
+    );
+
+    let cd_ctl = Controller::for_stream(cds.triggers.remove(0), cds.store.clone())
         // An ACI change reconciles the ClusterDeployment its clusterDeploymentRef names.
-        .watches(
-            aci_api,
-            watcher::Config::default(),
-            |aci: AgentClusterInstall| {
-                let ns = kube::ResourceExt::namespace(&aci).unwrap_or_default();
-                Some(
-                    ObjectRef::<ClusterDeployment>::new(&aci.spec.cluster_deployment_ref.name)
-                        .within(&ns),
-                )
-            },
-        )
+        .watches_stream(acis.triggers.remove(0), |aci: AgentClusterInstall| {
+            let ns = kube::ResourceExt::namespace(&aci).unwrap_or_default();
+            Some(
+                ObjectRef::<ClusterDeployment>::new(&aci.spec.cluster_deployment_ref.name)
+                    .within(&ns),
+            )
+        })
         .graceful_shutdown_on(stop())
         .run(
             cluster::reconcile,
@@ -269,55 +303,30 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         )
         .for_each(|_| async {});
 
-    let infraenvs = Controller::new(
-        Api::<InfraEnv>::all(client.clone()),
-        watcher::Config::default(),
-    );
-    let ie_store = infraenvs.store();
-    let by_ns = |store: kube::runtime::reflector::Store<InfraEnv>, ns: String| {
-        store
-            .state()
-            .into_iter()
-            .filter(move |ie| {
-                kube::ResourceExt::namespace(ie.as_ref()).as_deref() == Some(ns.as_str())
-            })
-            .map(|ie| ObjectRef::from_obj(ie.as_ref()))
+    let ie_store = infraenvs.store.clone();
+    let in_namespace_of = move |ns: Option<String>| {
+        manager::cache::in_namespace(&ie_store, &ns.unwrap_or_default())
+            .iter()
+            .map(ObjectRef::from_obj)
             .collect::<Vec<_>>()
     };
-    let (s1, s2, s3) = (ie_store.clone(), ie_store.clone(), ie_store.clone());
-    let ie_ctl = infraenvs
+    let (by_ns1, by_ns2, by_ns3) = (
+        in_namespace_of.clone(),
+        in_namespace_of.clone(),
+        in_namespace_of,
+    );
+    let ie_ctl = Controller::for_stream(infraenvs.triggers.remove(0), infraenvs.store.clone())
         // NMStateConfigs, pull secrets and ClusterDeployments change what an InfraEnv's image
         // holds; re-run every InfraEnv of the namespace (they are few).
-        .watches(
-            Api::<NMStateConfig>::all(client.clone()),
-            watcher::Config::default(),
-            move |o: NMStateConfig| {
-                by_ns(
-                    s1.clone(),
-                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
-                )
-            },
-        )
-        .watches(
-            Api::<Secret>::all(client.clone()),
-            watcher::Config::default().labels("!hive.openshift.io/secret-type"),
-            move |o: Secret| {
-                by_ns(
-                    s2.clone(),
-                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
-                )
-            },
-        )
-        .watches(
-            Api::<ClusterDeployment>::all(client.clone()),
-            watcher::Config::default(),
-            move |o: ClusterDeployment| {
-                by_ns(
-                    s3.clone(),
-                    kube::ResourceExt::namespace(&o).unwrap_or_default(),
-                )
-            },
-        )
+        .watches_stream(nmstate_configs.triggers.remove(0), move |o| {
+            by_ns1(o.metadata.namespace)
+        })
+        .watches_stream(secrets.triggers.remove(0), move |o| {
+            by_ns2(o.metadata.namespace)
+        })
+        .watches_stream(cds.triggers.remove(0), move |o| {
+            by_ns3(o.metadata.namespace)
+        })
         .graceful_shutdown_on(stop())
         .run(
             infraenv::reconcile,

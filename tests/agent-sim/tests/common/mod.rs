@@ -18,6 +18,7 @@ use assisted_core::service::server::{self, Backend, CoreArgs, Listeners};
 use kube::Client;
 use serde_json::json;
 use testbed::Testbed;
+use testbed::cache::repo_root;
 use tokio::sync::watch;
 
 /// The kernel, initrd and rootfs the test ISO carries.
@@ -278,6 +279,11 @@ pub struct Providers {
 }
 
 pub fn start_providers(client: &Client, run: Run) -> Providers {
+    start_providers_as(client, client, run)
+}
+
+/// As [`start_providers`], each provider with its own client (its own RBAC).
+pub fn start_providers_as(controlplane: &Client, bootstrap: &Client, run: Run) -> Providers {
     let (stop, stopped) = watch::channel(false);
     let registry: manager::runtime::SharedRegistry = Arc::new(std::sync::Mutex::new(
         prometheus_client::registry::Registry::default(),
@@ -286,7 +292,7 @@ pub fn start_providers(client: &Client, run: Run) -> Providers {
     let mut tasks = Vec::new();
     if run != Run::Bootstrap {
         tasks.push(tokio::spawn(controlplane_provider::controller::run(
-            client.clone(),
+            controlplane.clone(),
             scope(),
             registry.clone(),
             stopped.clone(),
@@ -294,7 +300,7 @@ pub fn start_providers(client: &Client, run: Run) -> Providers {
     }
     if run != Run::ControlPlane {
         tasks.push(tokio::spawn(bootstrap_provider::controller::run(
-            client.clone(),
+            bootstrap.clone(),
             scope(),
             registry.clone(),
             stopped,
@@ -445,4 +451,90 @@ pub async fn approve_all(client: &Client, ns: &str, n: usize) {
             .await
             .expect("approve");
     }
+}
+
+/// A Cluster of `replicas` masters (with, when given, the API and Ingress VIPs) and a
+/// MachineDeployment of `workers`, its OpenshiftAssistedControlPlane on `version` with the pull
+/// secret `pull_secret`, over Metal3 templates.
+pub fn cluster_with_vips(
+    ns: &str,
+    name: &str,
+    version: &str,
+    pull_secret: &str,
+    workers: i32,
+    replicas: i32,
+    vips: Option<(&str, &str)>,
+) -> String {
+    let vips = vips.map_or(String::new(), |(api, ingress)| {
+        format!("\n    apiVIPs: [{api}]\n    ingressVIPs: [{ingress}]")
+    });
+    format!(
+        r#"---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  clusterNetwork:
+    pods: {{cidrBlocks: ["10.128.0.0/14"]}}
+    services: {{cidrBlocks: ["172.30.0.0/16"]}}
+  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: OpenshiftAssistedControlPlane, name: {name}}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3Cluster, name: {name}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3Cluster
+metadata: {{name: {name}, namespace: {ns}}}
+spec: {{}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: Metal3MachineTemplate
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  template:
+    spec:
+      image: {{url: "http://images.example.com/live.iso", checksum: "", diskFormat: live-iso}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  distributionVersion: "{version}"
+  replicas: {replicas}
+  config:
+    baseDomain: lab.example.com
+    pullSecretRef: {{name: {pull_secret}}}{vips}
+  machineTemplate:
+    infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfigTemplate
+metadata: {{name: {name}, namespace: {ns}}}
+spec: {{template: {{spec: {{}}}}}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {{name: {name}-workers, namespace: {ns}, labels: {{cluster.x-k8s.io/cluster-name: {name}}}}}
+spec:
+  clusterName: {name}
+  replicas: {workers}
+  selector: {{matchLabels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
+  template:
+    metadata: {{labels: {{cluster.x-k8s.io/deployment-name: {name}-workers}}}}
+    spec:
+      clusterName: {name}
+      bootstrap: {{configRef: {{apiGroup: bootstrap.cluster.x-k8s.io, kind: OpenshiftAssistedConfigTemplate, name: {name}}}}}
+      infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: {name}}}
+"#
+    )
+}
+
+/// A testbed with kube-controller-manager, our CRDs, the Metal3 test CRDs and Cluster API.
+pub async fn testbed_with_capi() -> Testbed {
+    Testbed::builder()
+        .controller_manager()
+        .our_crds()
+        .crds_from(repo_root().join("config/testing/metal3"))
+        .capi()
+        .start()
+        .await
+        .expect("testbed")
 }
