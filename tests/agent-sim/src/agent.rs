@@ -194,6 +194,11 @@ pub fn scaled(base: Duration, speed: f64, floor: Duration, cap: Duration) -> Dur
     d.clamp(floor, cap.max(floor))
 }
 
+/// How long the simulated installer keeps trying a service call that fails transiently (the
+/// service down, a 5xx) before it fails the host: long enough for a restarted core to come
+/// back, as upstream's installer retries its calls to the service for minutes.
+pub const INSTALLER_RETRY_WINDOW: Duration = Duration::from_secs(60);
+
 /// Exponential backoff for transient errors: 0.5 s × 2^attempt, scaled and clamped.
 pub fn backoff(attempt: u32, speed: f64, floor: Duration, cap: Duration) -> Duration {
     let base = Duration::from_millis(500).saturating_mul(1u32 << attempt.min(10));
@@ -519,7 +524,9 @@ impl Installer {
         );
         let body = json!({"current_stage": stage, "progress_info": info});
         let mut last = String::new();
-        for attempt in 0..5 {
+        let deadline = tokio::time::Instant::now() + INSTALLER_RETRY_WINDOW;
+        let mut attempt = 0;
+        while tokio::time::Instant::now() < deadline {
             match call(Method::PUT, &url, &self.cfg.token, Some(&body)).await {
                 Ok((s, _)) if s.is_success() => {
                     self.rep.emit(AgentEvent::StageReported(stage.to_string()));
@@ -541,6 +548,7 @@ impl Installer {
                 self.cfg.max_poll_interval,
             ))
             .await;
+            attempt += 1;
         }
         Err(format!("progress {stage:?}: {last}"))
     }
@@ -554,13 +562,33 @@ impl Installer {
                 self.req.cluster_id
             ),
         );
-        match call(Method::GET, &url, &self.cfg.token, None).await {
-            Ok((s, _)) if s.is_success() => Ok(()),
-            Ok((s, b)) => Err(format!(
-                "failed to download {name}: {s}: {}",
-                body_excerpt(&b)
-            )),
-            Err(e) => Err(format!("failed to download {name}: {e}")),
+        // A server that is down a moment (a restarted core) is tried again, as upstream's
+        // installer does; a 4xx is final.
+        let deadline = tokio::time::Instant::now() + INSTALLER_RETRY_WINDOW;
+        let mut attempt = 0;
+        loop {
+            let last = match call(Method::GET, &url, &self.cfg.token, None).await {
+                Ok((s, _)) if s.is_success() => return Ok(()),
+                Ok((s, b)) if s.is_client_error() => {
+                    return Err(format!(
+                        "failed to download {name}: {s}: {}",
+                        body_excerpt(&b)
+                    ));
+                }
+                Ok((s, b)) => format!("{s}: {}", body_excerpt(&b)),
+                Err(e) => e.to_string(),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("failed to download {name}: {last}"));
+            }
+            tokio::time::sleep(backoff(
+                attempt,
+                self.cfg.speed,
+                self.cfg.min_poll_interval,
+                self.cfg.max_poll_interval,
+            ))
+            .await;
+            attempt += 1;
         }
     }
 

@@ -28,8 +28,9 @@ use testbed::Testbed;
 
 mod common;
 use common::{
-    MACHINE_CIDR, Run, boot_iso, events_about, init_logs, scale_machine_deployment,
-    start_providers, start_test_core, state, wait_for,
+    MACHINE_CIDR, Run, boot_iso, events_about, init_logs, join_workload,
+    scale_machine_deployment, start_providers, start_test_core, start_test_core_against, state,
+    wait_for,
 };
 use serde_json::json;
 
@@ -221,7 +222,9 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         .await
         .expect("testbed");
     let client = tb.client.clone();
-    let (core, _dir) = start_test_core(&client).await;
+    // The admin kubeconfig the core publishes is valid against this testbed, which stands in for
+    // the installed cluster: the day-2 worker's kubelet joins it and the core follows it to Done.
+    let (core, _dir) = start_test_core_against(&client, &tb).await;
     let providers = start_providers(&client, Run::Both);
 
     // Four servers for day-1 (three masters, one worker) and a spare for the day-2 worker.
@@ -322,15 +325,20 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         booted: BTreeMap::new(),
         service: None,
     };
-    // Every ISO URL the InfraEnvs have published: an image regenerated meanwhile (the core
+    // Every ISO URL each InfraEnv has published: an image regenerated meanwhile (the core
     // signs a new URL when the content changes) is followed by the machines not yet handed
-    // over, so a Metal3Machine may carry any of them, but never anything else.
-    let mut published: std::collections::BTreeSet<String> = urls.values().cloned().collect();
+    // over, so a Metal3Machine may carry any of its own template's URLs, but never another
+    // template's or anything else. The InfraEnvs are named after their templates.
+    let mut published: BTreeMap<String, std::collections::BTreeSet<String>> = urls
+        .iter()
+        .map(|(template, url)| (template.clone(), [url.clone()].into()))
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         for ie in infraenvs.list(&ListParams::default()).await.unwrap().items {
+            let template = ie.name_any();
             if let Some(url) = ie.status.and_then(|s| s.iso_download_url)
-                && published.insert(url.clone())
+                && published.entry(template).or_default().insert(url.clone())
             {
                 eprintln!(
                     "InfraEnv {} published a new ISO URL: {url}",
@@ -354,10 +362,15 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
                 .as_ref()
                 .map(|i| i.url.clone())
                 .unwrap_or_default();
+            let own_template = if m.labels().contains_key("cluster.x-k8s.io/control-plane") {
+                format!("{CLUSTER}-controlplane")
+            } else {
+                format!("{CLUSTER}-workers")
+            };
             assert!(
-                published.contains(&image),
+                published[&own_template].contains(&image),
                 "Machine {} has data but its Metal3Machine has image {image}, which its \
-                 InfraEnv never published ({published:?})",
+                 template's InfraEnv {own_template} never published ({published:?})",
                 m.name_any()
             );
         }
@@ -385,10 +398,23 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
         .filter(|a| a.spec.role == HostRole::Master)
         .count();
     assert_eq!(masters, 3, "control-plane Machines' Agents are masters");
-    for a in by_machine.values() {
-        assert!(
-            a.spec.node_labels.contains_key("metal3.io/uuid"),
-            "{:?}",
+    // Each Agent's `metal3.io/uuid` node label is the UID of the BareMetalHost its Machine's
+    // Metal3Machine consumes: what CAPM3 matches the Node by.
+    let hosts_api: Api<BareMetalHost> = Api::namespaced(client.clone(), NS);
+    for (machine, a) in &by_machine {
+        let m = machines.get(machine).await.unwrap();
+        let m3m = m3ms.get(&m.spec.infrastructure_ref.name).await.unwrap();
+        let host = m3m
+            .annotations()
+            .get("metal3.io/BareMetalHost")
+            .and_then(|v| v.split_once('/'))
+            .map(|(_, name)| name.to_string())
+            .unwrap_or_else(|| panic!("Metal3Machine of {machine} names no host"));
+        let uid = hosts_api.get(&host).await.unwrap().uid().unwrap();
+        assert_eq!(
+            a.spec.node_labels.get("metal3.io/uuid"),
+            Some(&uid),
+            "{machine} on host {host}: {:?}",
             a.spec.node_labels
         );
     }
@@ -458,6 +484,7 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     eprintln!("day-1 installed after {:?}", started.elapsed());
 
     // Day-2: the late worker's host is provisioned with the ISO, boots, is approved, installs.
+    let day1_hosts: Vec<String> = site.booted.keys().cloned().collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     while site.booted.len() < 5 {
         site.boot_provisioned().await;
@@ -473,6 +500,36 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     })
     .await;
     eprintln!("day-2 worker approved after {:?}", started.elapsed());
+    // Installed, not only approved: the host reboots into the installed OS, its kubelet joins
+    // the cluster, and the core takes its Agent to Done and added-to-existing-cluster.
+    let (day2_host, day2) = site
+        .booted
+        .iter()
+        .find(|(name, _)| !day1_hosts.contains(name))
+        .expect("the day-2 host booted");
+    day2.wait_for_status(Duration::from_secs(120), |s| {
+        matches!(s, AgentStatus::Rebooted)
+    })
+    .await
+    .expect("the day-2 worker rebooted into the installed OS");
+    join_workload(&tb, &profiles[day2_host]).await;
+    wait_for(
+        "the day-2 Agent Done and added-to-existing-cluster",
+        Duration::from_secs(60),
+        || async {
+            let a = agents_by_machine(&client).await;
+            a.values()
+                .any(|a| {
+                    a.status.as_ref().is_some_and(|st| {
+                        st.progress.current_stage == "Done"
+                            && st.debug_info.state.as_deref() == Some("added-to-existing-cluster")
+                    })
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    eprintln!("day-2 worker installed after {:?}", started.elapsed());
 
     // Scale-down: the removed Machine's Agent goes with it.
     scale_machine_deployment(&client, NS, &format!("{CLUSTER}-workers"), 1).await;
@@ -649,7 +706,7 @@ spec:
     )
     .with_speed(0.0);
     cfg.reply_ctx = Arc::new(RwLock::new(ReplyCtx::default()));
-    let _host = Host::spawn(cfg);
+    let host = Host::spawn(cfg);
 
     let agents: Api<Agent> = Api::namespaced(client.clone(), NS);
     wait_for(
@@ -721,6 +778,37 @@ spec:
         files.contains(&"/usr/local/bin/capoa-pre-bootstrap.sh"),
         "{files:?}"
     );
+
+    // To installed: the host reboots into the installed OS and the in-cluster
+    // installer-controller (a cluster-scoped token, as upstream's) finishes the install.
+    host.wait_for_status(Duration::from_secs(120), |s| {
+        matches!(s, AgentStatus::Rebooted)
+    })
+    .await
+    .expect("the SNO host rebooted into the installed OS");
+    let keys_secret = Api::<Secret>::namespaced(client.clone(), "default")
+        .get("assisted-core-agent-token-keys")
+        .await
+        .expect("agent token keys");
+    let private = &keys_secret.data.as_ref().unwrap()[PRIVATE_KEY_FIELD].0;
+    let keys = Keys::from_pkcs8_pem(std::str::from_utf8(private).unwrap()).expect("keys");
+    InstallerController::new(
+        &discovery.service_url,
+        &cluster_id,
+        &keys.sign(&Claims::cluster(cluster_id.clone())),
+    )
+    .with_speed(0.0)
+    .with_timeout(Duration::from_secs(120))
+    .run()
+    .await
+    .expect("installer controller finished");
+    wait_for("the SNO cluster installed", Duration::from_secs(60), || async {
+        let a = acis.get("sno").await.ok()?;
+        ["installed", "adding-hosts"]
+            .contains(&state(&a).as_str())
+            .then_some(())
+    })
+    .await;
 
     providers.stop().await;
     core.kill().await;

@@ -5,11 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController, Kubelet};
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, InstallerController};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
-use assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, Patch, PatchParams};
@@ -20,7 +19,7 @@ use testbed::Testbed;
 mod common;
 use common::{
     Cluster, LabFlags, MACHINE_CIDR, approve_all, boot_hosts, cluster_yaml, free_port, init_logs,
-    start_core, state, test_iso, wait_for,
+    join_workload, start_core, state, test_iso, wait_for,
 };
 
 async fn apply(tb: &Testbed, yaml: &str) {
@@ -293,45 +292,6 @@ async fn three_masters_two_workers_install_then_a_day2_worker_joins() {
     }
     eprintln!("day-2 worker Done after {:?}", started.elapsed());
     core.kill().await;
-}
-
-/// The day-2 worker's kubelet: bootstrap identity and node identity from the workload CA,
-/// bound to the roles a cluster gives them.
-async fn join_workload(workload: &Testbed, host: &HostProfile) -> agent_sim::KubeletReport {
-    workload
-        .apply_yaml(&format!(
-            r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: node-bootstrapper}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}}
-subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{NODE_BOOTSTRAPPER}"}}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: nodes}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}}
-subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}}]
-"#
-        ))
-        .await
-        .expect("workload RBAC");
-    let bootstrap = workload
-        .client_as(NODE_BOOTSTRAPPER, None)
-        .await
-        .expect("bootstrap client");
-    let node = workload
-        .client_as(
-            &agent_sim::kubelet::node_user(&host.hostname),
-            Some("system:nodes"),
-        )
-        .await
-        .expect("node client");
-    let ip = host
-        .primary_ipv4()
-        .map(|a| a.split('/').next().unwrap_or(a).to_string());
-    let kubelet =
-        Kubelet::new(&host.hostname, bootstrap, node).with_addresses(ip.into_iter().collect());
-    kubelet.join().await.expect("kubelet joined")
 }
 
 #[tokio::test]

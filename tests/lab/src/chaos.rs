@@ -93,16 +93,20 @@ pub const INSTALLED: usize = 5;
 ///   (`hosts available` .. `hosts provisioned`), then 0-2 s but at the latest at `Agents
 ///   approved` (4); the control-plane provider once it has reached 1..=2 (`hosts available`,
 ///   `InfraEnvs ready`), then 0-0.5 s but at the latest at `hosts provisioned` (3), so that it
-///   is down before the hosts' installers run: agent-sim's simulated installer gives up on a progress
-///   report after five tries and does not retry its ignition download, so a core that is down
-///   while the installers run fails the simulated hosts, not our code (docs/lab.md "Chaos");
-///   a core that is down before the install starts holds the install back instead;
+///   is down before the hosts' installers run (the core holds the install back until it is
+///   back);
 /// - with a day-2 step, the bootstrap provider once more when the day-2 scale-up begins
 ///   (`Machines Running` reached), then 0-3 s, and the control-plane provider once after the
 ///   cluster is installed (`Nodes registered` reached), then 0-2 s;
-/// - with `apiserver`, the management kube-apiserver once, after milestone 1..=2, then 0-1 s.
+/// - with `apiserver`, the management kube-apiserver once, after milestone 1..=2, then 0-1 s;
+/// - the control-plane provider (with its embedded core) once more while the hosts' installers
+///   run: once `install started` is reached, then 0-0.3 s, at the latest at `installed`. The
+///   installers retry their progress reports and ignition downloads while the core is down
+///   (agent-sim's `INSTALLER_RETRY_WINDOW`, as upstream's installer retries).
 ///
-/// Downtimes are 0.5-4 s for the managers, 1-3 s for the apiserver (plus its start-up).
+/// Downtimes are 0.5-4 s for the managers (0.5-3 s during the installers), 1-3 s for the
+/// apiserver (plus its start-up). The last kill is drawn last, so a seed draws the same earlier
+/// kills as before it was added (seed 779218 still restarts the apiserver where it stalled).
 pub fn plan(seed: u64, milestones: usize, apiserver: bool) -> Vec<Planned> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::new();
@@ -148,6 +152,13 @@ pub fn plan(seed: u64, milestones: usize, apiserver: bool) -> Vec<Planned> {
             downtime: rng.millis(1000, 3000),
         });
     }
+    out.push(Planned {
+        target: Target::Manager(0),
+        after_milestones: INSTALLED,
+        delay: rng.millis(0, 300),
+        latest: Some(INSTALLED + 1),
+        downtime: rng.millis(500, 3000),
+    });
     out
 }
 
@@ -170,6 +181,19 @@ pub struct Kill {
     pub during: String,
     /// Its AgentClusterInstall was not installed yet (the kill was mid-install).
     pub mid_install: bool,
+    /// From the target being back (ready) to the first cluster's next milestone: the longest
+    /// the kill can have stalled the install (it includes the step's own work).
+    #[serde(serialize_with = "seconds_opt")]
+    pub next_milestone_after: Option<Duration>,
+}
+
+/// The first milestone at or after `back` (times since the lab started), as a wait after it.
+pub fn wait_for_next(back: Duration, milestone_times: &[Duration]) -> Option<Duration> {
+    milestone_times
+        .iter()
+        .filter(|at| **at >= back)
+        .min()
+        .map(|at| at.saturating_sub(back))
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -245,6 +269,7 @@ impl Chaos {
             ready_at: None,
             during: during.into(),
             mid_install: mid,
+            next_milestone_after: None,
         });
         self.down
             .push((self.kills.len() - 1, p.target, now + p.downtime));
@@ -267,6 +292,13 @@ impl Chaos {
         self.pending.is_empty() && self.down.is_empty()
     }
 
+    /// Fills each kill's [`Kill::next_milestone_after`] from the first cluster's milestones.
+    pub fn measure_waits(&mut self, milestone_times: &[Duration]) {
+        for k in &mut self.kills {
+            k.next_milestone_after = k.ready_at.and_then(|r| wait_for_next(r, milestone_times));
+        }
+    }
+
     /// What the timeline prints for the kills.
     pub fn lines(&self) -> Vec<String> {
         self.kills
@@ -284,8 +316,12 @@ impl Chaos {
                     }
                     _ => "not started again".into(),
                 };
+                let next = match k.next_milestone_after {
+                    Some(d) => format!("; next milestone {:.1}s after", d.as_secs_f64()),
+                    None => String::new(),
+                };
                 format!(
-                    "[{:>6.1}s] chaos: {} killed (SIGKILL){} while waiting for `{}`; {back}",
+                    "[{:>6.1}s] chaos: {} killed (SIGKILL){} while waiting for `{}`; {back}{next}",
                     k.killed_at.as_secs_f64(),
                     k.target,
                     if k.mid_install { " mid-install" } else { "" },
@@ -321,25 +357,63 @@ mod tests {
                         "seed {seed}: manager {m} has a kill before `installed`: {p:?}"
                     );
                 }
-                // Never before the manifests are applied; the control plane never once the
-                // installers may run, until the cluster is installed.
+                // Never before the manifests are applied.
                 assert!(p.iter().all(|k| k.after_milestones >= 1));
-                assert!(p.iter().all(|k| k.target != Target::Manager(0)
-                    || k.after_milestones <= 2
-                    || k.after_milestones > INSTALLED));
+                // The control plane (the core) once while the installers run: after `install
+                // started`, at the latest at `installed`.
+                assert!(p.iter().any(|k| k.target == Target::Manager(0)
+                    && k.after_milestones == INSTALLED
+                    && k.latest == Some(INSTALLED + 1)));
                 assert_eq!(
                     p.iter().filter(|k| k.target == Target::ApiServer).count(),
                     usize::from(apiserver)
                 );
                 assert!(p.iter().all(|k| k.after_milestones < milestones));
-                // The mid-install ones fire at the latest before the install can be done.
+                // The mid-install ones fire at the latest when the install is done.
                 assert!(p.iter().all(|k| {
                     k.after_milestones > INSTALLED
                         || k.latest
-                            .is_some_and(|l| l < INSTALLED && l > k.after_milestones)
+                            .is_some_and(|l| l <= INSTALLED + 1 && l > k.after_milestones)
                 }));
             }
         }
+    }
+
+    #[test]
+    fn seed_779218_still_restarts_the_apiserver_as_when_it_stalled() {
+        // The draws before the installers' kill are those of the plan that stalled (docs/lab.md).
+        let apiserver = plan(779218, 8, true)
+            .into_iter()
+            .find(|k| k.target == Target::ApiServer)
+            .unwrap();
+        assert_eq!(
+            (apiserver.after_milestones, apiserver.latest),
+            (1, Some(3)),
+            "{apiserver:?}"
+        );
+    }
+
+    #[test]
+    fn the_wait_after_a_kill_runs_to_the_next_milestone() {
+        let s = Duration::from_secs;
+        let times = [s(5), s(9), s(20)];
+        assert_eq!(wait_for_next(s(7), &times), Some(s(2)));
+        assert_eq!(wait_for_next(s(9), &times), Some(s(0)));
+        assert_eq!(wait_for_next(s(21), &times), None);
+        let mut c = Chaos::new(1, Vec::new());
+        c.kills.push(Kill {
+            target: "kube-apiserver".into(),
+            what: Target::ApiServer,
+            killed_at: s(3),
+            started_at: Some(s(5)),
+            ready_at: Some(s(6)),
+            during: "x".into(),
+            mid_install: true,
+            next_milestone_after: None,
+        });
+        c.measure_waits(&times);
+        assert_eq!(c.kills[0].next_milestone_after, Some(s(3)));
+        assert!(c.lines()[0].ends_with("; next milestone 3.0s after"), "{}", c.lines()[0]);
     }
 
     #[test]
@@ -412,11 +486,13 @@ mod tests {
             ready_at: None,
             during: "Agents approved".into(),
             mid_install: true,
+            next_milestone_after: Some(Duration::from_millis(2_460)),
         };
         let v = serde_json::to_value(&k).expect("JSON");
         assert_eq!(v["killed_at"], 12.3);
         assert_eq!(v["started_at"], 14.0);
         assert_eq!(v["ready_at"], serde_json::Value::Null);
         assert_eq!(v["mid_install"], true);
+        assert_eq!(v["next_milestone_after"], 2.5);
     }
 }

@@ -1925,6 +1925,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             {
                 failure = Some(format!("chaos: {e:#}"));
             }
+            let milestone_times: Vec<Duration> = milestones.iter().map(|(at, _)| *at).collect();
+            c.measure_waits(&milestone_times);
             let not_carried_out: Vec<String> = c
                 .pending()
                 .iter()
@@ -2038,7 +2040,18 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             } else {
                 ""
             }
-        );
+        );        if let Some((k, wait)) = c
+            .kills
+            .iter()
+            .filter_map(|k| Some((k, k.next_milestone_after?)))
+            .max_by_key(|(_, wait)| *wait)
+        {
+            println!(
+                "  chaos: the longest wait for the next milestone after a kill: {:.1}s (after {} was back)",
+                wait.as_secs_f64(),
+                k.target
+            );
+        }
     }
     if n > 1 {
         println!("Per cluster (installed / last milestone):");
@@ -2589,6 +2602,7 @@ mod tests {
                     ready_at: Some(s(23.5)),
                     during: "Agents approved".into(),
                     mid_install: true,
+                    next_milestone_after: Some(s(1.0)),
                 }],
                 not_carried_out: vec![],
             }),

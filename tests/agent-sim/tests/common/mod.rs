@@ -538,3 +538,44 @@ pub async fn testbed_with_capi() -> Testbed {
         .await
         .expect("testbed")
 }
+
+/// The day-2 worker's kubelet: bootstrap identity and node identity from the workload CA,
+/// bound to the roles a cluster gives them.
+pub async fn join_workload(workload: &Testbed, host: &HostProfile) -> agent_sim::KubeletReport {
+    let bootstrapper = assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
+    workload
+        .apply_yaml(&format!(
+            r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: node-bootstrapper}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{bootstrapper}"}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: nodes}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}}]
+"#
+        ))
+        .await
+        .expect("workload RBAC");
+    let bootstrap = workload
+        .client_as(bootstrapper, None)
+        .await
+        .expect("bootstrap client");
+    let node = workload
+        .client_as(
+            &agent_sim::kubelet::node_user(&host.hostname),
+            Some("system:nodes"),
+        )
+        .await
+        .expect("node client");
+    let ip = host
+        .primary_ipv4()
+        .map(|a| a.split('/').next().unwrap_or(a).to_string());
+    let kubelet =
+        agent_sim::Kubelet::new(&host.hostname, bootstrap, node).with_addresses(ip.into_iter().collect());
+    kubelet.join().await.expect("kubelet joined")
+}
+
