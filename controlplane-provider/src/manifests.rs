@@ -79,6 +79,12 @@ pub const RBAC_RULES: &[Rule] = &[
         resources: &["machines"],
         verbs: READ_WRITE_DELETE,
     },
+    // The UpToDate condition CAPI leaves to the control-plane provider.
+    Rule {
+        group: "cluster.x-k8s.io",
+        resources: &["machines/status"],
+        verbs: WRITE_STATUS,
+    },
     Rule {
         group: "infrastructure.cluster.x-k8s.io",
         resources: &["metal3machinetemplates", "metal3clusters"],

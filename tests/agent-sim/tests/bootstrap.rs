@@ -28,9 +28,8 @@ use testbed::Testbed;
 
 mod common;
 use common::{
-    MACHINE_CIDR, Run, boot_iso, events_about, init_logs, join_workload,
-    scale_machine_deployment, start_providers, start_test_core, start_test_core_against, state,
-    wait_for,
+    MACHINE_CIDR, Run, boot_iso, events_about, init_logs, join_workload, scale_machine_deployment,
+    start_providers, start_test_core, start_test_core_against, state, wait_for,
 };
 use serde_json::json;
 
@@ -802,12 +801,16 @@ spec:
     .run()
     .await
     .expect("installer controller finished");
-    wait_for("the SNO cluster installed", Duration::from_secs(60), || async {
-        let a = acis.get("sno").await.ok()?;
-        ["installed", "adding-hosts"]
-            .contains(&state(&a).as_str())
-            .then_some(())
-    })
+    wait_for(
+        "the SNO cluster installed",
+        Duration::from_secs(60),
+        || async {
+            let a = acis.get("sno").await.ok()?;
+            ["installed", "adding-hosts"]
+                .contains(&state(&a).as_str())
+                .then_some(())
+        },
+    )
     .await;
 
     providers.stop().await;

@@ -90,6 +90,57 @@ where
     None
 }
 
+/// When each step of the interrupted cluster `b` was first seen after `since` (diagnostics:
+/// where the chain through CAPI and the three managers spends its time).
+async fn steps_of_cluster_b(
+    client: Client,
+    since: Instant,
+    limit: Duration,
+) -> Vec<(&'static str, Duration)> {
+    let mut seen: Vec<(&'static str, Duration)> = Vec::new();
+    let oacps = Api::<controlplane_provider::api::OpenshiftAssistedControlPlane>::namespaced(
+        client.clone(),
+        NS,
+    );
+    let acis = Api::<AgentClusterInstall>::namespaced(client.clone(), NS);
+    let machines = Api::<external_types::capi::Machine>::namespaced(client.clone(), NS);
+    let infraenvs = Api::<InfraEnv>::namespaced(client.clone(), NS);
+    while since.elapsed() < limit && seen.len() < 6 {
+        let checks: [(&'static str, bool); 6] = [
+            (
+                "CAPI owns the control plane",
+                oacps
+                    .get("b")
+                    .await
+                    .is_ok_and(|o| !o.owner_references().is_empty()),
+            ),
+            ("AgentClusterInstall", acis.get("b").await.is_ok()),
+            ("control-plane Machine", machines.get("b-0").await.is_ok()),
+            ("InfraEnv", infraenvs.get("b").await.is_ok()),
+            (
+                "InfraEnv ISO URL",
+                infraenvs
+                    .get("b")
+                    .await
+                    .ok()
+                    .and_then(|ie| ie.status?.iso_download_url)
+                    .is_some(),
+            ),
+            (
+                "Metal3Machine ISO",
+                metal3machine_with_iso(&client, "b").await.is_some(),
+            ),
+        ];
+        for (step, done) in checks {
+            if done && !seen.iter().any(|(s, _)| *s == step) {
+                seen.push((step, since.elapsed()));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    seen
+}
+
 #[tokio::test]
 async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
     if testbed::skip() {
@@ -131,6 +182,22 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
         "cluster a: a Metal3Machine with the discovery ISO",
         Duration::from_secs(90),
         || metal3machine_with_iso(&admin, "a"),
+    )
+    .await;
+
+    // The control plane's own writes pass its RBAC: the UpToDate condition on its Machine.
+    let machines = Api::<external_types::capi::Machine>::namespaced(admin.clone(), NS);
+    wait_for(
+        "cluster a's Machine UpToDate (machines/status under the manager's RBAC)",
+        Duration::from_secs(60),
+        || async {
+            let m = machines.get("a-0").await.ok()?;
+            m.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "UpToDate" && c.status == "True")
+                .then_some(())
+        },
     )
     .await;
 
@@ -178,6 +245,7 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
     let infraenvs: Api<InfraEnv> = Api::namespaced(admin.clone(), NS);
     let metal3machines: Api<Metal3Machine> = Api::namespaced(admin.clone(), NS);
     let limit = Duration::from_secs(60);
+    let steps = tokio::spawn(steps_of_cluster_b(admin.clone(), back, limit));
     let (controlplane_s, core_s, bootstrap_s, chain_s) = tokio::join!(
         // The control plane counts the new worker into its AgentClusterInstall.
         reaction(back, limit, || async {
@@ -224,6 +292,9 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
         figure(bootstrap_s),
         figure(chain_s)
     );
+    for (step, at) in steps.await.unwrap() {
+        eprintln!("  cluster b: {step} after {:.1} s", at.as_secs_f64());
+    }
     for (who, took) in [
         ("control plane", controlplane_s),
         ("core", core_s),
@@ -239,7 +310,6 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
     // Nothing duplicated by the interruption: one AgentClusterInstall per cluster, one
     // control-plane Machine each (the replicas).
     assert_eq!(acis.list(&Default::default()).await.unwrap().items.len(), 2);
-    let machines = Api::<external_types::capi::Machine>::namespaced(admin.clone(), NS);
     for cluster in ["a", "b"] {
         let control_plane = ListParams::default().labels(&format!(
             "cluster.x-k8s.io/cluster-name={cluster},cluster.x-k8s.io/control-plane"

@@ -413,7 +413,11 @@ mod tests {
         });
         c.measure_waits(&times);
         assert_eq!(c.kills[0].next_milestone_after, Some(s(3)));
-        assert!(c.lines()[0].ends_with("; next milestone 3.0s after"), "{}", c.lines()[0]);
+        assert!(
+            c.lines()[0].ends_with("; next milestone 3.0s after"),
+            "{}",
+            c.lines()[0]
+        );
     }
 
     #[test]

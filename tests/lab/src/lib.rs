@@ -2040,7 +2040,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             } else {
                 ""
             }
-        );        if let Some((k, wait)) = c
+        );
+        if let Some((k, wait)) = c
             .kills
             .iter()
             .filter_map(|k| Some((k, k.next_milestone_after?)))

@@ -64,7 +64,11 @@ async fn compact_installs_through_the_apiserver_restart_that_once_stalled() {
     let kills = json["chaos"]["kills"].as_array().expect("kills");
     assert_eq!(kills.len(), report.chaos.as_ref().unwrap().kills.len());
     assert!(kills.iter().all(|k| k["killed_at"].as_f64().is_some()));
-    assert!(kills.iter().any(|k| k["next_milestone_after"].as_f64().is_some()));
+    assert!(
+        kills
+            .iter()
+            .any(|k| k["next_milestone_after"].as_f64().is_some())
+    );
     assert_eq!(json["clusters"][0]["max_seen"]["control_plane_machines"], 3);
 }
 
@@ -102,7 +106,11 @@ async fn three_plus_two_installs_and_scales_while_everything_is_killed() {
     // Never more at once than a 3+2 cluster with its day-2 worker has.
     let c = &report.clusters[0];
     assert_eq!(c.max_seen.control_plane_machines, 3, "seed {seed}");
-    assert!(c.max_seen.worker_machines <= 3, "seed {seed}: {:?}", c.max_seen);
+    assert!(
+        c.max_seen.worker_machines <= 3,
+        "seed {seed}: {:?}",
+        c.max_seen
+    );
     assert!(c.max_seen.agents <= 6, "seed {seed}: {:?}", c.max_seen);
 }
 
@@ -123,7 +131,11 @@ fn check_kills(report: &lab::Report, seed: u64) {
     }) {
         eprintln!("seed {seed}: {line}");
     }
-    for target in ["controlplane-provider", "bootstrap-provider", "kube-apiserver"] {
+    for target in [
+        "controlplane-provider",
+        "bootstrap-provider",
+        "kube-apiserver",
+    ] {
         assert!(
             chaos
                 .kills

@@ -574,8 +574,7 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nod
     let ip = host
         .primary_ipv4()
         .map(|a| a.split('/').next().unwrap_or(a).to_string());
-    let kubelet =
-        agent_sim::Kubelet::new(&host.hostname, bootstrap, node).with_addresses(ip.into_iter().collect());
+    let kubelet = agent_sim::Kubelet::new(&host.hostname, bootstrap, node)
+        .with_addresses(ip.into_iter().collect());
     kubelet.join().await.expect("kubelet joined")
 }
-
