@@ -37,7 +37,9 @@ async fn compact_installs_through_the_apiserver_restart_that_once_stalled() {
     )
     .await;
     assert_eq!(milestones(&report), DAY1_MILESTONES);
-    check_kills(&report, seed);
+    // At instant speed the installers may finish within one of the lab's passes, so the core's
+    // kill during them is required of the 3+2 run (at fast speed) only.
+    check_kills(&report, seed, false);
     // Exactly what a compact cluster has, never more at once: one InfraEnv, three
     // control-plane Machines, three Agents.
     let c = &report.clusters[0];
@@ -91,6 +93,9 @@ async fn three_plus_two_installs_and_scales_while_everything_is_killed() {
         &format!("chaos-seed-{seed}"),
         Options {
             topology: Topology::ThreePlusTwo,
+            // The installers' stages take seconds (a tenth of a real install's), so the core's
+            // kill lands while they run.
+            speed: lab::Speed::Fast,
             chaos: Some(lab::chaos::Settings {
                 seed,
                 apiserver: true,
@@ -102,7 +107,7 @@ async fn three_plus_two_installs_and_scales_while_everything_is_killed() {
     let mut expected: Vec<&str> = DAY1_MILESTONES.to_vec();
     expected.extend(DAY2_MILESTONES);
     assert_eq!(milestones(&report), expected, "seed {seed}");
-    check_kills(&report, seed);
+    check_kills(&report, seed, true);
     // Never more at once than a 3+2 cluster with its day-2 worker has.
     let c = &report.clusters[0];
     assert_eq!(c.max_seen.control_plane_machines, 3, "seed {seed}");
@@ -114,10 +119,10 @@ async fn three_plus_two_installs_and_scales_while_everything_is_killed() {
     assert!(c.max_seen.agents <= 6, "seed {seed}: {:?}", c.max_seen);
 }
 
-/// What every `--chaos all` run must show: each manager killed mid-install and back, the core
-/// once while the installers ran, the apiserver once, every planned kill carried out, and the
-/// install going on soon after the apiserver was back.
-fn check_kills(report: &lab::Report, seed: u64) {
+/// What every `--chaos all` run must show: each manager killed mid-install and back, the
+/// apiserver once, every planned kill carried out, the install going on soon after the
+/// apiserver was back, and with `during_installers` the core killed while the installers ran.
+fn check_kills(report: &lab::Report, seed: u64, during_installers: bool) {
     let chaos = report.chaos.as_ref().expect("a chaos report");
     assert_eq!(chaos.seed, seed);
     for line in chaos.kills.iter().map(|k| {
@@ -146,10 +151,11 @@ fn check_kills(report: &lab::Report, seed: u64) {
         );
     }
     assert!(
-        chaos
-            .kills
-            .iter()
-            .any(|k| k.target == "controlplane-provider" && k.during == "installed"),
+        !during_installers
+            || chaos
+                .kills
+                .iter()
+                .any(|k| k.target == "controlplane-provider" && k.during == "installed"),
         "seed {seed}: the core was not killed while the installers ran: {:?}",
         chaos.kills
     );
