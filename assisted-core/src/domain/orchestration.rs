@@ -161,6 +161,10 @@ pub struct AutoStartParams {
     pub hold: bool,
     /// Agents whose SpecSynced condition is False.
     pub unsynced_agents: usize,
+    /// The AgentClusterInstall's own SpecSynced is False: an input error, or a field set that
+    /// is not supported yet. Upstream does not reach its auto-start check after an input
+    /// error, so an install never starts from a spec that was not applied.
+    pub spec_unsynced: bool,
 }
 
 /// The decision and the RequirementsMet reason/message to publish.
@@ -217,6 +221,14 @@ pub fn auto_start_day1(
         count(HostRole::Worker),
     );
     let expected = cluster.control_plane_count + cluster.worker_count + cluster.arbiter_count;
+    if params.spec_unsynced {
+        return wait(
+            RequirementsReason::ClusterNotReady,
+            "The cluster is not ready to begin the installation: its Spec could not be synced \
+             (see the SpecSynced condition)"
+                .into(),
+        );
+    }
     if params.unsynced_agents > 0 {
         return wait(
             RequirementsReason::UnsyncedAgents,

@@ -511,7 +511,19 @@ async fn metal3_hosts_boot_the_live_iso_and_install_through_both_providers() {
     })
     .await
     .expect("the day-2 worker rebooted into the installed OS");
-    join_workload(&tb, &profiles[day2_host]).await;
+    // Its Node is named as the host was installed: the Agent's hostname (the bootstrap provider
+    // sets it from nodeRegistration.name), not the simulator's own name for the server.
+    let day2_agent = agents_by_machine(&client)
+        .await
+        .into_iter()
+        .find(|(machine, _)| !by_machine.contains_key(machine))
+        .map(|(_, agent)| agent)
+        .expect("the day-2 worker's Agent");
+    let mut installed_as = profiles[day2_host].clone();
+    if let Some(hostname) = day2_agent.spec.hostname.clone() {
+        installed_as.hostname = hostname;
+    }
+    join_workload(&tb, &installed_as).await;
     wait_for(
         "the day-2 Agent Done and added-to-existing-cluster",
         Duration::from_secs(60),

@@ -402,6 +402,17 @@ fn auto_start_rule() {
         auto_start_day1(&c, &unsynced, &cfg).reason,
         RequirementsReason::UnsyncedAgents
     );
+    let spec_unsynced = AutoStartParams {
+        spec_unsynced: true,
+        ..Default::default()
+    };
+    let d = auto_start_day1(&c, &spec_unsynced, &cfg);
+    assert_eq!(d.reason, RequirementsReason::ClusterNotReady);
+    assert!(
+        !d.start && d.message.contains("SpecSynced"),
+        "{}",
+        d.message
+    );
     c.hosts[1].approved = false;
     let d = auto_start_day1(&c, &p, &cfg);
     assert_eq!(

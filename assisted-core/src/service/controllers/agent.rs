@@ -258,9 +258,11 @@ pub fn plan(spec: &AgentSpec, read: &Dereferenced) -> Plan {
         // where the user no longer wants it: approval stays as it was.
         host.approved = read.approved_now;
     }
+    // A field the core would ignore changes how the host is installed: an input error too.
+    let unsupported = super::unsupported::input_error(super::unsupported::AGENT_ROWS, spec);
     Plan {
         spec: host,
-        spec_error: binding.or(input_error),
+        spec_error: binding.or(input_error).or(unsupported),
         recheck: (!read.wanted_exists).then_some(std::time::Duration::from_secs(60)),
     }
 }
@@ -385,5 +387,28 @@ mod tests {
         let p = plan(&spec, &missing);
         assert!(p.spec_error.unwrap().contains("not found"));
         assert_eq!(p.recheck, Some(std::time::Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn plan_reports_fields_the_core_ignores_on_spec_synced() {
+        let spec = AgentSpec {
+            approved: true,
+            ignition_endpoint_token_reference: Some(Default::default()),
+            ..Default::default()
+        };
+        let bound = Some(("ns".to_string(), "c1".to_string()));
+        let read = Dereferenced {
+            wanted: bound.clone(),
+            bound,
+            approved_now: false,
+            wanted_exists: true,
+        };
+        let p = plan(&spec, &read);
+        assert_eq!(
+            p.spec_error.as_deref(),
+            Some("spec.ignitionEndpointTokenReference is not supported yet")
+        );
+        // The rest of the spec still applies.
+        assert!(p.spec.approved);
     }
 }

@@ -15,13 +15,18 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use manager::controller::{PlannedEvent, set_finalizer};
 
+use super::unsupported;
 use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::agentclusterinstall::{
-    AgentClusterInstall, INSTALL_CONFIG_OVERRIDES_ANNOTATION, NetworkType,
+    AgentClusterInstall, DiskEncryptionEnableOn, DiskEncryptionMode,
+    INSTALL_CONFIG_OVERRIDES_ANNOTATION, LoadBalancerType, NetworkType,
     PlatformType as AciPlatform,
 };
 use crate::api::hive::{ClusterDeployment, ClusterImageSet};
-use crate::domain::{ClusterNetwork, ClusterSnapshot, ClusterStatus, PlatformType};
+use crate::domain::{
+    ClusterNetwork, ClusterSnapshot, ClusterStatus, DiskEncryption, IgnitionEndpoint, PlatformType,
+};
+use crate::service::install::ExternalPlatformInput;
 use crate::service::store::{ClusterRecord, ClusterSettings};
 
 pub const CD_FINALIZER: &str = "clusterdeployments.agent-install.openshift.io/ai-deprovision";
@@ -98,6 +103,10 @@ pub struct ClusterConfig {
     pub network_type: Option<String>,
     pub schedulable_masters: Option<bool>,
     pub ntp: String,
+    /// `None` unless encryption is enabled on some role.
+    pub disk_encryption: Option<DiskEncryption>,
+    /// URL and CA (PEM) of the ignition endpoint day-2 hosts' pointer ignition uses.
+    pub ignition_endpoint: IgnitionEndpoint,
 }
 
 impl ClusterConfig {
@@ -138,7 +147,84 @@ impl ClusterConfig {
         }
         c.pull_secret_set = true;
         c.additional_ntp_source.clone_from(&self.ntp);
+        c.disk_encryption.clone_from(&self.disk_encryption);
+        // The token is per host (Agent ignitionEndpointTokenReference, not supported yet).
+        c.ignition_endpoint
+            .url
+            .clone_from(&self.ignition_endpoint.url);
+        c.ignition_endpoint
+            .ca_certificate
+            .clone_from(&self.ignition_endpoint.ca_certificate);
     }
+}
+
+/// ACI `diskEncryption` → the snapshot's (which turns on the TPM/Tang validations and the
+/// Tang step) or the input error; `None` when it is off. Mode defaults to tpmv2, as upstream.
+pub fn disk_encryption_of(aci: &AgentClusterInstall) -> Result<Option<DiskEncryption>, String> {
+    let Some(enc) = &aci.spec.disk_encryption else {
+        return Ok(None);
+    };
+    let enable_on = match enc.enable_on {
+        None | Some(DiskEncryptionEnableOn::None) => return Ok(None),
+        Some(on) => serde_json::to_value(on)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    };
+    let mode = match enc.mode {
+        Some(DiskEncryptionMode::Tang) => "tang",
+        Some(DiskEncryptionMode::Tpmv2) | None => "tpmv2",
+    };
+    let tang_servers = enc.tang_servers.clone().unwrap_or_default();
+    if mode == "tang" {
+        crate::service::install::tang_servers(&tang_servers).map_err(|e| e.to_string())?;
+    }
+    Ok(Some(DiskEncryption {
+        enable_on,
+        mode: mode.into(),
+        tang_servers,
+    }))
+}
+
+/// The CA of ACI `ignitionEndpoint.caCertificateReference` (the Secret's `tls.crt`, as
+/// upstream), `Ok(None)` without a reference. `secret` is what the read phase found.
+pub fn ignition_ca_of(
+    aci: &AgentClusterInstall,
+    secret: Option<&Secret>,
+) -> Result<Option<String>, String> {
+    let Some(r) = aci
+        .spec
+        .ignition_endpoint
+        .as_ref()
+        .and_then(|e| e.ca_certificate_reference.as_ref())
+    else {
+        return Ok(None);
+    };
+    let ns = ignition_ca_namespace(aci);
+    let what = format!(
+        "ignitionEndpoint.caCertificateReference: Secret {ns}/{}",
+        r.name
+    );
+    let secret = secret.ok_or_else(|| format!("{what} not found"))?;
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("tls.crt"))
+        .ok_or_else(|| format!("{what} has no tls.crt key"))?;
+    String::from_utf8(bytes.0.clone())
+        .map(Some)
+        .map_err(|_| format!("{what}: tls.crt is not PEM text"))
+}
+
+/// The namespace of the CA Secret: the reference's, else the ACI's own.
+fn ignition_ca_namespace(aci: &AgentClusterInstall) -> String {
+    aci.spec
+        .ignition_endpoint
+        .as_ref()
+        .and_then(|e| e.ca_certificate_reference.as_ref())
+        .map(|r| r.namespace.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| aci.namespace().unwrap_or_default())
 }
 
 /// CD + ACI (+ the release version) → cluster config. Pure; errors are input errors.
@@ -234,6 +320,17 @@ pub fn cluster_config(
         }),
         schedulable_masters: s.masters_schedulable,
         ntp: s.ntp_sources.join(","),
+        disk_encryption: disk_encryption_of(aci)?,
+        ignition_endpoint: IgnitionEndpoint {
+            url: s
+                .ignition_endpoint
+                .as_ref()
+                .and_then(|e| e.url.clone())
+                .filter(|u| !u.trim().is_empty()),
+            // The CA comes from a Secret: `plan` fills it from what the read phase found.
+            ca_certificate: None,
+            token: None,
+        },
     })
 }
 
@@ -335,6 +432,8 @@ pub struct Dereferenced {
     pub image_set: Option<ClusterImageSet>,
     /// The manifests ConfigMaps the ACI names, in order; `None` for a missing one.
     pub manifests: Vec<(String, Option<ConfigMap>)>,
+    /// The Secret `ignitionEndpoint.caCertificateReference` names, when it exists.
+    pub ignition_ca: Option<Secret>,
     /// The cluster's record in the store before this reconcile.
     pub record: Option<RecordFacts>,
     pub files: ClusterFiles,
@@ -441,6 +540,18 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
             .map_err(Error::Read)?,
         None => None,
     };
+    let ignition_ca = match aci
+        .spec
+        .ignition_endpoint
+        .as_ref()
+        .and_then(|e| e.ca_certificate_reference.as_ref())
+    {
+        Some(r) => Api::<Secret>::namespaced(ctx.client.clone(), &ignition_ca_namespace(&aci))
+            .get_opt(&r.name)
+            .await
+            .map_err(Error::Read)?,
+        None => None,
+    };
     let mut manifests = Vec::new();
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
     for name in manifest_config_maps(&aci) {
@@ -465,6 +576,7 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         pull_secret,
         image_set,
         manifests,
+        ignition_ca,
         record,
         files,
     })
@@ -548,13 +660,21 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                 Ok(out)
             });
     let (config, release_image, spec_error) = match (&pull, &version) {
-        (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()) {
+        (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
+            c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
+            Ok(c)
+        }) {
             Ok(c) => (Some(c), image.clone(), None),
             Err(e) => (None, image.clone(), Some(e)),
         },
         (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
     };
-    let spec_error = spec_error.or_else(|| manifests.as_ref().err().cloned());
+    // A field set that the core would ignore changes what gets installed: an input error
+    // (after the real ones), which also keeps the install from starting. The spec still
+    // applies, so validations go on.
+    let spec_error = spec_error
+        .or_else(|| manifests.as_ref().err().cloned())
+        .or_else(|| unsupported::input_error(unsupported::ACI_ROWS, &aci.spec));
     let settings = ClusterSettings {
         namespace: ns,
         cluster_deployment: cd.name_any(),
@@ -578,6 +698,24 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             https_proxy: p.https_proxy.clone(),
             no_proxy: p.no_proxy.clone(),
         }),
+        user_managed_load_balancer: aci
+            .spec
+            .load_balancer
+            .as_ref()
+            .is_some_and(|lb| lb.type_ == LoadBalancerType::UserManaged),
+        external_platform: aci
+            .spec
+            .external
+            .as_ref()
+            .map(|e| ExternalPlatformInput {
+                platform_name: e.platform_name.clone(),
+                cloud_controller_manager: e.cloud_controller_manager.clone(),
+            })
+            .unwrap_or_default(),
+        unsupported_fields: unsupported::unsupported(
+            unsupported::CLUSTER_DEPLOYMENT_ROWS,
+            &cd.spec,
+        ),
     };
     let status = read.record.as_ref().map(|r| r.status);
     let recheck = match status {
@@ -617,7 +755,14 @@ pub fn credentials(
         .map(|m| m.admin_kubeconfig_secret_ref.name.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
-    let password_name = format!("{}-admin-password", cd.name_any());
+    let password_name = cd
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .and_then(|m| m.admin_password_secret_ref.as_ref())
+        .map(|r| r.name.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("{}-admin-password", cd.name_any()));
     let kubeconfig = if installed && rec.kubeconfig_uploaded {
         files.kubeconfig.clone()
     } else {
@@ -1058,6 +1203,162 @@ mod tests {
         );
     }
 
+    #[test]
+    fn disk_encryption_reaches_the_snapshot_or_is_an_input_error() {
+        use crate::api::agentclusterinstall::DiskEncryption as AciEncryption;
+        let version = || ("4.17".to_string(), "x86_64".to_string());
+        let mut a = aci(3, 2);
+        assert_eq!(
+            cluster_config(&cd(), &a, version())
+                .unwrap()
+                .disk_encryption,
+            None
+        );
+        a.spec.disk_encryption = Some(AciEncryption {
+            enable_on: Some(DiskEncryptionEnableOn::MastersWorkers),
+            mode: None,
+            tang_servers: None,
+        });
+        let c = cluster_config(&cd(), &a, version()).unwrap();
+        let enc = c.disk_encryption.clone().unwrap();
+        assert_eq!(
+            (enc.enable_on.as_str(), enc.mode.as_str()),
+            ("masters,workers", "tpmv2")
+        );
+        let mut snap = ClusterSnapshot::new("c", "c", Timestamp::UNIX_EPOCH);
+        c.apply(&mut snap);
+        assert_eq!(snap.disk_encryption, Some(enc));
+
+        // enableOn none is off.
+        a.spec.disk_encryption.as_mut().unwrap().enable_on = Some(DiskEncryptionEnableOn::None);
+        assert_eq!(
+            cluster_config(&cd(), &a, version())
+                .unwrap()
+                .disk_encryption,
+            None
+        );
+
+        // Tang needs servers.
+        a.spec.disk_encryption = Some(AciEncryption {
+            enable_on: Some(DiskEncryptionEnableOn::All),
+            mode: Some(DiskEncryptionMode::Tang),
+            tang_servers: Some("not json".into()),
+        });
+        let e = cluster_config(&cd(), &a, version()).unwrap_err();
+        assert!(e.contains("tangServers"), "{e}");
+        a.spec.disk_encryption.as_mut().unwrap().tang_servers =
+            Some(r#"[{"url":"http://tang:7500","thumbprint":"t"}]"#.into());
+        let enc = cluster_config(&cd(), &a, version())
+            .unwrap()
+            .disk_encryption
+            .unwrap();
+        assert_eq!((enc.enable_on.as_str(), enc.mode.as_str()), ("all", "tang"));
+    }
+
+    #[test]
+    fn ignition_endpoint_url_and_ca_reach_the_snapshot() {
+        use crate::api::agentclusterinstall::IgnitionEndpoint as AciEndpoint;
+        use crate::api::infraenv::NamespacedReference;
+        let (cd, mut read) = plan_fixture();
+        let aci = read.aci.as_mut().unwrap();
+        aci.metadata.namespace = Some("ns".into());
+        aci.spec.ignition_endpoint = Some(AciEndpoint {
+            url: Some("https://ign.example.com:22623".into()),
+            ca_certificate_reference: Some(NamespacedReference {
+                name: "ign-ca".into(),
+                namespace: String::new(),
+            }),
+        });
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(
+            p.spec_error.as_deref(),
+            Some("ignitionEndpoint.caCertificateReference: Secret ns/ign-ca not found")
+        );
+        assert_eq!(p.config, None);
+
+        read.ignition_ca = Some(Secret {
+            data: Some(BTreeMap::from([(
+                "tls.crt".into(),
+                ByteString(b"-----BEGIN CERTIFICATE-----".to_vec()),
+            )])),
+            ..Default::default()
+        });
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(p.spec_error, None);
+        let mut snap = ClusterSnapshot::new("c", "c1", Timestamp::UNIX_EPOCH);
+        snap.base_domain = "example.com".into();
+        p.config.unwrap().apply(&mut snap);
+        assert_eq!(
+            snap.ignition_endpoint.ca_certificate.as_deref(),
+            Some("-----BEGIN CERTIFICATE-----")
+        );
+        // The day-2 pointer ignition and the connectivity check use the custom endpoint.
+        assert_eq!(
+            crate::domain::day2_ignition_url(&snap, "worker"),
+            "https://ign.example.com:22623/config/worker"
+        );
+
+        read.ignition_ca.as_mut().unwrap().data = Some(BTreeMap::new());
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert!(p.spec_error.unwrap().contains("has no tls.crt key"));
+    }
+
+    #[test]
+    fn plan_reports_unsupported_fields_without_unconfiguring_the_cluster() {
+        use crate::api::infraenv::NamespacedReference;
+        let (mut cd, mut read) = plan_fixture();
+        read.aci.as_mut().unwrap().spec.mirror_registry_ref = Some(NamespacedReference {
+            name: "mirror".into(),
+            namespace: String::new(),
+        });
+        cd.spec.manage_dns = true;
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert!(
+            p.spec_error
+                .as_deref()
+                .unwrap()
+                .starts_with("spec.mirrorRegistryRef is not supported yet"),
+            "{:?}",
+            p.spec_error
+        );
+        // The spec still applies: validations go on, only the install waits.
+        assert!(p.config.is_some());
+        assert_eq!(
+            p.settings.unsupported_fields,
+            vec!["ClusterDeployment spec.manageDNS is not supported yet".to_string()]
+        );
+        // A real input error comes first.
+        read.pull_secret = None;
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(p.spec_error.as_deref(), Some("pull secret pull not found"));
+    }
+
+    #[test]
+    fn load_balancer_and_external_platform_reach_the_settings() {
+        use crate::api::agentclusterinstall::{ExternalPlatformSpec, LoadBalancer};
+        let (cd, mut read) = plan_fixture();
+        let aci = read.aci.as_mut().unwrap();
+        aci.spec.load_balancer = Some(LoadBalancer {
+            type_: LoadBalancerType::UserManaged,
+        });
+        aci.spec.platform_type = Some(AciPlatform::External);
+        aci.spec.external = Some(ExternalPlatformSpec {
+            platform_name: Some("oci".into()),
+            cloud_controller_manager: Some("External".into()),
+        });
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(p.spec_error, None);
+        assert!(p.settings.user_managed_load_balancer);
+        assert_eq!(
+            p.settings
+                .external_platform
+                .cloud_controller_manager
+                .as_deref(),
+            Some("External")
+        );
+        assert_eq!(p.config.unwrap().platform, PlatformType::External);
+    }
+
     fn record(status: ClusterStatus) -> RecordFacts {
         let mut snap = ClusterSnapshot::new("cd-uid", "c1", Timestamp::UNIX_EPOCH);
         snap.status = status;
@@ -1116,6 +1417,17 @@ mod tests {
         assert_eq!(meta["adminPasswordSecretRef"]["name"], "c1-admin-password");
         assert_eq!(c.event.unwrap().1.reason, "InstallationCompleted");
         assert!(c.day2);
+
+        // A password Secret name the user chose is honoured.
+        let mut named = cd.clone();
+        named.spec.cluster_metadata = Some(crate::api::hive::ClusterMetadata {
+            admin_password_secret_ref: Some(crate::api::common::LocalObjectReference {
+                name: "my-password".into(),
+            }),
+            ..Default::default()
+        });
+        let c = credentials(&named, &aci, &installed, &files).unwrap();
+        assert_eq!(c.secrets[1].metadata.name.as_deref(), Some("my-password"));
 
         // Marked installed already: no second mark, no second event.
         let mut done = cd.clone();

@@ -15,6 +15,7 @@ use kube::{Resource, ResourceExt};
 use manager::controller::{PlannedEvent, set_finalizer};
 
 use super::status::{Cond, openshift_conditions};
+use super::unsupported;
 use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::{
@@ -467,6 +468,11 @@ pub fn decide(
         .map(|k| k.value.clone())
         .collect();
     let token = read.token.clone();
+    // The schema keeps it at 0 or more; anything else waits not at all.
+    let discovery_delay = spec
+        .network_discovery_delay_seconds
+        .and_then(|d| u64::try_from(d).ok())
+        .unwrap_or(0);
     let params = DiscoveryIgnitionParams {
         service_base_url: settings.urls.agent_api.clone(),
         infra_env_id: id.clone(),
@@ -480,6 +486,7 @@ pub fn decide(
         proxy: proxy.clone(),
         additional_trust_bundle: spec.additional_trust_bundle.clone(),
         static_network: static_network.clone(),
+        network_discovery_delay_seconds: discovery_delay,
         ignition_config_override: spec
             .ignition_config_override
             .clone()
@@ -488,8 +495,8 @@ pub fn decide(
         openshift_version: Some(version.clone()),
     };
     let ignition = discovery_ignition(&params).map_err(|e| Problem::Error(e.to_string()))?;
-    let initrd =
-        minimal_initrd(&static_network, &proxy).map_err(|e| Problem::Error(e.to_string()))?;
+    let initrd = minimal_initrd(&static_network, &proxy, discovery_delay)
+        .map_err(|e| Problem::Error(e.to_string()))?;
     let image_type = match spec.image_type {
         Some(ImageType::FullIso) => "full",
         // Upstream's kube-API default is the minimal ISO; we serve both from one base ISO.
@@ -597,7 +604,12 @@ pub fn status(
             message: format!("ClusterDeployment is missing: {e}"),
         },
     };
-    status.conditions = openshift_conditions(&[cond], &previous.conditions, now);
+    let mut conds = vec![cond];
+    conds.extend(unsupported::fields_supported(&unsupported::unsupported(
+        unsupported::INFRAENV_ROWS,
+        &ie.spec,
+    )));
+    status.conditions = openshift_conditions(&conds, &previous.conditions, now);
     let event = match outcome {
         Ok(_) if previous.iso_download_url != status.iso_download_url => Some(PlannedEvent {
             warning: false,
@@ -817,5 +829,44 @@ mod tests {
         assert!(event.unwrap().warning);
         ie.status = Some(st);
         assert_eq!(status(&ie, &failed, later).1, None);
+    }
+
+    #[test]
+    fn a_field_not_supported_yet_gets_its_own_condition_and_the_image_stays() {
+        let (mut ie, read, settings) = decide_fixture();
+        let now = Timestamp::from_second(1_000).unwrap();
+        let outcome = decide(&ie, &read, &settings);
+        let (st, _) = status(&ie, &outcome, now);
+        assert_eq!(
+            st.conditions.len(),
+            1,
+            "only ImageCreated when nothing is unsupported"
+        );
+
+        ie.spec.mirror_registry_ref = Some(crate::api::infraenv::NamespacedReference {
+            name: "mirror".into(),
+            namespace: String::new(),
+        });
+        let outcome = decide(&ie, &read, &settings);
+        let (st, _) = status(&ie, &outcome, now);
+        let types: Vec<&str> = st.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["ImageCreated", "FieldsSupported"]);
+        assert_eq!(
+            st.conditions[0].reason.as_deref(),
+            Some("InfraEnvAvailable")
+        );
+        let c = &st.conditions[1];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_deref()),
+            ("False", Some("UnsupportedFields"))
+        );
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("spec.mirrorRegistryRef is not supported yet"),
+            "{c:?}"
+        );
+        assert!(st.iso_download_url.is_some());
     }
 }

@@ -9,6 +9,7 @@ pub mod events;
 pub mod infraenv;
 pub mod prepare;
 pub mod status;
+pub mod unsupported;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -10,8 +10,9 @@ use futures::future::BoxFuture;
 use super::Preparer;
 use crate::domain::{ClusterSnapshot, HostRole};
 use crate::service::install::{
-    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, ProxyInput,
-    host_ignition, host_ignition_file_name, render_install_config_yaml,
+    FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, InstallError,
+    ProxyInput, disk_encryption_manifests, host_ignition, host_ignition_file_name,
+    render_install_config_yaml,
 };
 use crate::service::store::ClusterRecord;
 
@@ -24,14 +25,21 @@ pub struct BackendPreparer {
     pub api_url: Option<String>,
 }
 
-/// The request for the backend: day-1 hosts with their fixed roles.
+/// The request for the backend: day-1 hosts with their fixed roles; the manifests the core
+/// generates (disk encryption) first, the user's after them, so a user manifest of the same
+/// name wins.
 pub fn generate_request(
     rec: &ClusterRecord,
     install_config_yaml: String,
     api_url: &str,
-) -> GenerateRequest {
+) -> Result<GenerateRequest, InstallError> {
     let c = &rec.snapshot;
-    GenerateRequest {
+    let mut manifests = match &c.disk_encryption {
+        Some(enc) => disk_encryption_manifests(enc, c.arbiter_count > 0)?,
+        None => Vec::new(),
+    };
+    manifests.extend(rec.settings.manifests.iter().cloned());
+    Ok(GenerateRequest {
         cluster_id: c.id.clone(),
         cluster_name: c.name.clone(),
         base_domain: c.base_domain.clone(),
@@ -46,8 +54,8 @@ pub fn generate_request(
                 role: h.effective_role(),
             })
             .collect(),
-        manifests: rec.settings.manifests.clone(),
-    }
+        manifests,
+    })
 }
 
 /// install-config input: the snapshot plus what the ClusterDeployment/ACI settings carry
@@ -64,6 +72,8 @@ pub fn install_config_input(rec: &ClusterRecord) -> InstallConfigInput {
         https_proxy: p.https_proxy.clone(),
         no_proxy: p.no_proxy.clone(),
     });
+    input.user_managed_load_balancer = rec.settings.user_managed_load_balancer;
+    input.external = rec.settings.external_platform.clone();
     input
 }
 
@@ -81,7 +91,7 @@ impl BackendPreparer {
             .api_url
             .clone()
             .unwrap_or_else(|| format!("https://api.{}:6443", c.domain()));
-        let req = generate_request(&rec, yaml, &api_url);
+        let req = generate_request(&rec, yaml, &api_url).map_err(|e| e.to_string())?;
         let work = self.work_root.join(format!(
             "{}-{}",
             c.id,
@@ -153,5 +163,63 @@ mod tests {
         let p = install_config_input(&rec).proxy.unwrap();
         assert_eq!(p.http_proxy.as_deref(), Some("http://proxy:3128"));
         assert_eq!(p.no_proxy.as_deref(), Some(".lab"));
+    }
+
+    #[test]
+    fn load_balancer_and_external_platform_reach_install_config() {
+        let mut snap = ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH);
+        snap.platform = crate::domain::PlatformType::External;
+        let rec = ClusterRecord::new(
+            snap,
+            ClusterSettings {
+                user_managed_load_balancer: true,
+                external_platform: crate::service::install::ExternalPlatformInput {
+                    platform_name: Some("oci".into()),
+                    cloud_controller_manager: None,
+                },
+                ..Default::default()
+            },
+        );
+        let input = install_config_input(&rec);
+        assert!(input.user_managed_load_balancer);
+        assert_eq!(
+            input.platform,
+            crate::service::install::InstallPlatform::External
+        );
+        assert_eq!(input.external.platform_name.as_deref(), Some("oci"));
+    }
+
+    #[test]
+    fn disk_encryption_manifests_go_before_the_users() {
+        let mut snap = ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH);
+        snap.disk_encryption = Some(crate::domain::DiskEncryption {
+            enable_on: "masters,workers".into(),
+            mode: "tpmv2".into(),
+            tang_servers: String::new(),
+        });
+        let rec = ClusterRecord::new(
+            snap,
+            ClusterSettings {
+                manifests: vec![("50-user.yaml".into(), b"kind: X\n".to_vec())],
+                ..Default::default()
+            },
+        );
+        let req = generate_request(&rec, String::new(), "https://api:6443").unwrap();
+        let names: Vec<&str> = req.manifests.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "99-openshift-master-tpmv2-encryption.yaml",
+                "99-openshift-worker-tpmv2-encryption.yaml",
+                "50-user.yaml",
+            ]
+        );
+        // Without encryption only the user's.
+        let plain = ClusterRecord::new(
+            ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH),
+            rec.settings.clone(),
+        );
+        let req = generate_request(&plain, String::new(), "https://api:6443").unwrap();
+        assert_eq!(req.manifests.len(), 1);
     }
 }

@@ -666,6 +666,9 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
         ),
     };
     let mut out = vec![spec, validated, requirements, completed, failed, stopped];
+    out.extend(super::unsupported::fields_supported(
+        &rec.settings.unsupported_fields,
+    ));
     if let Some(e) = &rec.preparation_error {
         out.push(cond(
             "LastInstallationPreparationFailed",
@@ -899,5 +902,27 @@ mod tests {
         let c = aci_conditions(&rec, None);
         assert_eq!(find(&c, "Completed").reason, "InstallationOnHold");
         assert_eq!(find(&c, "Stopped").reason, "InstallationNotStopped");
+    }
+
+    #[test]
+    fn aci_fields_supported_only_while_something_is_ignored() {
+        let mut rec = ClusterRecord::new(
+            ClusterSnapshot::new("c", "c", Timestamp::UNIX_EPOCH),
+            Default::default(),
+        );
+        let types = |c: &[Cond]| c.iter().map(|c| c.type_).collect::<Vec<_>>();
+        assert!(!types(&aci_conditions(&rec, None)).contains(&"FieldsSupported"));
+        rec.settings.unsupported_fields =
+            vec!["ClusterDeployment spec.manageDNS is not supported yet".into()];
+        let c = aci_conditions(&rec, None);
+        let f = find(&c, "FieldsSupported");
+        assert_eq!((f.status, f.reason), ("False", "UnsupportedFields"));
+        assert!(
+            f.message.contains("ClusterDeployment spec.manageDNS"),
+            "{}",
+            f.message
+        );
+        // Hive's fields block nothing: SpecSynced stays True.
+        assert_eq!(find(&c, "SpecSynced").status, "True");
     }
 }

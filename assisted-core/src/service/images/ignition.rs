@@ -86,6 +86,9 @@ pub struct DiscoveryIgnitionParams {
     pub proxy: ProxySettings,
     pub additional_trust_bundle: Option<String>,
     pub static_network: Vec<StaticNetworkConfig>,
+    /// Seconds the static network script waits for NICs to appear before it maps MACs to
+    /// interfaces (InfraEnv `networkDiscoveryDelaySeconds`); 0 means no wait.
+    pub network_discovery_delay_seconds: u64,
     /// Ignition JSON merged last.
     pub ignition_config_override: Option<String>,
     /// Not part of the ignition: live ISOs take kernel arguments from the ISO's kargs
@@ -190,7 +193,10 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
         for (path, mode, data) in static_network_files(&p.static_network)? {
             files.push(file(&path, mode, data.as_bytes()));
         }
-        units.push(unit(PRE_NM_UNIT, PRE_NM_UNIT_ROOTFS));
+        units.push(unit(
+            PRE_NM_UNIT,
+            &with_discovery_delay(PRE_NM_UNIT_ROOTFS, p.network_discovery_delay_seconds),
+        ));
     }
 
     let keys = ssh_keys(&p.ssh_authorized_key);
@@ -608,6 +614,12 @@ pub(crate) const PRE_NM_SCRIPT: &str = r#"#!/bin/bash
 set -euo pipefail
 base=/etc/assisted/network
 [ -d "$base" ] || exit 0
+# Some NICs take a while to appear (InfraEnv networkDiscoveryDelaySeconds).
+delay=${DISCOVERY_DELAY_SECONDS:-0}
+if [ "$delay" -gt 0 ]; then
+  echo "waiting ${delay}s for network interfaces to appear"
+  sleep "$delay"
+fi
 declare -A nic_by_mac
 for dev in /sys/class/net/*; do
   [ -f "$dev/address" ] || continue
@@ -639,6 +651,19 @@ for host in "$base"/host*; do
 done
 echo "no static network configuration matches this host's MAC addresses" >&2
 "#;
+
+/// The unit with `DISCOVERY_DELAY_SECONDS` in its environment when there is a delay (the
+/// script reads it). A oneshot unit has no start timeout, so a long wait is not cut short.
+pub(crate) fn with_discovery_delay(unit: &str, delay_seconds: u64) -> String {
+    if delay_seconds == 0 {
+        return unit.to_string();
+    }
+    unit.replacen(
+        "[Service]\n",
+        &format!("[Service]\nEnvironment=DISCOVERY_DELAY_SECONDS={delay_seconds}\n"),
+        1,
+    )
+}
 
 const PRE_NM_UNIT_ROOTFS: &str = "[Unit]\n\
 Description=Select the assisted static network configuration for this host\n\
@@ -788,10 +813,34 @@ mod tests {
                     logical_nic_name: "eth0".into(),
                 }],
             }],
+            network_discovery_delay_seconds: 0,
             ignition_config_override: None,
             kernel_arguments: vec![],
             openshift_version: Some("4.18.3".into()),
         }
+    }
+
+    #[test]
+    fn network_discovery_delay_reaches_the_static_network_unit() {
+        let v = render(&params());
+        let unit = unit_text(&v, PRE_NM_UNIT).unwrap();
+        assert!(!unit.contains("DISCOVERY_DELAY_SECONDS"), "{unit}");
+        let script = file_text(&v, PRE_NM_SCRIPT_PATH).unwrap();
+        // The script waits before it reads the MACs.
+        let wait = script.find("sleep \"$delay\"").unwrap();
+        assert!(wait < script.find("/sys/class/net").unwrap());
+
+        let mut p = params();
+        p.network_discovery_delay_seconds = 30;
+        let unit = unit_text(&render(&p), PRE_NM_UNIT).unwrap();
+        assert!(
+            unit.contains("[Service]\nEnvironment=DISCOVERY_DELAY_SECONDS=30\n"),
+            "{unit}"
+        );
+        assert_eq!(
+            with_discovery_delay("[Unit]\n[Service]\n", 0),
+            "[Unit]\n[Service]\n"
+        );
     }
 
     fn render(p: &DiscoveryIgnitionParams) -> Value {

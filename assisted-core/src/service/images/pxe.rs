@@ -4,6 +4,7 @@ use super::ImageError;
 use super::cpio::Builder;
 use super::ignition::{
     PRE_NM_UNIT, ProxySettings, StaticNetworkConfig, env_line, static_network_files,
+    with_discovery_delay,
 };
 
 /// Kernel arguments every discovery PXE boot gets (serial and VGA consoles, live rootfs).
@@ -67,6 +68,7 @@ pub fn ipxe_boot_order_control_script(script_url: &str) -> String {
 pub fn minimal_initrd(
     static_network: &[StaticNetworkConfig],
     proxy: &ProxySettings,
+    network_discovery_delay_seconds: u64,
 ) -> Result<Option<Vec<u8>>, ImageError> {
     if static_network.is_empty() && proxy.is_empty() {
         return Ok(None);
@@ -77,7 +79,11 @@ pub fn minimal_initrd(
             b.file(&path, mode, data);
         }
         let unit = format!("etc/systemd/system/{PRE_NM_UNIT}");
-        b.file(&unit, 0o644, PRE_NM_UNIT_INITRD);
+        b.file(
+            &unit,
+            0o644,
+            with_discovery_delay(PRE_NM_UNIT_INITRD, network_discovery_delay_seconds),
+        );
         // The initrd has no systemctl enable step: wire the unit in by symlink.
         b.symlink(
             &format!("etc/systemd/system/initrd.target.wants/{PRE_NM_UNIT}"),
@@ -167,7 +173,7 @@ mod tests {
     #[test]
     fn minimal_initrd_contents() {
         assert_eq!(
-            minimal_initrd(&[], &ProxySettings::default()).unwrap(),
+            minimal_initrd(&[], &ProxySettings::default(), 0).unwrap(),
             None
         );
         let net = vec![StaticNetworkConfig {
@@ -181,7 +187,7 @@ mod tests {
             https_proxy: Some("http://p:3128".into()),
             ..Default::default()
         };
-        let archive = minimal_initrd(&net, &proxy).unwrap().unwrap();
+        let archive = minimal_initrd(&net, &proxy, 0).unwrap().unwrap();
         let entries = read(&archive).unwrap();
         let find = |p: &str| {
             entries.iter().find(|e| matches!(e, Entry::File { path, .. } | Entry::Symlink { path, .. } if path == p))
@@ -220,7 +226,7 @@ mod tests {
         assert!(dirs >= 5);
 
         // Proxy only.
-        let only_proxy = read(&minimal_initrd(&[], &proxy).unwrap().unwrap()).unwrap();
+        let only_proxy = read(&minimal_initrd(&[], &proxy, 0).unwrap().unwrap()).unwrap();
         assert!(
             only_proxy
                 .iter()
@@ -229,6 +235,21 @@ mod tests {
         // Invalid static network is an error, not an empty overlay.
         let mut bad = net.clone();
         bad[0].mac_interface_map[0].mac_address = "nope".into();
-        assert!(minimal_initrd(&bad, &proxy).is_err());
+        assert!(minimal_initrd(&bad, &proxy, 0).is_err());
+
+        // networkDiscoveryDelaySeconds: the initrd unit passes it to the script.
+        let delayed = read(&minimal_initrd(&net, &proxy, 45).unwrap().unwrap()).unwrap();
+        let unit = delayed.iter().find_map(|e| match e {
+            Entry::File { path, data, .. }
+                if path == "etc/systemd/system/pre-network-manager-config.service" =>
+            {
+                Some(String::from_utf8(data.clone()).unwrap())
+            }
+            _ => None,
+        });
+        assert!(
+            unit.unwrap()
+                .contains("Environment=DISCOVERY_DELAY_SECONDS=45\n")
+        );
     }
 }

@@ -10,24 +10,35 @@ use super::error::InstallError;
 use crate::domain::net::Cidr;
 use crate::domain::{ClusterNetwork, ClusterSnapshot, HostRole, HostSnapshot, PlatformType};
 
-/// Platforms this builder renders. Other upstream platforms (vsphere, nutanix, external)
-/// have their own providers and are not implemented; map them to `None`.
+/// Platforms this builder renders. vsphere and nutanix have their own providers and are not
+/// implemented (the AgentClusterInstall reports them as not supported yet); they render `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InstallPlatform {
     #[default]
     BareMetal,
     None,
+    /// `platform.external` (ACI platformType External, with `spec.external`).
+    External,
 }
 
 impl InstallPlatform {
-    /// Baremetal only with cluster-managed networking; everything else renders as `none`.
+    /// Baremetal only with cluster-managed networking; external as asked; everything else
+    /// renders as `none`.
     pub fn from_snapshot(cluster: &ClusterSnapshot) -> InstallPlatform {
-        if cluster.platform == PlatformType::BareMetal && !cluster.umn() {
-            InstallPlatform::BareMetal
-        } else {
-            InstallPlatform::None
+        match cluster.platform {
+            PlatformType::BareMetal if !cluster.umn() => InstallPlatform::BareMetal,
+            PlatformType::External => InstallPlatform::External,
+            _ => InstallPlatform::None,
         }
     }
+}
+
+/// `platform.external` of install-config (ACI `spec.external`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExternalPlatformInput {
+    pub platform_name: Option<String>,
+    /// `None` or `External`.
+    pub cloud_controller_manager: Option<String>,
 }
 
 /// Firmware boot mode as the installer spells it.
@@ -103,6 +114,11 @@ pub struct InstallConfigInput {
     pub platform: InstallPlatform,
     pub api_vips: Vec<String>,
     pub ingress_vips: Vec<String>,
+    /// Baremetal `loadBalancer.type: UserManaged` (ACI `spec.loadBalancer`): the user runs
+    /// the API and ingress load balancer, the cluster does not deploy keepalived/haproxy.
+    pub user_managed_load_balancer: bool,
+    /// Used when `platform` is [`InstallPlatform::External`].
+    pub external: ExternalPlatformInput,
     pub additional_ntp_servers: Vec<String>,
     pub proxy: Option<ProxyInput>,
     pub additional_trust_bundle: Option<String>,
@@ -145,6 +161,8 @@ impl InstallConfigInput {
             platform: InstallPlatform::from_snapshot(cluster),
             api_vips: cluster.api_vips.clone(),
             ingress_vips: cluster.ingress_vips.clone(),
+            user_managed_load_balancer: false,
+            external: ExternalPlatformInput::default(),
             additional_ntp_servers: split_list(&cluster.additional_ntp_source),
             proxy: None,
             additional_trust_bundle: None,
@@ -229,7 +247,9 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
     }
     root.insert("networking".into(), networking(input));
     root.insert("platform".into(), platform(input)?);
-    if input.platform == InstallPlatform::None && input.control_plane_replicas == 1 {
+    // Single-node clusters bootstrap in place on every platform without an installer-run
+    // bootstrap machine (none and external here).
+    if input.platform != InstallPlatform::BareMetal && input.control_plane_replicas == 1 {
         let disk = sno_installation_disk(input)?;
         root.insert(
             "bootstrapInPlace".into(),
@@ -317,6 +337,21 @@ fn networking(input: &InstallConfigInput) -> Value {
 fn platform(input: &InstallConfigInput) -> Result<Value, InstallError> {
     match input.platform {
         InstallPlatform::None => Ok(json!({ "none": {} })),
+        InstallPlatform::External => {
+            let mut external = Map::new();
+            let set = |v: &Option<String>| {
+                v.as_deref()
+                    .filter(|s| !s.trim().is_empty())
+                    .map(str::to_string)
+            };
+            if let Some(name) = set(&input.external.platform_name) {
+                external.insert("platformName".into(), json!(name));
+            }
+            if let Some(ccm) = set(&input.external.cloud_controller_manager) {
+                external.insert("cloudControllerManager".into(), json!(ccm));
+            }
+            Ok(json!({ "external": external }))
+        }
         InstallPlatform::BareMetal => {
             if input.api_vips.is_empty() || input.ingress_vips.is_empty() {
                 return Err(InstallError::InvalidInput(
@@ -333,6 +368,9 @@ fn platform(input: &InstallConfigInput) -> Result<Value, InstallError> {
             bm.insert("apiVIPs".into(), json!(input.api_vips));
             bm.insert("ingressVIPs".into(), json!(input.ingress_vips));
             bm.insert("provisioningNetwork".into(), json!("Disabled"));
+            if input.user_managed_load_balancer {
+                bm.insert("loadBalancer".into(), json!({ "type": "UserManaged" }));
+            }
             bm.insert("hosts".into(), Value::Array(hosts));
             if !input.additional_ntp_servers.is_empty() {
                 bm.insert(
@@ -493,6 +531,8 @@ mod tests {
             platform: InstallPlatform::BareMetal,
             api_vips: vec!["192.168.111.5".into()],
             ingress_vips: vec!["192.168.111.4".into()],
+            user_managed_load_balancer: false,
+            external: ExternalPlatformInput::default(),
             additional_ntp_servers: vec![],
             proxy: None,
             additional_trust_bundle: None,
@@ -559,6 +599,46 @@ mod tests {
         assert_eq!(bm["hosts"][0]["bootMode"], "UEFI");
         assert!(doc.get("bootstrapInPlace").is_none());
         assert!(doc.get("proxy").is_none());
+    }
+
+    #[test]
+    fn user_managed_load_balancer_is_rendered_on_baremetal() {
+        let doc = build_install_config(&input()).unwrap();
+        assert!(doc["platform"]["baremetal"].get("loadBalancer").is_none());
+        let mut i = input();
+        i.user_managed_load_balancer = true;
+        let doc = build_install_config(&i).unwrap();
+        assert_eq!(
+            doc["platform"]["baremetal"]["loadBalancer"],
+            json!({ "type": "UserManaged" })
+        );
+    }
+
+    #[test]
+    fn external_platform_carries_its_name_and_cloud_controller_manager() {
+        let mut i = input();
+        i.platform = InstallPlatform::External;
+        i.external = ExternalPlatformInput {
+            platform_name: Some("oci".into()),
+            cloud_controller_manager: Some("External".into()),
+        };
+        let doc = build_install_config(&i).unwrap();
+        assert_eq!(
+            doc["platform"],
+            json!({ "external": { "platformName": "oci", "cloudControllerManager": "External" } })
+        );
+        assert!(doc.get("bootstrapInPlace").is_none());
+        // Single node: bootstrap in place, as with platform none.
+        i.control_plane_replicas = 1;
+        i.worker_replicas = 0;
+        i.hosts.truncate(1);
+        i.external = ExternalPlatformInput::default();
+        let doc = build_install_config(&i).unwrap();
+        assert_eq!(doc["platform"], json!({ "external": {} }));
+        assert_eq!(
+            doc["bootstrapInPlace"]["installationDisk"],
+            "/dev/disk/by-id/wwn-0x1"
+        );
     }
 
     #[test]
@@ -690,6 +770,14 @@ mod tests {
         c.hosts.push(h);
         let i = InstallConfigInput::from_snapshot(&c, "{}", Some(""), None);
         assert_eq!(i.platform, InstallPlatform::None);
+        c.platform = PlatformType::External;
+        assert_eq!(
+            InstallPlatform::from_snapshot(&c),
+            InstallPlatform::External
+        );
+        c.platform = PlatformType::VSphere;
+        assert_eq!(InstallPlatform::from_snapshot(&c), InstallPlatform::None);
+        c.platform = PlatformType::None;
         assert_eq!(i.control_plane_replicas, 1);
         assert_eq!(i.worker_replicas, 0);
         assert_eq!(i.ssh_key, None);

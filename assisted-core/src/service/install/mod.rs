@@ -11,6 +11,7 @@
 
 mod backend;
 mod config;
+mod disk_encryption;
 mod error;
 mod ignition;
 mod lab;
@@ -21,9 +22,10 @@ pub use backend::{
     OpenshiftInstallBackend, valid_manifest_name,
 };
 pub use config::{
-    BootMode, HostNic, InstallConfigInput, InstallHost, InstallPlatform, ProxyInput,
-    apply_merge_patch, build_install_config, render_install_config_yaml,
+    BootMode, ExternalPlatformInput, HostNic, InstallConfigInput, InstallHost, InstallPlatform,
+    ProxyInput, apply_merge_patch, build_install_config, render_install_config_yaml,
 };
+pub use disk_encryption::{TangServer, disk_encryption_manifests, tang_servers};
 pub use error::InstallError;
 pub use ignition::{
     IGNITION_VERSION, data_url, day2_pointer_ignition, host_ignition, host_ignition_file_name,

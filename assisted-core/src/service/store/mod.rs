@@ -84,6 +84,13 @@ pub struct ClusterSettings {
     pub proxy: Option<Proxy>,
     /// User manifests from the ACI's ConfigMaps (file name → content).
     pub manifests: Vec<(String, Vec<u8>)>,
+    /// ACI `loadBalancer.type: UserManaged`.
+    pub user_managed_load_balancer: bool,
+    /// ACI `spec.external`, for platform External.
+    pub external_platform: crate::service::install::ExternalPlatformInput,
+    /// Fields set that the core ignores and that block nothing (the ClusterDeployment's
+    /// Hive-only ones): the ACI's `FieldsSupported` condition.
+    pub unsupported_fields: Vec<String>,
 }
 
 /// One cluster: the domain snapshot plus what the service layer keeps beside it.

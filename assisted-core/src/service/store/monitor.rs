@@ -72,6 +72,7 @@ impl Store {
                     &AutoStartParams {
                         hold: rec.settings.hold,
                         unsynced_agents: rec.settings.unsynced_agents,
+                        spec_unsynced: rec.spec_error.is_some(),
                     },
                     &self.cfg,
                 );
