@@ -52,12 +52,8 @@ pub fn problems(
                 }
             }
         }
-        if config.api_vips.is_empty() != config.ingress_vips.is_empty() {
-            out.push(
-                "spec.config: apiVIPs and ingressVIPs go together: give both (platform BareMetal) \
-                 or neither (platform None)"
-                    .into(),
-            );
+        if crate::controller::hive::vips_unpaired(config) {
+            out.push(crate::controller::hive::HiveError::UnpairedVips.to_string());
         }
     }
     if let Some(old) = old {

@@ -114,6 +114,46 @@ pub fn merge(
     out
 }
 
+/// Like [`merge`], for writers that own some types only while they have something to say: a
+/// `previous` condition of a type in `owned` that is not desired is dropped instead of kept
+/// (the writer applies the whole list, so the dropped entry leaves the object).
+pub fn merge_owned(
+    previous: &[Condition],
+    desired: &[Desired],
+    owned: &[&str],
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let kept: Vec<Condition> = previous
+        .iter()
+        .filter(|c| {
+            !owned.contains(&c.type_.as_str()) || desired.iter().any(|d| d.type_ == c.type_)
+        })
+        .cloned()
+        .collect();
+    merge(&kept, desired, generation, now)
+}
+
+/// The condition that names spec fields set but not supported yet (DESIGN §2: never silence).
+/// The same type, reason and wording as assisted-core's on AgentClusterInstalls and InfraEnvs.
+pub const FIELDS_SUPPORTED: &str = "FieldsSupported";
+
+/// `FieldsSupported` False / `UnsupportedFields` listing `messages` (each `<field> is not
+/// supported yet[: why]`); `None` when there are none, so the condition is present only while
+/// such a field is set (write it with [`merge_owned`]).
+pub fn fields_supported(messages: &[String]) -> Option<Desired> {
+    (!messages.is_empty()).then(|| {
+        Desired::false_(
+            FIELDS_SUPPORTED,
+            "UnsupportedFields",
+            format!(
+                "Some fields are set that are not supported yet and have no effect: {}",
+                messages.join("; ")
+            ),
+        )
+    })
+}
+
 /// The condition of this type, if present.
 pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)
@@ -168,6 +208,35 @@ mod tests {
         assert_eq!(merged[1], foreign[0]);
         assert!(is_true(&merged, "Foreign"));
         assert!(!is_true(&merged, "Missing"));
+    }
+
+    #[test]
+    fn an_owned_condition_leaves_when_it_is_no_longer_desired() {
+        let foreign = Desired::true_("Foreign", "");
+        let unsupported = fields_supported(&["spec.x is not supported yet".into()]).unwrap();
+        let first = merge(&[], &[foreign, unsupported.clone()], Some(1), at(0));
+        assert_eq!(
+            first[1].message,
+            "Some fields are set that are not supported yet and have no effect: \
+             spec.x is not supported yet"
+        );
+        let ready = Desired::true_("Ready", "");
+        let later = merge_owned(
+            &first,
+            std::slice::from_ref(&ready),
+            &[FIELDS_SUPPORTED],
+            Some(2),
+            at(5),
+        );
+        let types: Vec<_> = later.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Ready", "Foreign"]);
+        // Still desired: kept, with its transition time.
+        let again = merge_owned(&first, &[unsupported], &[FIELDS_SUPPORTED], Some(2), at(5));
+        assert_eq!(
+            find(&again, FIELDS_SUPPORTED).map(|c| &c.last_transition_time),
+            Some(&Time(at(0)))
+        );
+        assert_eq!(fields_supported(&[]), None);
     }
 
     #[test]

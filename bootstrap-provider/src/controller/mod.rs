@@ -2,7 +2,8 @@
 //! ("How to add a controller"): [`config`] (OpenshiftAssistedConfig: InfraEnv per template,
 //! live ISO into Metal3, data Secret, Agent cleanup) and [`agents`] (Agent ↔ Machine by boot
 //! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`],
-//! [`agent`] and [`install_ignition`].
+//! [`agent`] and [`install_ignition`]; [`unsupported`] lists the config fields that take no
+//! effect (the `FieldsSupported` condition).
 
 pub mod agent;
 pub mod agents;
@@ -15,6 +16,7 @@ pub mod install_ignition;
 pub mod matching;
 #[cfg(test)]
 mod test_fixtures;
+pub mod unsupported;
 pub mod user_data;
 
 use std::sync::Arc;

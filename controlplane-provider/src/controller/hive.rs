@@ -74,6 +74,12 @@ pub enum HiveError {
         "spec.config.baseDomain is required: the cluster's domain is <clusterName>.<baseDomain>"
     )]
     MissingBaseDomain,
+    /// The webhook refuses it too; without the webhook the VIPs would be dropped silently.
+    #[error(
+        "spec.config: apiVIPs and ingressVIPs go together: give both (platform BareMetal) or \
+         neither (platform None)"
+    )]
+    UnpairedVips,
 }
 
 /// The desired ClusterDeployment: named like the control plane, installed by the
@@ -363,11 +369,21 @@ fn oacp_key(oacp: &OpenshiftAssistedControlPlane) -> Result<(&str, &str), HiveEr
 fn config(
     oacp: &OpenshiftAssistedControlPlane,
 ) -> Result<&OpenshiftAssistedControlPlaneConfigSpec, HiveError> {
-    oacp.spec
+    let config = oacp
+        .spec
         .config
         .as_ref()
         .filter(|c| !c.base_domain.trim().is_empty())
-        .ok_or(HiveError::MissingBaseDomain)
+        .ok_or(HiveError::MissingBaseDomain)?;
+    if vips_unpaired(config) {
+        return Err(HiveError::UnpairedVips);
+    }
+    Ok(config)
+}
+
+/// One VIP list set without the other: neither platform fits.
+pub fn vips_unpaired(config: &OpenshiftAssistedControlPlaneConfigSpec) -> bool {
+    config.api_vips.is_empty() != config.ingress_vips.is_empty()
 }
 
 fn capi_cluster_name(cluster: &Cluster) -> Result<&str, HiveError> {
@@ -706,6 +722,14 @@ spec:
                 v["spec"]["config"]["ingressVIPs"] = ingress.clone();
             });
             assert_eq!(platform_type(&oacp), want, "{api} {ingress}");
+            // One list without the other is refused rather than its VIPs dropped (the webhook
+            // refuses it too).
+            if api.as_array().map(Vec::len) != ingress.as_array().map(Vec::len) {
+                let err = agent_cluster_install(&inputs(&oacp, &cluster)).unwrap_err();
+                assert_eq!(err, HiveError::UnpairedVips);
+                assert!(err.to_string().contains("go together"), "{err}");
+                continue;
+            }
             let aci = agent_cluster_install(&inputs(&oacp, &cluster)).unwrap();
             assert_eq!(aci.spec.platform_type, Some(want));
             if want == PlatformType::None {

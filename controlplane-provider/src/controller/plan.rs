@@ -398,18 +398,24 @@ fn install_of(aci: Option<&AgentClusterInstall>) -> Install {
     let Some(status) = aci.and_then(|a| a.status.as_ref()) else {
         return Install::default();
     };
-    let failing_validations = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Validated")
-        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("ValidationsFailing"))
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default();
+    let message_while_false = |type_: &str, reason: Option<&str>| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .filter(|c| {
+                c.status == "False" && reason.is_none_or(|r| c.reason.as_deref() == Some(r))
+            })
+            .and_then(|c| c.message.clone())
+            .unwrap_or_default()
+    };
     Install {
         state: status.debug_info.state.clone().unwrap_or_default(),
         state_info: status.debug_info.state_info.clone().unwrap_or_default(),
         percentage: status.progress.total_percentage,
-        failing_validations,
+        failing_validations: message_while_false("Validated", Some("ValidationsFailing")),
+        spec_error: message_while_false("SpecSynced", Some("InputError")),
+        unsupported_fields: message_while_false(conditions::FIELDS_SUPPORTED, None),
     }
 }
 
@@ -469,9 +475,10 @@ fn status_of(
             .as_ref()
             .and_then(|i| i.control_plane_initialized)
             == Some(true);
-    let conditions = conditions::merge(
+    let conditions = conditions::merge_owned(
         &previous.conditions,
         &desired,
+        &[conditions::FIELDS_SUPPORTED],
         oacp.metadata.generation,
         now,
     );
@@ -658,12 +665,18 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
         no_secret.pull_secret = PullSecret::Unset;
         let mut no_cluster = dereferenced(oacp(""));
         no_cluster.cluster = None;
+        // Past the webhook (or without it): the API VIP alone would silently drop both.
+        let mut api_vip_alone = dereferenced(oacp(""));
+        if let Some(config) = Arc::make_mut(&mut api_vip_alone.oacp).spec.config.as_mut() {
+            config.ingress_vips.clear();
+        }
         let rows = [
             (unknown_version, "InvalidDistributionVersion"),
             (old_version, "InvalidDistributionVersion"),
             (missing_secret, "PullSecretNotFound"),
             (no_secret, "PullSecretMissing"),
             (no_cluster, "WaitingForCluster"),
+            (api_vip_alone, "InvalidConfig"),
         ];
         for (d, reason) in rows {
             let plan = plan(&d, t0());
@@ -721,6 +734,83 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             .spec
             .provision_requirements;
         assert_eq!(requirements.control_plane_agents, 3);
+    }
+
+    #[test]
+    fn what_the_core_says_about_the_aci_shows_on_the_control_plane() {
+        let mut d = dereferenced(oacp(""));
+        Arc::make_mut(&mut d.oacp)
+            .spec
+            .config
+            .get_or_insert_with(Default::default)
+            .masters_schedulable = Some(true);
+        let mut aci = plan(&d, t0()).hive.unwrap().agent_cluster_install;
+        aci.status = serde_json::from_value(serde_json::json!({
+            "debugInfo": {"state": "insufficient"},
+            "conditions": [
+                {"type": "SpecSynced", "status": "False", "reason": "InputError",
+                 "message": "The Spec could not be synced due to an input error: \
+                     spec.mastersSchedulable is not supported yet: control-plane nodes run \
+                     workloads only in clusters without workers"},
+                {"type": "FieldsSupported", "status": "False", "reason": "UnsupportedFields",
+                 "message": "Some fields are set that are not supported yet and have no \
+                     effect: ClusterDeployment spec.manageDNS is not supported yet"},
+            ],
+        }))
+        .unwrap();
+        d.aci = Some(aci.clone());
+        let first = plan(&d, t0());
+        let available = condition(&first, "Available");
+        assert_eq!(available.reason, "InstallInputError");
+        assert!(
+            available
+                .message
+                .contains("spec.mastersSchedulable is not supported yet"),
+            "{}",
+            available.message
+        );
+        assert!(
+            available
+                .message
+                .ends_with("(from this control plane's spec.config.mastersSchedulable)"),
+            "{}",
+            available.message
+        );
+        let fields = condition(&first, "FieldsSupported");
+        assert_eq!(
+            (fields.status.as_str(), fields.reason.as_str()),
+            ("False", "UnsupportedFields")
+        );
+        assert!(
+            fields.message.ends_with(
+                "AgentClusterInstall cp: ClusterDeployment spec.manageDNS is not supported yet"
+            ),
+            "{}",
+            fields.message
+        );
+
+        // The core reports nothing any more: FieldsSupported leaves, Available says installing.
+        aci.status = serde_json::from_value(serde_json::json!({
+            "debugInfo": {"state": "installing"},
+            "conditions": [{"type": "SpecSynced", "status": "True", "reason": "SyncOK"}],
+        }))
+        .unwrap();
+        d.aci = Some(aci);
+        Arc::make_mut(&mut d.oacp).status = Some(first.status.clone());
+        let later = plan(&d, t0());
+        assert_eq!(
+            condition(&later, "Available").reason,
+            "ControlPlaneInstalling"
+        );
+        assert!(
+            later
+                .status
+                .conditions
+                .iter()
+                .all(|c| c.type_ != "FieldsSupported"),
+            "{:?}",
+            later.status.conditions
+        );
     }
 
     #[test]

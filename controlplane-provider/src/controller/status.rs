@@ -12,6 +12,8 @@ use super::dereference::WorkloadVersion;
 use super::machines::{self, Scaling};
 use crate::api::OpenshiftAssistedControlPlane;
 
+pub mod unsupported;
+
 pub const AVAILABLE: &str = "Available";
 pub const KUBECONFIG_AVAILABLE: &str = "KubeconfigAvailable";
 pub const MACHINES_READY: &str = "MachinesReady";
@@ -46,6 +48,12 @@ pub struct Install {
     /// "The cluster's validations are failing: ..."), empty otherwise: what the user must fix
     /// before the install can start (e.g. VIPs outside every host's network).
     pub failing_validations: String,
+    /// The AgentClusterInstall's `SpecSynced` message while it is False (the core's "The Spec
+    /// could not be synced due to an input error: ..."), empty otherwise: while it is set the
+    /// install does not start (an invalid value, or a field the core does not support yet).
+    pub spec_error: String,
+    /// The AgentClusterInstall's `FieldsSupported` message while it is False, empty otherwise.
+    pub unsupported_fields: String,
 }
 
 impl Install {
@@ -182,6 +190,17 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             "WaitingForKubeconfig",
             format!("{progress}; waiting for the admin kubeconfig"),
         ),
+        // Before the validations: the install cannot start until the input is fixed.
+        None if !install.started() && !install.spec_error.is_empty() => Desired::false_(
+            AVAILABLE,
+            "InstallInputError",
+            format!(
+                "{progress}; AgentClusterInstall {}: {}{}",
+                inputs.oacp.metadata.name.as_deref().unwrap_or_default(),
+                install.spec_error,
+                unsupported::our_fields_behind(&install.spec_error)
+            ),
+        ),
         None if !install.started() && !install.failing_validations.is_empty() => Desired::false_(
             AVAILABLE,
             "InstallValidationsFailing",
@@ -189,6 +208,17 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
                 "{progress}; {}{}",
                 install.failing_validations,
                 vip_hint(inputs.oacp, &install.failing_validations)
+            ),
+        ),
+        // A running install goes on; a later input error is still worth knowing.
+        None if !install.spec_error.is_empty() => Desired::false_(
+            AVAILABLE,
+            "ControlPlaneInstalling",
+            format!(
+                "{progress}; AgentClusterInstall {}: {}{}",
+                inputs.oacp.metadata.name.as_deref().unwrap_or_default(),
+                install.spec_error,
+                unsupported::our_fields_behind(&install.spec_error)
             ),
         ),
         None => Desired::false_(AVAILABLE, "ControlPlaneInstalling", progress.clone()),
@@ -325,7 +355,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         inputs.workload_version,
         inputs.kubeconfig_published,
     );
-    vec![
+    let mut out = vec![
         available,
         kubeconfig,
         machines_ready,
@@ -335,7 +365,11 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         paused,
         deleting,
         version,
-    ]
+    ];
+    // Blocks nothing; present only while a field is set that takes no effect (the caller
+    // merges with `conditions::merge_owned` so that it leaves once none is).
+    out.extend(unsupported::fields_supported(inputs.oacp, install));
+    out
 }
 
 /// The `UpToDate` condition CAPI leaves to the control-plane provider on its Machines (the
@@ -686,6 +720,87 @@ spec: {{sshAuthorizedKey: {key}}}
                 assert!(available.message.starts_with(&format!("install {state}")));
             }
         }
+    }
+
+    #[test]
+    fn an_aci_input_error_holds_the_install_and_shows_on_available() {
+        let input_error = "The Spec could not be synced due to an input error: \
+                           diskEncryption.tangServers must name at least one server for mode tang";
+        // (state, failing validations, Available reason)
+        let rows = [
+            ("insufficient", "", "InstallInputError"),
+            // The input error is the nearer cause: the install would not start without it.
+            (
+                "ready",
+                "The cluster's validations are failing: x",
+                "InstallInputError",
+            ),
+            ("", "", "InstallInputError"),
+            // A running install goes on; the message still says it.
+            ("installing", "", "ControlPlaneInstalling"),
+        ];
+        for (state, validations, reason) in rows {
+            let mut case = Case::new();
+            case.install.state = state.into();
+            case.install.failing_validations = validations.into();
+            case.install.spec_error = input_error.into();
+            let conds = desired_conditions(&case.inputs());
+            let available = find(&conds, AVAILABLE);
+            assert_eq!(
+                (available.status, available.reason.as_str()),
+                (Status::False, reason),
+                "{state}"
+            );
+            assert!(
+                available.message.contains(&format!(
+                    "AgentClusterInstall cp: {input_error} (from this control plane's \
+                     spec.config.diskEncryption)"
+                )),
+                "{}",
+                available.message
+            );
+        }
+        // Once the control plane is up, Available says so.
+        let mut case = Case::new();
+        case.install.state = "installed".into();
+        case.kubeconfig = true;
+        case.install.spec_error = input_error.into();
+        assert_eq!(
+            find(&desired_conditions(&case.inputs()), AVAILABLE).status,
+            Status::True
+        );
+    }
+
+    #[test]
+    fn fields_supported_is_there_only_while_a_field_takes_no_effect() {
+        let mut case = Case::new();
+        assert!(
+            !desired_conditions(&case.inputs())
+                .iter()
+                .any(|c| c.type_ == conditions::FIELDS_SUPPORTED)
+        );
+        case.oacp
+            .spec
+            .config
+            .get_or_insert_with(Default::default)
+            .image_registry_ref = Some(assisted_api::common::LocalObjectReference {
+            name: "mirrors".into(),
+        });
+        let conds = desired_conditions(&case.inputs());
+        let fields = find(&conds, conditions::FIELDS_SUPPORTED);
+        assert_eq!(
+            (fields.status, fields.reason.as_str()),
+            (Status::False, "UnsupportedFields")
+        );
+        assert!(
+            fields
+                .message
+                .contains("spec.config.imageRegistryRef is not supported yet"),
+            "{}",
+            fields.message
+        );
+        // It blocks nothing.
+        assert_eq!(find(&conds, AVAILABLE).reason, "ControlPlaneInstalling");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::controller::agent::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
 use crate::controller::matching::{self, MachineInput};
+use crate::controller::unsupported;
 use crate::controller::{FINALIZER, PAUSED_ANNOTATION, PlannedEvent};
 
 pub const READY: &str = "Ready";
@@ -131,10 +132,18 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     } else {
         Desired::false_(PAUSED, "NotPaused", "")
     };
+    // Fields that take no effect block nothing: a condition of their own, present only while
+    // one is set.
+    let mut desired = vec![ready, data_available, paused_condition];
+    desired.extend(unsupported::fields_supported(
+        &config.spec,
+        d.infraenv.as_ref(),
+    ));
     let status = OpenshiftAssistedConfigStatus {
-        conditions: conditions::merge(
+        conditions: conditions::merge_owned(
             &previous.conditions,
-            &[ready, data_available, paused_condition],
+            &desired,
+            &[conditions::FIELDS_SUPPORTED],
             config.metadata.generation,
             now,
         ),
@@ -1088,6 +1097,47 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
         config.status = first.status.clone();
         d.config = Arc::new(config);
         assert!(plan(&d, later).status.is_none());
+    }
+
+    #[test]
+    fn a_field_without_effect_shows_on_fields_supported_and_blocks_nothing() {
+        let mut d = dereferenced();
+        let spec = "{sshAuthorizedKey: ssh-ed25519 AAAA, osImageVersion: '4.18'}";
+        let with_version = config("w-0", true, &with_finalizer(), spec);
+        d.template_configs = vec![with_version.clone()];
+        d.config = Arc::new(with_version);
+        let first = plan(&d, t0());
+        let c = condition(&first, conditions::FIELDS_SUPPORTED);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "UnsupportedFields")
+        );
+        assert!(
+            c.message
+                .contains("spec.osImageVersion is not supported yet"),
+            "{}",
+            c.message
+        );
+        assert!(first.data_secret.is_some(), "the Secret is not held back");
+        assert_eq!(condition(&first, READY).status, "True");
+
+        // Once the field is gone (a new config: the spec is immutable), so is the condition.
+        let mut without = config(
+            "w-0",
+            true,
+            &with_finalizer(),
+            "{sshAuthorizedKey: ssh-ed25519 AAAA}",
+        );
+        without.status = first.status.clone();
+        d.template_configs = vec![without.clone()];
+        d.config = Arc::new(without);
+        let later = plan(&d, t0());
+        let status = later.status.as_ref().expect("status changes");
+        assert!(
+            conditions::find(&status.conditions, conditions::FIELDS_SUPPORTED).is_none(),
+            "{:?}",
+            status.conditions
+        );
     }
 
     // -- BareMetalHost problems ------------------------------------------------------------
