@@ -1,15 +1,20 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed generate check-generated fmt clippy lab bench-core
+.PHONY: test testbed coreos-installer generate check-generated fmt clippy lab bench-core
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
 # the repo, then runs every Rust test against it. The lab's test runs our managers as processes
 # from target/debug, and `cargo test` alone does not build another package's binaries.
-test: testbed
+test: testbed coreos-installer
 	cargo build --locked --bins -p bootstrap-provider -p controlplane-provider
 	cargo test --workspace --locked
 
 testbed:
 	bash tests/testbed/build.sh
+
+# The real coreos-installer and its crate's fixture ISOs, built once into the cache: the tests
+# read back with it what the core serves (tests/coreos-installer/build.sh).
+coreos-installer:
+	bash tests/coreos-installer/build.sh
 
 # Regenerates everything under config/ from the Rust types.
 generate:

@@ -68,8 +68,9 @@ async fn iso(
         .ok_or_else(|| ApiError::forbidden("the token is not an infra-env token"))?;
     let rec = s.store.infra_env_record(&id)?;
     let base = base_iso(&s, &version, &arch).await?;
-    let customized = CustomizedIso::open(base, &rec.discovery_ignition)
-        .await
+    let customized =
+        CustomizedIso::open_with_kargs(base, &rec.discovery_ignition, &rec.kernel_arguments)
+            .await
         .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
     Ok(customized
         .response(method == Method::HEAD, range(&headers))

@@ -545,6 +545,7 @@ pub fn decide(
         discovery_ignition: ignition.into(),
         static_network_config: static_network_json(&static_network),
         ipxe_script: script,
+        kernel_arguments,
         minimal_initrd: initrd.map(Into::into),
         cpu_architecture: arch,
         openshift_version: version,

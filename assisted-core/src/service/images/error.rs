@@ -17,9 +17,15 @@ pub enum ImageError {
     /// The ignition does not fit into the ISO's embed area.
     #[error("embedded ignition is {size} bytes but the ISO embed area holds only {area} bytes")]
     EmbedTooLarge { size: u64, area: u64 },
-    /// The base ISO has no (or a corrupt) coreos-installer embed area header.
-    #[error("{path}: no usable coreiso+ embed area: {reason}")]
+    /// The base ISO has no (or a corrupt) Ignition embed area.
+    #[error("{path}: no usable Ignition embed area: {reason}")]
     NoEmbedArea { path: PathBuf, reason: String },
+    /// The kernel arguments do not fit into the ISO's karg areas.
+    #[error("kernel arguments are {size} bytes but the ISO's karg areas hold only {area} bytes")]
+    KargsTooLarge { size: u64, area: u64 },
+    /// Kernel arguments were asked for but the base ISO has no karg areas (`kargs.json`).
+    #[error("the base ISO has no kernel-argument areas (no /coreos/kargs.json; built before 2021-09?): cannot add {0:?}")]
+    NoKargAreas(Vec<String>),
     /// The embed area content is not a cpio archive we can read.
     #[error("malformed embed area: {0}")]
     MalformedEmbed(String),

@@ -2,8 +2,9 @@
 //!
 //! Everything here takes plain input structs; the HTTP and Kubernetes layers fill them.
 //! - [`discovery_ignition`] renders the Ignition config the discovery ISO boots with;
-//! - [`CustomizedIso`] streams a base live ISO with that config spliced into the
-//!   coreos-installer embed area (see [`iso`] for the on-disk format);
+//! - [`CustomizedIso`] streams a base live ISO with that config spliced into its Ignition
+//!   embed area and the kernel arguments into its karg areas, found as coreos-installer finds
+//!   them ([`layout`]: `igninfo.json`, `kargs.json`, the legacy header);
 //! - [`ipxe_script`] and [`minimal_initrd`] serve PXE and minimal-ISO boots;
 //! - [`OsImageCache`] keeps the base ISOs on local disk;
 //! - [`find_file`] locates the PXE kernel, initrd and rootfs inside a base ISO, and
@@ -17,6 +18,7 @@ mod error;
 pub mod ignition;
 pub mod iso;
 pub mod iso_read;
+pub mod layout;
 pub mod os_image;
 pub mod pxe;
 pub mod stream;
@@ -32,6 +34,7 @@ pub use ignition::{
 };
 pub use iso::{EmbedArea, read_embed_area};
 pub use iso_read::{IsoExtent, find_file};
+pub use layout::{IsoLayout, KargAreas, read_layout};
 pub use os_image::{OsImage, OsImageCache, select};
 pub use pxe::{IpxeScriptType, ipxe_boot_order_control_script, ipxe_script, minimal_initrd};
 pub use stream::{ByteRange, CustomizedIso, FileParts, Part, parse_range};

@@ -1,4 +1,5 @@
-//! Serving a customised ISO: the base ISO from disk with the embed area replaced,
+//! Serving a customised ISO: the base ISO from disk with the Ignition embed area and the
+//! kernel-argument areas replaced,
 //! streamed in fixed-size chunks so memory does not grow with the ISO size; and
 //! [`FileParts`], file extents and in-memory pieces concatenated (the PXE artifacts).
 
@@ -13,12 +14,14 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use super::ImageError;
 use super::cpio::ignition_cpio;
-use super::iso::{EmbedArea, HEADER_LEN, HEADER_OFFSET, read_embed_area};
+use super::iso::EmbedArea;
+use super::layout::{karg_area_content, read_layout};
 
 /// Bytes read from disk per body chunk.
 const CHUNK: usize = 256 * 1024;
 
-/// A base live ISO plus the cpio to splice into its embed area.
+/// A base live ISO plus the cpio to splice into its Ignition embed area and the content of
+/// its kernel-argument areas.
 #[derive(Debug, Clone)]
 pub struct CustomizedIso {
     pub base_path: PathBuf,
@@ -26,6 +29,8 @@ pub struct CustomizedIso {
     pub area: EmbedArea,
     /// The embed area content; shorter than the area, the rest reads as zeros.
     pub embed: Bytes,
+    /// Each karg area with its whole new content (empty without kernel arguments to add).
+    pub karg_areas: Vec<(EmbedArea, Bytes)>,
 }
 
 /// What a `Range` header asks for, resolved against the representation length.
@@ -121,37 +126,53 @@ pub fn splice(chunk: &mut [u8], chunk_start: u64, area: EmbedArea, embed: &[u8])
 }
 
 impl CustomizedIso {
-    /// Reads the embed area header of `base_path` and prepares `ignition` for splicing.
+    /// Finds the embed areas of `base_path` and prepares `ignition` for splicing.
     pub async fn open(base_path: impl Into<PathBuf>, ignition: &str) -> Result<Self, ImageError> {
-        Self::with_embed(base_path, Bytes::from(ignition_cpio(ignition.as_bytes()))).await
+        Self::open_with_kargs(base_path, ignition, &[]).await
     }
 
-    /// Like [`CustomizedIso::open`] with a ready-made embed area payload.
+    /// Like [`CustomizedIso::open`], also appending `kernel_arguments` to the ISO's default
+    /// ones in every karg area (what `coreos-installer iso kargs modify --append` does).
+    pub async fn open_with_kargs(
+        base_path: impl Into<PathBuf>,
+        ignition: &str,
+        kernel_arguments: &[String],
+    ) -> Result<Self, ImageError> {
+        Self::with_embed(
+            base_path,
+            Bytes::from(ignition_cpio(ignition.as_bytes())),
+            kernel_arguments,
+        )
+        .await
+    }
+
+    /// Like [`CustomizedIso::open_with_kargs`] with a ready-made embed area payload.
     pub async fn with_embed(
         base_path: impl Into<PathBuf>,
         embed: Bytes,
+        kernel_arguments: &[String],
     ) -> Result<Self, ImageError> {
         let base_path = base_path.into();
+        let path = base_path.clone();
         let no_area = |reason: String| ImageError::NoEmbedArea {
             path: base_path.clone(),
             reason,
         };
-        let ctx = format!("reading {}", base_path.display());
-        let mut file = tokio::fs::File::open(&base_path)
-            .await
-            .map_err(ImageError::io(&ctx))?;
-        let base_len = file.metadata().await.map_err(ImageError::io(&ctx))?.len();
-        let mut header = [0u8; HEADER_LEN];
-        if base_len < HEADER_OFFSET + HEADER_LEN as u64 {
-            return Err(no_area(format!("the file is only {base_len} bytes")));
-        }
-        file.seek(SeekFrom::Start(HEADER_OFFSET))
-            .await
-            .map_err(ImageError::io(&ctx))?;
-        file.read_exact(&mut header)
-            .await
-            .map_err(ImageError::io(&ctx))?;
-        let area = read_embed_area(&header).ok_or_else(|| no_area("no coreiso+ header".into()))?;
+        // A few small reads through the ISO 9660 tree: on a blocking thread.
+        let (base_len, layout) = tokio::task::spawn_blocking(move || {
+            let ctx = format!("reading {}", path.display());
+            let mut file = std::fs::File::open(&path).map_err(ImageError::io(&ctx))?;
+            let base_len = file.metadata().map_err(ImageError::io(&ctx))?.len();
+            let layout = read_layout(&mut file)?;
+            Ok::<_, ImageError>((base_len, layout))
+        })
+        .await
+        .map_err(|e| no_area(format!("reading the layout stopped: {e}")))?
+        .map_err(|e| match e {
+            ImageError::Io { .. } => e,
+            other => no_area(other.to_string()),
+        })?;
+        let area = layout.ignition;
         if area.end() > base_len {
             return Err(no_area(format!(
                 "the area ends at {} beyond the file length {base_len}",
@@ -164,11 +185,28 @@ impl CustomizedIso {
                 area: area.len,
             });
         }
+        let karg_areas = match (&layout.kargs, kernel_arguments.is_empty()) {
+            (_, true) => Vec::new(),
+            (None, false) => return Err(ImageError::NoKargAreas(kernel_arguments.to_vec())),
+            (Some(kargs), false) => kargs
+                .areas
+                .iter()
+                .map(|a| {
+                    let content = karg_area_content(kargs, a, kernel_arguments)?;
+                    let where_ = EmbedArea {
+                        offset: a.offset,
+                        len: content.len() as u64,
+                    };
+                    Ok((where_, Bytes::from(content)))
+                })
+                .collect::<Result<Vec<_>, ImageError>>()?,
+        };
         Ok(Self {
             base_path,
             base_len,
             area,
             embed,
+            karg_areas,
         })
     }
 
@@ -192,6 +230,7 @@ impl CustomizedIso {
             path: PathBuf,
             area: EmbedArea,
             embed: Bytes,
+            karg_areas: Vec<(EmbedArea, Bytes)>,
         }
         let state = State {
             file: None,
@@ -200,6 +239,7 @@ impl CustomizedIso {
             path: self.base_path.clone(),
             area: self.area,
             embed: self.embed.clone(),
+            karg_areas: self.karg_areas.clone(),
         };
         futures::stream::try_unfold(state, |mut s| async move {
             if s.pos >= s.end {
@@ -216,6 +256,9 @@ impl CustomizedIso {
                 s.file = None;
             }
             splice(&mut buf, s.pos, s.area, &s.embed);
+            for (area, content) in &s.karg_areas {
+                splice(&mut buf, s.pos, *area, content);
+            }
             s.pos += n as u64;
             Ok(Some((buf.freeze(), s)))
         })
@@ -588,7 +631,7 @@ mod tests {
         let plain = dir.path().join("plain.iso");
         std::fs::write(&plain, vec![0u8; 40_000]).unwrap();
         let err = CustomizedIso::open(&plain, "{}").await.unwrap_err();
-        assert!(err.to_string().contains("coreiso+"), "{err}");
+        assert!(err.to_string().contains("no usable Ignition embed area"), "{err}");
         let err = CustomizedIso::open(dir.path().join("missing.iso"), "{}")
             .await
             .unwrap_err();

@@ -61,6 +61,8 @@ pub struct InfraEnvRecord {
     pub static_network_config: String,
     /// The iPXE script served as `ipxe-script` (DiscoveryImageAlways form).
     pub ipxe_script: String,
+    /// Kernel arguments appended to the ISO's own (`spec.kernelArguments`, `append`).
+    pub kernel_arguments: Vec<String>,
     /// The minimal-ISO initrd overlay; `None` when there is nothing to add (204).
     pub minimal_initrd: Option<Arc<[u8]>>,
     pub cpu_architecture: String,

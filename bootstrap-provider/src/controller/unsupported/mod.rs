@@ -13,7 +13,7 @@
 use assisted_api::InfraEnv;
 use manager::conditions::{self, Desired};
 
-use crate::api::{KernelArgumentOperation, OpenshiftAssistedConfigSpec};
+use crate::api::OpenshiftAssistedConfigSpec;
 
 #[cfg(test)]
 mod coverage;
@@ -108,7 +108,7 @@ pub const CONFIG_COVERAGE: &[(&str, Coverage)] = &[
     ),
     (
         "spec.kernelArguments",
-        Partly("agent.rs installer_args; InfraEnv kernelArguments (iPXE only)"),
+        Acted("agent.rs installer_args; InfraEnv kernelArguments (ISO and iPXE)"),
     ),
     (
         "spec.additionalTrustBundle",
@@ -145,11 +145,6 @@ pub const CONFIG_COVERAGE: &[(&str, Coverage)] = &[
     ),
 ];
 
-/// Whether an entry appends (no operation means append, as CAPOA).
-fn appends(k: &crate::api::KernelArgument) -> bool {
-    matches!(k.operation, None | Some(KernelArgumentOperation::Append)) && !k.value.is_empty()
-}
-
 /// The config's rows. Paths are the config's; the control plane reports them under its
 /// `spec.openshiftAssistedConfigSpec`.
 pub const CONFIG_ROWS: &[Row<OpenshiftAssistedConfigSpec>] = &[
@@ -162,12 +157,6 @@ pub const CONFIG_ROWS: &[Row<OpenshiftAssistedConfigSpec>] = &[
                 .is_some_and(|e| !e.is_empty())
         },
         note: "only matchLabels selects NMStateConfigs, as in assisted-service",
-    },
-    Row {
-        field: "spec.kernelArguments",
-        is_set: |s| s.kernel_arguments.iter().any(appends),
-        note: "appended arguments reach the installed OS, but the discovery ISO boots without \
-               them (only the InfraEnv's iPXE script carries them)",
     },
     Row {
         field: "spec.osImageVersion",
@@ -183,10 +172,8 @@ pub const CONFIG_ROWS: &[Row<OpenshiftAssistedConfigSpec>] = &[
 
 /// The InfraEnv fields whose core rows repeat one of [`CONFIG_ROWS`] (the InfraEnv gets them
 /// from the configs), so that its condition is mirrored only when it says more.
-const INFRAENV_FIELDS_REPORTED_HERE: &[&str] = &[
-    "spec.nmStateConfigLabelSelector.matchExpressions",
-    "spec.kernelArguments",
-];
+const INFRAENV_FIELDS_REPORTED_HERE: &[&str] =
+    &["spec.nmStateConfigLabelSelector.matchExpressions"];
 
 /// The prefix of assisted-core's `FieldsSupported` message (as [`conditions::fields_supported`]).
 const CORE_PREFIX: &str = "Some fields are set that are not supported yet and have no effect: ";
@@ -232,7 +219,6 @@ pub fn fields_supported(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::KernelArgument;
 
     fn spec(yaml: &str) -> OpenshiftAssistedConfigSpec {
         serde_yaml::from_str(yaml).unwrap()
@@ -279,13 +265,12 @@ kernelArguments: [{value: console=ttyS0}]
             fields,
             [
                 "spec.nmStateConfigLabelSelector.matchExpressions",
-                "spec.kernelArguments",
                 "spec.osImageVersion"
             ]
         );
         let on_control_plane = unsupported(CONFIG_ROWS, &s, "spec.openshiftAssistedConfigSpec.");
         assert!(
-            on_control_plane[2].starts_with(
+            on_control_plane[1].starts_with(
                 "spec.openshiftAssistedConfigSpec.osImageVersion is not supported yet: "
             )
         );
@@ -295,54 +280,35 @@ kernelArguments: [{value: console=ttyS0}]
             ("FieldsSupported", "False", "UnsupportedFields")
         );
         assert!(
-            c.message.contains("discovery ISO boots without them"),
+            c.message.contains("only matchLabels selects NMStateConfigs"),
             "{}",
             c.message
         );
     }
 
     #[test]
-    fn only_appended_kernel_arguments_miss_the_discovery_iso() {
-        let mut s = OpenshiftAssistedConfigSpec::default();
-        for (operation, reported) in [
-            (None, true),
-            (Some(KernelArgumentOperation::Append), true),
-            (Some(KernelArgumentOperation::Replace), false),
-            (Some(KernelArgumentOperation::Delete), false),
-        ] {
-            s.kernel_arguments = vec![KernelArgument {
-                operation,
-                value: "console=ttyS0".into(),
-            }];
-            assert_eq!(
-                !unsupported(CONFIG_ROWS, &s, "spec.").is_empty(),
-                reported,
-                "{operation:?}"
-            );
-        }
-    }
-
-    #[test]
     fn the_infraenv_is_mirrored_only_when_it_says_more() {
-        let s = spec("{kernelArguments: [{value: console=ttyS0}]}");
-        // The core's kernelArguments row repeats ours: not mirrored.
+        let s = spec("{nmStateConfigLabelSelector: {matchExpressions: [{key: a, operator: Exists}]}}");
+        // The core's matchExpressions row repeats ours: not mirrored.
         let same = infraenv(
-            "spec.kernelArguments is not supported yet: only the iPXE script carries them; \
-             the discovery ISO boots without them",
+            "spec.nmStateConfigLabelSelector.matchExpressions is not supported yet: only \
+             matchLabels selects NMStateConfigs; as in assisted-service",
         );
         let c = fields_supported(&s, Some(&same)).unwrap();
         assert!(!c.message.contains("InfraEnv workers-ie"), "{}", c.message);
 
         // A field the rows do not know (its note has a `;` too): mirrored, once.
         let more = infraenv(
-            "spec.kernelArguments is not supported yet: only the iPXE script carries them; \
-             the discovery ISO boots without them; spec.additionalTrustBundle is not supported \
-             yet: the installed cluster does not trust it",
+            "spec.nmStateConfigLabelSelector.matchExpressions is not supported yet: only \
+             matchLabels selects NMStateConfigs; as in assisted-service; \
+             spec.additionalTrustBundle is not supported yet: the installed cluster does not \
+             trust it",
         );
         let c = fields_supported(&s, Some(&more)).unwrap();
         assert!(
             c.message.contains(
-                "; InfraEnv workers-ie: spec.kernelArguments is not supported yet: only the iPXE"
+                "; InfraEnv workers-ie: spec.nmStateConfigLabelSelector.matchExpressions is not \
+                 supported yet: only"
             ),
             "{}",
             c.message

@@ -79,7 +79,10 @@ const TABLE: &[(&str, &[(&str, Coverage)])] = &[
                 "spec.ipxeScriptType",
                 Acted("pxe.rs boot-order-control script"),
             ),
-            ("spec.kernelArguments", Partly("pxe.rs ipxe_script")),
+            (
+                "spec.kernelArguments",
+                Acted("iPXE script; the ISO's karg areas (kargs.json)"),
+            ),
             (
                 "spec.additionalTrustBundle",
                 Acted("discovery ignition anchors"),

@@ -104,11 +104,6 @@ pub const INFRAENV_ROWS: &[Row<InfraEnvSpec>] = &[
         is_set: |s| !s.ntp_sources.is_empty(),
         note: "the sources are added to the image's default ones instead of replacing them",
     },
-    Row {
-        field: "spec.kernelArguments",
-        is_set: |s| !s.kernel_arguments.is_empty(),
-        note: "only the iPXE script carries them; the discovery ISO boots without them",
-    },
 ];
 
 /// Agent: fields that change how the host is installed.

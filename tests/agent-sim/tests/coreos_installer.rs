@@ -1,0 +1,123 @@
+//! What assisted-core serves, read back by the real coreos-installer (0.27, built by
+//! `tests/coreos-installer/build.sh`, which `make test` runs) on the fixture ISOs its crate ships:
+//! one per layout coreos-assembler has written, from the 2020 `coreiso+` header to today's
+//! `igninfo.json` (no header at all) and s390x's area at an offset inside another file.
+//! `iso ignition show` gives back the discovery ignition, `iso kargs show` the ISO's default
+//! arguments followed by the InfraEnv's, and `iso reset` the base ISO byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assisted_core::service::images::{CustomizedIso, ImageError, read_layout};
+use http_body_util::BodyExt;
+
+const VERSION: &str = "0.27.0";
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/coreos-installer-<version>`, as build.sh.
+fn cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
+    let dir = base.join(format!("capoa-rs/coreos-installer-{VERSION}"));
+    assert!(
+        dir.join("fixtures/.complete").exists(),
+        "coreos-installer {VERSION} is not built: run `bash tests/coreos-installer/build.sh` \
+         (make test does), or set CAPOA_TESTBED_SKIP=1 to skip"
+    );
+    dir
+}
+
+fn coreos_installer(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(dir.join("bin/coreos-installer"))
+        .args(args)
+        .output()
+        .expect("run coreos-installer");
+    assert!(
+        out.status.success(),
+        "coreos-installer {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The whole customised ISO as the image server streams it, written to `to`.
+async fn serve(iso: &CustomizedIso, to: &Path) {
+    let body = iso
+        .response(false, None)
+        .into_body()
+        .collect()
+        .await
+        .expect("stream the ISO")
+        .to_bytes();
+    std::fs::write(to, &body).expect("write the served ISO");
+}
+
+const IGNITION: &str = r#"{"ignition":{"version":"3.1.0"},"storage":{"files":[{"path":"/etc/discovery","contents":{"source":"data:,yes"}}]}}"#;
+
+/// One fixture: customised, read back by coreos-installer, reset to the base.
+async fn check(dir: &Path, fixture: &str, kargs: &[&str]) {
+    let base = dir.join("fixtures").join(fixture);
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served.iso");
+    let kargs: Vec<String> = kargs.iter().map(|k| k.to_string()).collect();
+    let iso = CustomizedIso::open_with_kargs(&base, IGNITION, &kargs)
+        .await
+        .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    serve(&iso, &served).await;
+    let path = served.to_str().unwrap();
+    assert_eq!(
+        coreos_installer(dir, &["iso", "ignition", "show", path]),
+        IGNITION,
+        "{fixture}: the embedded ignition"
+    );
+    if !kargs.is_empty() {
+        let default = coreos_installer(dir, &["iso", "kargs", "show", "--default", path]);
+        let current = coreos_installer(dir, &["iso", "kargs", "show", path]);
+        assert_eq!(
+            current.trim(),
+            format!("{} {}", default.trim(), kargs.join(" ")),
+            "{fixture}: the kernel arguments"
+        );
+    }
+    let reset = work.path().join("reset.iso");
+    coreos_installer(dir, &["iso", "reset", path, "-o", reset.to_str().unwrap()]);
+    assert!(
+        std::fs::read(&reset).unwrap() == std::fs::read(&base).unwrap(),
+        "{fixture}: iso reset does not give back the base ISO"
+    );
+}
+
+#[tokio::test]
+async fn coreos_installer_reads_back_what_the_core_serves_on_every_layout() {
+    if testbed::skip() {
+        return;
+    }
+    let dir = cache();
+    // 2020: the coreiso+ header and images/ignition.img, no kernel-argument areas.
+    check(&dir, "embed-areas-2020-09.iso", &[]).await;
+    // 2021: the headers and kargs.json.
+    check(&dir, "embed-areas-2021-12.iso", &["console=ttyS0"]).await;
+    // 2022: no system-area headers any more (every such ISO was refused before).
+    check(&dir, "embed-areas-2022-09.iso", &["console=ttyS0", "rd.neednet=1"]).await;
+    // Today's x86_64: igninfo.json, kargs.json with its own padding and end characters.
+    check(&dir, "embed-areas-2023-07.x86_64.iso", &["console=ttyS0,115200n8"]).await;
+    // s390x: the area at an offset inside cdboot.img, and no kernel-argument areas.
+    check(&dir, "embed-areas-2023-03.s390x.iso", &[]).await;
+}
+
+#[tokio::test]
+async fn kernel_arguments_on_an_iso_without_karg_areas_are_a_clear_error() {
+    if testbed::skip() {
+        return;
+    }
+    let dir = cache();
+    let base = dir.join("fixtures/embed-areas-2020-09.iso");
+    let mut file = std::fs::File::open(&base).unwrap();
+    assert_eq!(read_layout(&mut file).unwrap().kargs, None);
+    let err = CustomizedIso::open_with_kargs(&base, IGNITION, &["console=ttyS0".into()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ImageError::NoKargAreas(_)), "{err}");
+    assert!(err.to_string().contains("kargs.json"), "{err}");
+}
