@@ -393,6 +393,9 @@ impl ConnectivityRemoteHost {
 pub struct L2Connectivity {
     #[serde(deserialize_with = "lenient")]
     pub outgoing_ip_address: String,
+    /// The local NIC the ARP request left from.
+    #[serde(deserialize_with = "lenient")]
+    pub outgoing_nic: String,
     #[serde(deserialize_with = "lenient")]
     pub remote_ip_address: String,
     #[serde(deserialize_with = "lenient")]

@@ -234,6 +234,12 @@ pub fn next_step_runner_command(host: &HostSnapshot, agent_image: &str) -> NextS
 pub const HOST_FS_MOUNT_DIR: &str = "/host";
 /// Upstream image-availability timeout (16 minutes).
 pub const IMAGE_AVAILABILITY_TIMEOUT_SECS: u64 = 960;
+/// Upstream disk-speed-check timeout (`DISK_CHECK_TIMEOUT`, 8 minutes): the agent runs the
+/// check under `timeout <seconds>` and refuses the step without it.
+pub const DISK_SPEED_CHECK_TIMEOUT_SECS: f64 = 480.0;
+
+/// `additionalNTPSources` of each InfraEnv (by InfraEnv id), for the NTP step's fallback.
+pub type NtpSourcesByInfraEnv = std::collections::BTreeMap<String, Vec<String>>;
 
 /// Inputs of [`next_steps`].
 pub struct NextStepsInput<'a> {
@@ -267,8 +273,15 @@ fn json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// Computes the steps for the host's current state.
+/// Computes the steps for the host's current state (no InfraEnv NTP sources known: see
+/// [`next_steps_with_ntp`]).
 pub fn next_steps(input: &NextStepsInput) -> Steps {
+    next_steps_with_ntp(input, &NtpSourcesByInfraEnv::new())
+}
+
+/// Computes the steps for the host's current state; `infra_env_ntp` holds the InfraEnvs' NTP
+/// sources, which the NTP step asks for when the cluster names none ([`ntp_source`]).
+pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByInfraEnv) -> Steps {
     let h = input.host;
     let cfg = input.cfg;
     let mut interval = 60;
@@ -290,7 +303,9 @@ pub fn next_steps(input: &NextStepsInput) -> Steps {
     }
     use HostStatus as S;
     match h.status {
-        S::Known | S::Insufficient | S::PendingForInput => discovery_steps(input, &mut plan),
+        S::Known | S::Insufficient | S::PendingForInput => {
+            discovery_steps(input, infra_env_ntp, &mut plan)
+        }
         S::Discovering => plan.push(inventory_step(input)),
         S::Disconnected => {
             interval = 120;
@@ -307,9 +322,7 @@ pub fn next_steps(input: &NextStepsInput) -> Steps {
                 if let Some(d) = installation_disk(h, gb) {
                     plan.push((
                         StepType::InstallationDiskSpeedCheck,
-                        vec![json(&DiskSpeedCheckRequest {
-                            path: d.install_path().to_string(),
-                        })],
+                        disk_speed_check_args(d.install_path()),
                     ));
                 }
                 let images: Vec<String> = [
@@ -374,7 +387,7 @@ pub fn next_steps(input: &NextStepsInput) -> Steps {
         }
         S::DiscoveringUnbound | S::KnownUnbound | S::InsufficientUnbound | S::DisabledUnbound => {
             plan.push(inventory_step(input));
-            plan.push(ntp_step(input));
+            plan.push(ntp_step(input, infra_env_ntp));
         }
         S::DisconnectedUnbound => {
             interval = 120;
@@ -421,15 +434,54 @@ fn inventory_step(input: &NextStepsInput) -> (StepType, Vec<String>) {
     (StepType::Inventory, args)
 }
 
-fn ntp_step(input: &NextStepsInput) -> (StepType, Vec<String>) {
-    let source = input
-        .cluster
-        .map(|c| c.additional_ntp_source.clone())
-        .unwrap_or_default();
+/// The disk speed check's arguments, as the agent requires them: the request, then the
+/// timeout in seconds with two decimals (upstream's `GetArgs`).
+pub fn disk_speed_check_args(path: &str) -> Vec<String> {
+    vec![
+        json(&DiskSpeedCheckRequest {
+            path: path.to_string(),
+        }),
+        format!("{DISK_SPEED_CHECK_TIMEOUT_SECS:.2}"),
+    ]
+}
+
+fn ntp_step(
+    input: &NextStepsInput,
+    by_infra_env: &NtpSourcesByInfraEnv,
+) -> (StepType, Vec<String>) {
+    let source = ntp_source(input.host, input.cluster, by_infra_env);
     (
         StepType::NtpSynchronizer,
         vec![json(&NtpSynchronizationRequest { ntp_source: source })],
     )
+}
+
+/// The NTP sources a host is asked to add, comma-separated (upstream's `GetHostNTPSources`):
+/// a bound host gets the cluster's sources, or when it names none the union of the sources of
+/// every InfraEnv its cluster's hosts booted from; an unbound host gets its own InfraEnv's.
+/// Each source once, in the order first met (hosts in cluster order).
+pub fn ntp_source(
+    host: &HostSnapshot,
+    cluster: Option<&ClusterSnapshot>,
+    by_infra_env: &NtpSourcesByInfraEnv,
+) -> String {
+    let infra_envs: Vec<&str> = match cluster {
+        Some(c) if !c.additional_ntp_source.trim().is_empty() => {
+            return c.additional_ntp_source.clone();
+        }
+        Some(c) => c.hosts.iter().map(|h| h.infra_env_id.as_str()).collect(),
+        None => vec![host.infra_env_id.as_str()],
+    };
+    let mut out: Vec<&str> = Vec::new();
+    for ie in infra_envs {
+        let sources = by_infra_env.get(ie).into_iter().flatten();
+        for s in sources.flat_map(|s| s.split(',')).map(str::trim) {
+            if !s.is_empty() && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out.join(",")
 }
 
 fn dhcp_step(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>)>) {
@@ -494,7 +546,11 @@ pub fn day2_ignition_url(c: &ClusterSnapshot, pool: &str) -> String {
     }
 }
 
-fn discovery_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>)>) {
+fn discovery_steps(
+    input: &NextStepsInput,
+    infra_env_ntp: &NtpSourcesByInfraEnv,
+    plan: &mut Vec<(StepType, Vec<String>)>,
+) {
     let h = input.host;
     let Some(c) = input.cluster else {
         plan.push(inventory_step(input));
@@ -564,7 +620,7 @@ fn discovery_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>
         ));
     }
     plan.push(inventory_step(input));
-    plan.push(ntp_step(input));
+    plan.push(ntp_step(input, infra_env_ntp));
     let names = domain_names(c);
     if !names.is_empty() {
         plan.push((
@@ -672,10 +728,11 @@ fn logs_request(h: &HostSnapshot, c: &ClusterSnapshot) -> LogsGatherCmdRequest {
         .filter(|p| matches!(p.effective_role(), HostRole::Master | HostRole::Bootstrap))
         .filter_map(|p| p.inventory.as_ref())
         .filter_map(|i| {
+            // Every inventory lists `lo` first: its address is no way to reach a master.
             i.interfaces
                 .iter()
                 .flat_map(|n| n.ipv4_addresses.iter())
-                .next()
+                .find(|a| parse_ip(a).is_some_and(|ip| !ip.is_loopback()))
         })
         .map(|a| a.split('/').next().unwrap_or(a).to_string())
         .collect();

@@ -1,6 +1,6 @@
 //! Validations: pure functions of a snapshot returning (id, status, message).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use jiff::Timestamp;
@@ -198,7 +198,9 @@ pub struct ClusterContext<'a> {
     pub req: VersionRequirements,
     machine_nets: Vec<Cidr>,
     hostnames: HashMap<&'a str, usize>,
-    ips: HashMap<IpAddr, usize>,
+    /// Addresses answered by more than one MAC in the hosts' ARP checks, with those MACs
+    /// (sorted): [`ip_collisions`].
+    ip_collisions: BTreeMap<IpAddr, Vec<&'a str>>,
     /// (from, to) pairs with successful L3 connectivity.
     l3: HashSet<(&'a str, &'a str)>,
     /// Day-1 bound hosts (connectivity peers).
@@ -212,19 +214,12 @@ pub struct ClusterContext<'a> {
 impl<'a> ClusterContext<'a> {
     pub fn new(cluster: &'a ClusterSnapshot, cfg: &Config) -> ClusterContext<'a> {
         let mut hostnames: HashMap<&str, usize> = HashMap::new();
-        let mut ips: HashMap<IpAddr, usize> = HashMap::new();
         let mut l3 = HashSet::new();
         let mut day1_hosts = Vec::new();
         for h in &cluster.hosts {
             let name = h.hostname();
             if !name.is_empty() {
                 *hostnames.entry(name).or_default() += 1;
-            }
-            if let Some(inv) = &h.inventory {
-                let own: HashSet<IpAddr> = inv.all_addresses().filter_map(parse_ip).collect();
-                for ip in own {
-                    *ips.entry(ip).or_default() += 1;
-                }
             }
             for r in &h.connectivity {
                 if r.l3_ok() || r.l2_ok() {
@@ -245,7 +240,7 @@ impl<'a> ClusterContext<'a> {
                 .filter_map(|c| Cidr::parse(c))
                 .collect(),
             hostnames,
-            ips,
+            ip_collisions: ip_collisions(&cluster.hosts),
             l3,
             day1_hosts,
             day1_by_id,
@@ -1210,27 +1205,65 @@ fn v_no_skip_missing_disk(c: &HostCheck) -> Check {
     }
 }
 
+/// Addresses that answered ARP with more than one MAC, and those MACs (sorted), as upstream's
+/// cluster manager derives them (`getCollidingIPs`): only the connectivity check's L2 answers
+/// count, never the addresses hosts list (every host lists loopback, link-local addresses
+/// repeat on every link). Within one host's report, the same address answering on the same
+/// outgoing NIC with two different MACs is a collision. Upstream keeps the last host's
+/// collisions only; here every host's count.
+pub fn ip_collisions(hosts: &[HostSnapshot]) -> BTreeMap<IpAddr, Vec<&str>> {
+    let mut out: BTreeMap<IpAddr, Vec<&str>> = BTreeMap::new();
+    for h in hosts {
+        // (outgoing NIC, remote address) → the MAC that answered last.
+        let mut seen: HashMap<(&str, &str), &str> = HashMap::new();
+        let answers = h.connectivity.iter().flat_map(|r| &r.l2_connectivity);
+        for a in answers {
+            let key = (a.outgoing_nic.as_str(), a.remote_ip_address.as_str());
+            let previous = seen.insert(key, a.remote_mac.as_str());
+            if let Some(prev) = previous
+                && !prev.is_empty()
+                && prev != a.remote_mac
+                && let Some(ip) = parse_ip(&a.remote_ip_address)
+            {
+                let mut macs = vec![prev, a.remote_mac.as_str()];
+                macs.sort_unstable();
+                out.insert(ip, macs);
+            }
+        }
+    }
+    out
+}
+
 fn v_no_ip_collisions(c: &HostCheck) -> Check {
     let Some(ctx) = c.ctx else {
-        return ok(NOT_BOUND);
+        return ok("Cluster has not yet been defined, skipping validation.");
     };
     let Some(inv) = c.inv else {
-        return pending(NO_INVENTORY);
+        return ok("Host inventory has not yet been defined, skipping validation.");
     };
-    let collisions: HashSet<IpAddr> = inv
-        .all_addresses()
-        .filter_map(parse_ip)
-        .filter(|ip| ctx.ips.get(ip).copied().unwrap_or(0) > 1)
+    if ctx.cluster.is_day2() {
+        return ok(format!("Skipping validation for day 2 host {}", c.host.id));
+    }
+    let own: HashSet<IpAddr> = inv.all_addresses().filter_map(parse_ip).collect();
+    let lines: Vec<String> = ctx
+        .ip_collisions
+        .iter()
+        .filter(|(ip, _)| own.contains(ip))
+        .map(|(ip, macs)| {
+            format!(
+                "Collisions detected for host ID {}, IP address: {ip} Mac addresses: {}\n",
+                c.host.id,
+                macs.join(",")
+            )
+        })
         .collect();
-    if collisions.is_empty() {
-        ok("No IP collisions were detected by host")
-    } else {
-        let mut list: Vec<String> = collisions.iter().map(|i| i.to_string()).collect();
-        list.sort();
-        fail(format!(
-            "Collisions detected for host's IP addresses: {}",
-            list.join(", ")
+    if lines.is_empty() {
+        ok(format!(
+            "No IP collisions were detected by host {}",
+            c.host.id
         ))
+    } else {
+        fail(lines.concat())
     }
 }
 

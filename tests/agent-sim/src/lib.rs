@@ -11,6 +11,7 @@
 //! - [`Kubelet`]: a day-2 node's TLS bootstrap and registration in the workload cluster.
 
 pub mod agent;
+pub mod args;
 pub mod client;
 pub mod controller;
 pub mod fixtures;

@@ -248,7 +248,10 @@ impl HostProfile {
                 name: "ens3".into(),
                 mac: deterministic_mac(kind, index, 0),
                 ipv4: vec![net.with_addr(ip)],
-                ipv6: Vec::new(),
+                // Every up NIC has one; the inventory leaves it out, as the agent does.
+                ipv6: link_local_v6(&deterministic_mac(kind, index, 0))
+                    .into_iter()
+                    .collect(),
                 speed_mbps: 10_000,
                 mtu: 1500,
             }],
@@ -318,35 +321,113 @@ impl HostProfile {
         })
     }
 
+    /// Adds a second NIC (`ens4`), cabled but unconfigured: only its link-local address, which
+    /// the agent leaves out of the inventory, as on most multi-NIC servers.
+    pub fn with_second_nic(mut self) -> HostProfile {
+        if let Some(first) = self.nics.first() {
+            let mut mac: Vec<String> = first.mac.split(':').map(str::to_string).collect();
+            if let Some(nic_byte) = mac.get_mut(2) {
+                *nic_byte = "01".into();
+            }
+            let mac = mac.join(":");
+            self.nics.push(NicProfile {
+                name: "ens4".into(),
+                ipv4: Vec::new(),
+                ipv6: link_local_v6(&mac).into_iter().collect(),
+                mac,
+                speed_mbps: 10_000,
+                mtu: 1500,
+            });
+        }
+        self
+    }
+
     /// The installation disk the service is expected to pick (first eligible one).
     pub fn install_disk(&self) -> Option<&DiskProfile> {
         self.disks.iter().find(|d| d.eligible)
     }
 }
 
-/// The inventory document (`inventory` model) as the agent posts it in the inventory step.
-pub fn inventory_json(p: &HostProfile) -> Value {
-    let interfaces: Vec<Value> = p
-        .nics
+/// The IPv6 link-local address every up NIC has (EUI-64 from its MAC), in interface notation.
+/// The agent leaves link-local addresses out of the inventory and never sends from a NIC that
+/// has nothing else.
+pub fn link_local_v6(mac: &str) -> Option<String> {
+    let b: Vec<u8> = mac
+        .split(':')
+        .map(|x| u8::from_str_radix(x, 16).ok())
+        .collect::<Option<_>>()?;
+    let [a, b1, c, d, e, f] = <[u8; 6]>::try_from(b).ok()?;
+    let w = |hi: u8, lo: u8| u16::from(hi) << 8 | u16::from(lo);
+    let ip = std::net::Ipv6Addr::new(
+        0xfe80,
+        0,
+        0,
+        0,
+        w(a ^ 2, b1),
+        w(c, 0xff),
+        w(0xfe, d),
+        w(e, f),
+    );
+    Some(format!("{ip}/64"))
+}
+
+/// `/dev/disk/by-path/...` of the `i`-th disk.
+pub fn by_path(i: usize) -> String {
+    format!("/dev/disk/by-path/pci-0000:00:05.0-scsi-0:0:{i}:0")
+}
+
+/// Addresses as the agent lists them: link-local ones (169.254/16, fe80::/10) left out.
+fn listed(addrs: &[String]) -> Vec<&str> {
+    addrs
         .iter()
-        .map(|n| {
-            json!({
-                "name": n.name,
-                "mac_address": n.mac,
-                "ipv4_addresses": n.ipv4,
-                "ipv6_addresses": n.ipv6,
-                "mtu": n.mtu,
-                "speed_mbps": n.speed_mbps,
-                "has_carrier": true,
-                "vendor": "0x1af4",
-                "product": "0x0001",
-                "biosdevname": "",
-                "client_id": "",
-                "flags": ["up", "broadcast", "multicast"],
-                "type": "physical",
-            })
+        .map(String::as_str)
+        .filter(
+            |a| match crate::net::strip_prefix_len(a).parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(v4)) => !v4.is_link_local(),
+                Ok(std::net::IpAddr::V6(v6)) => v6.segments()[0] & 0xffc0 != 0xfe80,
+                Err(_) => true,
+            },
+        )
+        .collect()
+}
+
+/// The inventory document (`inventory` model) as the agent posts it in the inventory step.
+/// As on a real host, the interfaces start with the loopback `lo` (127.0.0.1/8, ::1/128: the
+/// agent does not filter it) and list no link-local address.
+pub fn inventory_json(p: &HostProfile) -> Value {
+    let lo = json!({
+        "name": "lo",
+        "mac_address": "",
+        "ipv4_addresses": ["127.0.0.1/8"],
+        "ipv6_addresses": ["::1/128"],
+        "mtu": 65536,
+        "speed_mbps": 0,
+        "has_carrier": true,
+        "vendor": "",
+        "product": "",
+        "biosdevname": "",
+        "client_id": "",
+        "flags": ["up", "loopback", "running"],
+        "type": "device",
+    });
+    let nics = p.nics.iter().map(|n| {
+        json!({
+            "name": n.name,
+            "mac_address": n.mac,
+            "ipv4_addresses": listed(&n.ipv4),
+            "ipv6_addresses": listed(&n.ipv6),
+            "mtu": n.mtu,
+            "speed_mbps": n.speed_mbps,
+            "has_carrier": true,
+            "vendor": "0x1af4",
+            "product": "0x0001",
+            "biosdevname": "",
+            "client_id": "",
+            "flags": ["up", "broadcast", "multicast"],
+            "type": "physical",
         })
-        .collect();
+    });
+    let interfaces: Vec<Value> = std::iter::once(lo).chain(nics).collect();
     let disks: Vec<Value> = p
         .disks
         .iter()
@@ -364,7 +445,7 @@ pub fn inventory_json(p: &HostProfile) -> Value {
                 "name": d.name,
                 "path": d.path,
                 "by_id": d.by_id,
-                "by_path": format!("/dev/disk/by-path/pci-0000:00:05.0-scsi-0:0:{i}:0"),
+                "by_path": by_path(i),
                 "drive_type": d.drive_type.as_str(),
                 "size_bytes": d.size_bytes,
                 "bootable": d.bootable,
@@ -518,12 +599,18 @@ mod tests {
         assert_eq!(inv["cpu"]["count"], 4);
         assert_eq!(inv["cpu"]["architecture"], "x86_64");
         assert_eq!(inv["memory"]["physical_bytes"], 16 * GIB);
-        assert_eq!(inv["interfaces"][0]["mac_address"], "02:01:00:00:00:00");
+        assert_eq!(inv["interfaces"][0]["name"], "lo");
         assert_eq!(
-            inv["interfaces"][0]["ipv4_addresses"][0],
+            inv["interfaces"][0]["ipv4_addresses"],
+            json!(["127.0.0.1/8"])
+        );
+        assert_eq!(inv["interfaces"][0]["ipv6_addresses"], json!(["::1/128"]));
+        assert_eq!(inv["interfaces"][1]["mac_address"], "02:01:00:00:00:00");
+        assert_eq!(
+            inv["interfaces"][1]["ipv4_addresses"][0],
             "192.168.111.10/24"
         );
-        assert_eq!(inv["interfaces"][0]["type"], "physical");
+        assert_eq!(inv["interfaces"][1]["type"], "physical");
         assert_eq!(inv["disks"][0]["drive_type"], "SSD");
         assert_eq!(
             inv["disks"][0]["installation_eligibility"]["eligible"],
@@ -538,5 +625,29 @@ mod tests {
         assert_eq!(inv["routes"][0]["destination"], "0.0.0.0");
         assert_eq!(inv["routes"][0]["gateway"], "192.168.111.1");
         assert!(inv["disks"][0]["wwn"].as_str().unwrap().starts_with("0x"));
+    }
+
+    #[test]
+    fn second_nic_and_link_local_addresses() {
+        let m = HostProfile::master_like(0, NET).unwrap().with_second_nic();
+        assert_eq!(m.nics[1].mac, "02:01:01:00:00:00");
+        assert_eq!(
+            link_local_v6(&m.nics[0].mac).as_deref(),
+            Some("fe80::1:ff:fe00:0/64")
+        );
+        assert_eq!(m.nics[0].ipv6, ["fe80::1:ff:fe00:0/64"]);
+        assert_eq!(m.nics[1].ipv6, ["fe80::1:1ff:fe00:0/64"]);
+        let mut m = m;
+        // The agent lists no link-local address: the second NIC shows up empty.
+        m.nics[0].ipv4.push("169.254.10.1/16".into());
+        let inv = inventory_json(&m);
+        assert_eq!(inv["interfaces"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            inv["interfaces"][1]["ipv4_addresses"],
+            json!(["192.168.111.10/24"])
+        );
+        assert_eq!(inv["interfaces"][1]["ipv6_addresses"], json!([]));
+        assert_eq!(inv["interfaces"][2]["name"], "ens4");
+        assert_eq!(inv["interfaces"][2]["ipv4_addresses"], json!([]));
     }
 }

@@ -77,8 +77,9 @@ fn failed(step: &Step, code: i64, error: String) -> StepReply {
     }
 }
 
-/// Builds the reply to one instruction. Malformed requests become failed replies (exit code 1)
-/// with the reason in `error`, as a real agent whose step command failed would send.
+/// Builds the reply to one instruction. Arguments the real agent would refuse are refused the
+/// same way (exit code -1, the reason in `error`, see [`crate::args`]); a step that cannot be
+/// carried out on this host fails with exit code 1, as a real agent whose command failed.
 pub fn step_reply(
     step: &Step,
     profile: &HostProfile,
@@ -92,11 +93,15 @@ pub fn step_reply(
             "cannot access the discovery media".into(),
         );
     }
+    // The agent checks the arguments before it runs anything, and refuses what fails.
+    if let Err(refusal) = crate::args::check(step, profile) {
+        return failed(step, crate::args::REFUSED_EXIT_CODE, refusal.0);
+    }
     let Some(kind) = step.kind() else {
         return failed(
             step,
-            1,
-            format!("unsupported step type {:?}", step.step_type),
+            crate::args::REFUSED_EXIT_CODE,
+            format!("no action for step type {:?}", step.step_type),
         );
     };
     if ctx.failing_steps.contains(&kind) {

@@ -805,7 +805,7 @@ spec:
     let keys = Keys::from_pkcs8_pem(std::str::from_utf8(private).unwrap()).expect("keys");
     InstallerController::new(
         &discovery.service_url,
-        &cluster_id,
+        cluster_id.clone(),
         &keys.sign(&Claims::cluster(cluster_id.clone())),
     )
     .with_speed(0.0)

@@ -37,7 +37,7 @@ impl Sim {
             install: HashMap::new(),
         };
         for p in &sim.profiles {
-            let mut h = dom::HostSnapshot::new_registered(&p.uuid, "ie-1", Some(&sim.c), now);
+            let mut h = dom::HostSnapshot::new_registered(&p.uuid, "11111111-1111-4111-8111-111111111111", Some(&sim.c), now);
             h.approved = true;
             sim.c.hosts.push(h);
         }
@@ -217,7 +217,7 @@ fn release() -> dom::ReleaseInfo {
 #[test]
 fn three_masters_two_workers_install() {
     let now = Timestamp::now();
-    let mut c = dom::ClusterSnapshot::new("c-3-2", "test", now);
+    let mut c = dom::ClusterSnapshot::new("32323232-3232-4232-8232-323232323232", "test", now);
     c.base_domain = "example.com".into();
     c.openshift_version = "4.20.0".into();
     c.pull_secret_set = true;
@@ -242,7 +242,7 @@ fn three_masters_two_workers_install() {
 #[test]
 fn single_node_installs() {
     let now = Timestamp::now();
-    let mut c = dom::ClusterSnapshot::new("c-sno", "sno", now);
+    let mut c = dom::ClusterSnapshot::new("50505050-5050-4050-8050-505050505050", "sno", now);
     c.base_domain = "example.com".into();
     c.openshift_version = "4.20.0".into();
     c.pull_secret_set = true;

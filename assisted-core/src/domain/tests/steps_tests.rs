@@ -528,3 +528,82 @@ fn logs_gather_request_follows_upstream() {
         "{other}"
     );
 }
+
+/// The agent refuses a disk speed check without its second argument, the timeout in seconds
+/// with two decimals (upstream sends its 8-minute default as `480.00`).
+#[test]
+fn disk_speed_check_sends_request_and_timeout() {
+    let s = steps_for(
+        &in_state(S::PreparingForInstallation),
+        0,
+        &Config::default(),
+    );
+    let step = &s.instructions[0];
+    assert_eq!(step.step_type, T::InstallationDiskSpeedCheck);
+    assert_eq!(
+        step.args,
+        [r#"{"path":"/dev/disk/by-id/wwn-0x01"}"#, "480.00"]
+    );
+    assert_eq!(disk_speed_check_args("/dev/sda")[1], "480.00");
+}
+
+fn ntp_arg(s: &Steps) -> String {
+    let step = s
+        .instructions
+        .iter()
+        .find(|i| i.step_type == T::NtpSynchronizer)
+        .expect("an NTP step");
+    let req: NtpSynchronizationRequest = serde_json::from_str(&step.args[0]).unwrap();
+    req.ntp_source
+}
+
+/// Without sources of the cluster's own, the NTP step asks for the union of the sources of
+/// the InfraEnvs the cluster's hosts booted from; the cluster's own win when it has some; an
+/// unbound host gets its InfraEnv's.
+#[test]
+fn ntp_step_falls_back_to_the_infra_envs_sources() {
+    let cfg = Config::default();
+    let mut c = in_state(S::Known);
+    c.hosts[1].infra_env_id = "infra-2".into();
+    let by_ie = NtpSourcesByInfraEnv::from([
+        (
+            "infra-1".to_string(),
+            vec!["clock.example.com".to_string(), "10.0.0.1".to_string()],
+        ),
+        (
+            "infra-2".to_string(),
+            vec!["10.0.0.1, ntp.example.org".to_string()],
+        ),
+        (
+            "infra-other".to_string(),
+            vec!["elsewhere.example.com".to_string()],
+        ),
+    ]);
+    let steps = |c: &ClusterSnapshot, h: Option<&HostSnapshot>| {
+        next_steps_with_ntp(
+            &NextStepsInput {
+                host: h.unwrap_or(&c.hosts[0]),
+                cluster: h.is_none().then_some(c),
+                cfg: &cfg,
+                seed: 1,
+                boot_artifacts: None,
+            },
+            &by_ie,
+        )
+    };
+    assert_eq!(
+        ntp_arg(&steps(&c, None)),
+        "clock.example.com,10.0.0.1,ntp.example.org"
+    );
+    c.additional_ntp_source = "cluster.example.com".into();
+    assert_eq!(ntp_arg(&steps(&c, None)), "cluster.example.com");
+
+    let mut unbound = HostSnapshot::new_registered("u1", "infra-2", None, t0());
+    unbound.status = S::KnownUnbound;
+    assert_eq!(
+        ntp_arg(&steps(&c, Some(&unbound))),
+        "10.0.0.1,ntp.example.org"
+    );
+    unbound.infra_env_id = "infra-none".into();
+    assert_eq!(ntp_arg(&steps(&c, Some(&unbound))), "");
+}

@@ -256,7 +256,12 @@ host_validation_tests! {
     }
     ip_collisions: NoIpCollisionsInNetwork => {
         assert_eq!(hv(&with(|_, _| {}), H::NoIpCollisionsInNetwork), Success);
-        assert_eq!(hv(&with(|h, _| inv(h).interfaces[0].ipv4_addresses = vec!["192.168.1.12/24".into()]), H::NoIpCollisionsInNetwork), Failure);
+        // An address two inventories list is no collision by itself: only ARP answers count.
+        assert_eq!(hv(&with(|h, _| inv(h).interfaces[0].ipv4_addresses = vec!["192.168.1.12/24".into()]), H::NoIpCollisionsInNetwork), Success);
+        assert_eq!(hv(&with(|_, c| arp_collision(c, "192.168.1.11")), H::NoIpCollisionsInNetwork), Failure);
+        // A collision on another host's address is that host's.
+        assert_eq!(hv(&with(|_, c| arp_collision(c, "192.168.1.12")), H::NoIpCollisionsInNetwork), Success);
+        assert_eq!(hv(&with(|h, _| h.inventory = None), H::NoIpCollisionsInNetwork), Success);
     }
     iscsi_nic: NoIscsiNicBelongsToMachineCidr => {
         assert_eq!(hv(&with(|_, _| {}), H::NoIscsiNicBelongsToMachineCidr), Success);
@@ -503,4 +508,86 @@ fn machine_network_is_calculated_from_the_api_vip_and_host_addresses() {
     // Single node and user-managed networking have no machine network to calculate.
     let sno = sno_with_host(now);
     assert_eq!(calculated_machine_network(&sno), None);
+}
+
+/// Host h2's ARP check of `ip` was answered by h1's MAC and by a stranger's, on one NIC.
+fn arp_collision(c: &mut ClusterSnapshot, ip: &str) {
+    let answer = |mac: &str| L2Connectivity {
+        outgoing_ip_address: "192.168.1.12".into(),
+        outgoing_nic: "eth0".into(),
+        remote_ip_address: ip.into(),
+        remote_mac: mac.into(),
+        successful: true,
+    };
+    let remote = c.hosts[1]
+        .connectivity
+        .iter_mut()
+        .find(|r| r.host_id == "h1")
+        .unwrap();
+    remote.l2_connectivity = vec![answer("52:54:00:00:00:0b"), answer("52:54:00:de:ad:01")];
+}
+
+/// Real inventories list `lo` (127.0.0.1/8, ::1/128) and link-local addresses on every host,
+/// and the connectivity check sends them to every peer: none of it is a collision.
+#[test]
+fn loopback_and_link_local_on_every_host_are_no_collision() {
+    let mut c = cluster_3_2_with_hosts(t0());
+    for h in &mut c.hosts {
+        let inv = h.inventory.as_mut().unwrap();
+        inv.interfaces.insert(
+            0,
+            Interface {
+                name: "lo".into(),
+                ipv4_addresses: vec!["127.0.0.1/8".into()],
+                ipv6_addresses: vec!["::1/128".into()],
+                mtu: 65536,
+                ..Default::default()
+            },
+        );
+        inv.interfaces[1]
+            .ipv4_addresses
+            .push("169.254.3.1/16".into());
+        inv.interfaces[1]
+            .ipv6_addresses
+            .push("fe80::5054:ff:fe00:1/64".into());
+    }
+    assert!(crate::domain::validations::ip_collisions(&c.hosts).is_empty());
+    for h in &c.hosts {
+        let v = validate_host(h, Some(&c), t0(), &Config::default());
+        let r = v.get(H::NoIpCollisionsInNetwork).unwrap();
+        assert_eq!(r.status, Success, "{}: {}", h.id, r.message);
+        assert_eq!(
+            r.message,
+            format!("No IP collisions were detected by host {}", h.id)
+        );
+    }
+}
+
+/// An address answered by two MACs on one NIC is a collision of the host that owns it,
+/// worded as upstream's validation words it.
+#[test]
+fn arp_collision_is_reported_as_upstream_words_it() {
+    let mut c = cluster_3_2_with_hosts(t0());
+    arp_collision(&mut c, "192.168.1.11");
+    let found = crate::domain::validations::ip_collisions(&c.hosts);
+    assert_eq!(
+        found.into_iter().collect::<Vec<_>>(),
+        [(
+            "192.168.1.11".parse().unwrap(),
+            vec!["52:54:00:00:00:0b", "52:54:00:de:ad:01"]
+        )]
+    );
+    let v = validate_host(&c.hosts[0], Some(&c), t0(), &Config::default());
+    let r = v.get(H::NoIpCollisionsInNetwork).unwrap();
+    assert_eq!(r.status, Failure);
+    assert_eq!(
+        r.message,
+        "Collisions detected for host ID h1, IP address: 192.168.1.11 Mac addresses: 52:54:00:00:00:0b,52:54:00:de:ad:01\n"
+    );
+    // The same MAC answering twice, or answers on two different NICs, are no collision.
+    let mut c = cluster_3_2_with_hosts(t0());
+    arp_collision(&mut c, "192.168.1.11");
+    let l2 = &mut c.hosts[1].connectivity[0].l2_connectivity;
+    l2[1].outgoing_nic = "eth1".into();
+    assert!(crate::domain::validations::ip_collisions(&c.hosts).is_empty());
 }

@@ -482,7 +482,7 @@ pub fn decide(
         service_ca_bundle: None,
         pull_secret,
         ssh_authorized_key: spec.ssh_authorized_key.clone().unwrap_or_default(),
-        ntp_sources: ntp,
+        ntp_sources: ntp.clone(),
         proxy: proxy.clone(),
         additional_trust_bundle: spec.additional_trust_bundle.clone(),
         static_network: static_network.clone(),
@@ -546,11 +546,24 @@ pub fn decide(
         static_network_config: static_network_json(&static_network),
         ipxe_script: script,
         kernel_arguments,
+        ntp_sources: ntp_names(&ntp),
         minimal_initrd: initrd.map(Into::into),
         cpu_architecture: arch,
         openshift_version: version,
     };
     Ok((rec, urls))
+}
+
+/// One name or address per entry: an InfraEnv entry may list several, comma-separated (as the
+/// discovery image's NTP unit reads them).
+fn ntp_names(sources: &[String]) -> Vec<String> {
+    sources
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The status phase (pure): the InfraEnv's status for `outcome`, and the event to publish when

@@ -133,13 +133,16 @@ impl Store {
             .host_with_cluster(host_id)
             .filter(|(h, _)| h.infra_env_id == infra_env_id)
             .ok_or_else(missing)?;
-        Ok(next_steps(&NextStepsInput {
-            host: h,
-            cluster: rec.map(|r| &r.snapshot),
-            cfg: &self.cfg,
-            seed,
-            boot_artifacts,
-        }))
+        Ok(next_steps_with_ntp(
+            &NextStepsInput {
+                host: h,
+                cluster: rec.map(|r| &r.snapshot),
+                cfg: &self.cfg,
+                seed,
+                boot_artifacts,
+            },
+            &st.infra_env_ntp,
+        ))
     }
 
     /// `v2PostStepReply`.

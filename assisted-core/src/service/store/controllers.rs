@@ -8,11 +8,21 @@ use super::*;
 impl Store {
     /// Adds or updates an infra-env (InfraEnv controller).
     pub fn upsert_infra_env(&self, rec: InfraEnvRecord) {
-        self.write().infra_envs.insert(rec.id.clone(), rec);
+        let mut st = self.write();
+        // Kept apart from the records: the NTP step reads them for every host it plans.
+        if rec.ntp_sources.is_empty() {
+            st.infra_env_ntp.remove(&rec.id);
+        } else {
+            st.infra_env_ntp
+                .insert(rec.id.clone(), rec.ntp_sources.clone());
+        }
+        st.infra_envs.insert(rec.id.clone(), rec);
     }
 
     pub fn remove_infra_env(&self, id: &str) {
-        self.write().infra_envs.remove(id);
+        let mut st = self.write();
+        st.infra_envs.remove(id);
+        st.infra_env_ntp.remove(id);
     }
 
     /// Creates the cluster or updates its settings; `configure` writes the spec-derived
@@ -176,5 +186,42 @@ impl Store {
         self.mark(Dirty::Cluster(cluster_id.to_string()));
         self.wake.notify_one();
         true
+    }
+}
+
+#[cfg(test)]
+mod ntp_tests {
+    use super::*;
+
+    /// The NTP step of an unbound host of an InfraEnv asks for that InfraEnv's sources.
+    #[test]
+    fn infra_env_ntp_sources_reach_the_ntp_step() {
+        let (store, _rx) = Store::new(Config::default());
+        store.upsert_infra_env(InfraEnvRecord {
+            id: "ie".into(),
+            ntp_sources: vec![
+                "clock.example.com".into(),
+                "10.0.0.1".into(),
+                "pool.ntp.org".into(),
+            ],
+            ..Default::default()
+        });
+        let now = Timestamp::UNIX_EPOCH;
+        let host = "33333333-3333-3333-3333-333333333333";
+        store.register_host("ie", host, "agent", now).unwrap();
+        let steps = store
+            .next_steps("ie", host, None, None, 1, None, now)
+            .unwrap();
+        let ntp = steps
+            .instructions
+            .iter()
+            .find(|s| s.step_type == StepType::NtpSynchronizer)
+            .expect("an unbound host gets the NTP step");
+        assert_eq!(
+            ntp.args,
+            [r#"{"ntp_source":"clock.example.com,10.0.0.1,pool.ntp.org"}"#]
+        );
+        store.remove_infra_env("ie");
+        assert!(store.view(|st| st.infra_env_ntp.is_empty()));
     }
 }

@@ -63,6 +63,9 @@ pub struct InfraEnvRecord {
     pub ipxe_script: String,
     /// Kernel arguments appended to the ISO's own (`spec.kernelArguments`, `append`).
     pub kernel_arguments: Vec<String>,
+    /// The NTP sources the discovery image carries (`additionalNTPSources`, `ntpSources`), one
+    /// name or address each: the NTP step's fallback when the host's cluster names none.
+    pub ntp_sources: Vec<String>,
     /// The minimal-ISO initrd overlay; `None` when there is nothing to add (204).
     pub minimal_initrd: Option<Arc<[u8]>>,
     pub cpu_architecture: String,
@@ -158,6 +161,9 @@ pub struct State {
     /// Bound host id → cluster id.
     pub host_cluster: HashMap<String, String>,
     pub host_extra: HashMap<String, HostExtra>,
+    /// Each InfraEnv's NTP sources (read from its discovery ignition when it is stored), the
+    /// NTP step's fallback when a cluster names none.
+    pub infra_env_ntp: NtpSourcesByInfraEnv,
 }
 
 impl State {

@@ -15,7 +15,13 @@ fn step(kind: StepKind, arg: Option<Value>) -> Step {
     Step::new(
         kind,
         &format!("{}-0000abcd", kind.as_str()),
-        arg.map(|a| a.to_string()).into_iter().collect(),
+        // A JSON string stands for a bare argument (the inventory's host id).
+        arg.map(|a| match a {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+        .into_iter()
+        .collect(),
     )
 }
 
@@ -54,14 +60,18 @@ fn conn_request(peers: &[HostProfile]) -> Value {
 
 #[test]
 fn inventory_reply_parses_on_server() {
-    let (r, v) = reply_of(StepKind::Inventory, None);
+    let uuid = masters()[0].uuid.clone();
+    let (r, v) = reply_of(StepKind::Inventory, Some(json!(uuid)));
     assert_eq!(v["hostname"], "master-0");
     let inv = dom::Inventory::parse(server_view(&r).output.as_bytes());
     assert_eq!(inv.truncation, dom::inventory::Truncation::None);
     assert_eq!(inv.hostname, "master-0");
     assert_eq!(inv.cpu.count, 4);
     assert_eq!(inv.memory.physical_bytes, 16 * crate::profile::GIB);
-    assert_eq!(inv.interfaces[0].ipv4_addresses, vec!["192.168.111.10/24"]);
+    // `lo` first, as every real inventory.
+    assert_eq!(inv.interfaces[0].name, "lo");
+    assert_eq!(inv.interfaces[0].ipv4_addresses, vec!["127.0.0.1/8"]);
+    assert_eq!(inv.interfaces[1].ipv4_addresses, vec!["192.168.111.10/24"]);
     assert!(inv.cpu.flags.iter().any(|f| f == "vmx"));
     assert!(inv.routes.iter().any(|r| r.is_default()));
     let eligible = dom::eligible_disks(&inv, 100).collect::<Vec<_>>();
@@ -131,8 +141,8 @@ fn connectivity_request_must_be_a_list() {
         &ms,
         &ReplyCtx::default(),
     );
-    assert_eq!(r.exit_code, 1);
-    assert!(r.error.contains("malformed"), "{}", r.error);
+    assert_eq!(r.exit_code, crate::args::REFUSED_EXIT_CODE);
+    assert!(r.error.contains("cannot decode"), "{}", r.error);
 }
 
 #[test]
@@ -145,12 +155,18 @@ fn ntp_reports_one_synced_source() {
     assert_eq!(n.ntp_sources[0].source_state, "synced");
     let (_, v) = reply_of(
         StepKind::NtpSynchronizer,
-        Some(json!({"ntp_source": " ntp1.lab, ntp2.lab"})),
+        Some(json!({"ntp_source": "ntp1.lab,ntp2.lab"})),
     );
     assert_eq!(v["ntp_sources"][0]["source_name"], "ntp1.lab");
-    // Missing args still answer (the unbound ntp step may carry no source).
-    let (_, v) = reply_of(StepKind::NtpSynchronizer, None);
-    assert_eq!(v["ntp_sources"][0]["source_state"], "synced");
+    // The agent refuses the step without its request.
+    let ms = masters();
+    let r = step_reply(
+        &step(StepKind::NtpSynchronizer, None),
+        &ms[0],
+        &ms,
+        &ReplyCtx::default(),
+    );
+    assert_eq!(r.exit_code, crate::args::REFUSED_EXIT_CODE);
 }
 
 #[test]
@@ -214,10 +230,17 @@ fn image_availability_all_pulled() {
 
 #[test]
 fn disk_speed_is_fast() {
-    let (r, _) = reply_of(
+    let ms = masters();
+    let s = Step::new(
         StepKind::InstallationDiskSpeedCheck,
-        Some(json!({"path": "/dev/disk/by-id/wwn-0x1"})),
+        "d-1",
+        vec![
+            json!({"path": "/dev/disk/by-id/wwn-0x1"}).to_string(),
+            "480.00".into(),
+        ],
     );
+    let r = step_reply(&s, &ms[0], &ms, &ReplyCtx::default());
+    assert_eq!(r.exit_code, 0, "{}", r.error);
     let d: dom::inventory::DiskSpeedCheckResponse =
         dom::inventory::parse_lenient(server_view(&r).output.as_bytes());
     assert_eq!(d.io_sync_duration, 5);
@@ -228,7 +251,8 @@ fn disk_speed_is_fast() {
 fn free_addresses_exclude_hosts_and_gateway() {
     let (_, v) = reply_of(
         StepKind::FreeNetworkAddresses,
-        Some(json!(["192.168.111.0/24", "not-a-cidr"])),
+        // The agent's pattern lets a /33 through; the simulator skips what does not parse.
+        Some(json!(["192.168.111.0/24", "10.0.0.0/33"])),
     );
     let nets = v.as_array().unwrap();
     assert_eq!(nets.len(), 1);
@@ -281,7 +305,8 @@ fn dhcp_leases_vips_in_the_interface_network() {
     assert_eq!(v["api_vip_address"], "192.168.111.5");
     assert_eq!(v["ingress_vip_address"], "192.168.111.6");
 
-    let bad = json!({"interface": "eth9", "api_vip_mac": "", "ingress_vip_mac": ""});
+    let bad = json!({"interface": "eth9", "api_vip_mac": "00:1a:4a:00:00:01",
+                     "ingress_vip_mac": "00:1a:4a:00:00:02"});
     let r = step_reply(
         &step(StepKind::DhcpLeaseAllocate, Some(bad)),
         &ms[0],
@@ -347,16 +372,27 @@ fn upgrade_agent_reports_success() {
 
 #[test]
 fn plain_steps_exit_zero_with_empty_output() {
-    for kind in [
-        StepKind::StopInstallation,
-        StepKind::LogsGather,
-        StepKind::NextStepRunner,
-        StepKind::Execute,
-        StepKind::Install,
-        StepKind::DownloadBootArtifacts,
-        StepKind::RebootForReclaim,
+    let id = masters()[0].uuid.clone();
+    for (kind, arg) in [
+        (StepKind::StopInstallation, None),
+        (
+            StepKind::LogsGather,
+            Some(json!({"cluster_id": id, "host_id": id, "infra_env_id": id,
+                        "bootstrap": false, "installer_gather": true, "master_ips": []})),
+        ),
+        (
+            StepKind::DownloadBootArtifacts,
+            Some(
+                json!({"host_fs_mount_dir": "/host", "initrd_url": "http://x/initrd",
+                        "kernel_url": "http://x/kernel", "rootfs_url": "http://x/rootfs"}),
+            ),
+        ),
+        (
+            StepKind::RebootForReclaim,
+            Some(json!({"host_fs_mount_dir": "/host"})),
+        ),
     ] {
-        let (r, v) = reply_of(kind, Some(json!({})));
+        let (r, v) = reply_of(kind, arg);
         assert!(r.output.is_empty() && v.is_null(), "{}", kind.as_str());
         let s = server_view(&r);
         assert_eq!(s.exit_code, 0);
@@ -377,9 +413,10 @@ fn every_step_type_is_known_to_the_server() {
 #[test]
 fn injected_failures() {
     let ms = masters();
-    let s = step(
+    let s = Step::new(
         StepKind::InstallationDiskSpeedCheck,
-        Some(json!({"path": "/dev/sda"})),
+        "d-1",
+        vec![json!({"path": "/dev/sda"}).to_string(), "480.00".into()],
     );
     let ctx = ReplyCtx {
         failing_steps: [StepKind::InstallationDiskSpeedCheck].into_iter().collect(),
@@ -400,6 +437,6 @@ fn injected_failures() {
         args: vec![],
     };
     let r = step_reply(&unknown, &ms[0], &ms, &ReplyCtx::default());
-    assert_eq!(r.exit_code, 1);
+    assert_eq!(r.exit_code, crate::args::REFUSED_EXIT_CODE);
     assert!(r.error.contains("frobnicate"));
 }
