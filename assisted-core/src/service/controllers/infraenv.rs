@@ -806,6 +806,24 @@ mod tests {
     }
 
     #[test]
+    fn the_record_carries_the_ntp_sources_and_kernel_arguments_the_image_gets() {
+        let (mut ie, read, settings) = decide_fixture();
+        ie.spec.additional_ntp_sources = vec!["clock.example.com, 10.0.0.1".into()];
+        ie.spec.ntp_sources = vec!["pool.ntp.org".into()];
+        ie.spec.kernel_arguments = serde_json::from_value(serde_json::json!([
+            {"operation": "append", "value": "console=ttyS0"},
+            {"value": "rd.neednet=1"},
+        ]))
+        .unwrap();
+        let (rec, _) = decide(&ie, &read, &settings).unwrap();
+        assert_eq!(
+            rec.ntp_sources,
+            ["clock.example.com", "10.0.0.1", "pool.ntp.org"]
+        );
+        assert_eq!(rec.kernel_arguments, ["console=ttyS0", "rd.neednet=1"]);
+    }
+
+    #[test]
     fn decide_names_what_is_missing() {
         let (ie, mut read, settings) = decide_fixture();
         read.pull_secret = None;
