@@ -71,7 +71,7 @@ async fn iso(
     let customized =
         CustomizedIso::open_with_kargs(base, &rec.discovery_ignition, &rec.kernel_arguments)
             .await
-        .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
+            .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
     Ok(customized
         .response(method == Method::HEAD, range(&headers))
         .into_response())

@@ -3,12 +3,20 @@
 //! one per layout coreos-assembler has written, from the 2020 `coreiso+` header to today's
 //! `igninfo.json` (no header at all) and s390x's area at an offset inside another file.
 //! `iso ignition show` gives back the discovery ignition, `iso kargs show` the ISO's default
-//! arguments followed by the InfraEnv's, and `iso reset` the base ISO byte for byte.
+//! arguments followed by the InfraEnv's, and `iso reset` the base ISO byte for byte. The same
+//! holds on the test ISO every other end-to-end test boots (`write_test_iso`), which the tool
+//! must read as one of today's ISOs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use assisted_core::service::images::{CustomizedIso, ImageError, read_layout};
+use assisted_core::service::images::test_iso::{
+    TEST_ISO_DEFAULT_KARGS, embedded_kernel_arguments, write_legacy_test_iso,
+};
+use assisted_core::service::images::{
+    CustomizedIso, ImageError, TestIsoContents, extract_embedded_ignition, read_layout,
+    write_test_iso,
+};
 use http_body_util::BodyExt;
 
 const VERSION: &str = "0.27.0";
@@ -57,11 +65,21 @@ const IGNITION: &str = r#"{"ignition":{"version":"3.1.0"},"storage":{"files":[{"
 
 /// One fixture: customised, read back by coreos-installer, reset to the base.
 async fn check(dir: &Path, fixture: &str, kargs: &[&str]) {
-    let base = dir.join("fixtures").join(fixture);
+    check_base(dir, &dir.join("fixtures").join(fixture), fixture, kargs).await;
+}
+
+/// The base ISO at `base` customised, read back by coreos-installer and reset; gives back the
+/// served ISO (in a directory that lives as long as the returned guard).
+async fn check_base(
+    dir: &Path,
+    base: &Path,
+    fixture: &str,
+    kargs: &[&str],
+) -> (tempfile::TempDir, PathBuf) {
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served.iso");
     let kargs: Vec<String> = kargs.iter().map(|k| k.to_string()).collect();
-    let iso = CustomizedIso::open_with_kargs(&base, IGNITION, &kargs)
+    let iso = CustomizedIso::open_with_kargs(base, IGNITION, &kargs)
         .await
         .unwrap_or_else(|e| panic!("{fixture}: {e}"));
     serve(&iso, &served).await;
@@ -83,9 +101,10 @@ async fn check(dir: &Path, fixture: &str, kargs: &[&str]) {
     let reset = work.path().join("reset.iso");
     coreos_installer(dir, &["iso", "reset", path, "-o", reset.to_str().unwrap()]);
     assert!(
-        std::fs::read(&reset).unwrap() == std::fs::read(&base).unwrap(),
+        std::fs::read(&reset).unwrap() == std::fs::read(base).unwrap(),
         "{fixture}: iso reset does not give back the base ISO"
     );
+    (work, served)
 }
 
 #[tokio::test]
@@ -99,9 +118,19 @@ async fn coreos_installer_reads_back_what_the_core_serves_on_every_layout() {
     // 2021: the headers and kargs.json.
     check(&dir, "embed-areas-2021-12.iso", &["console=ttyS0"]).await;
     // 2022: no system-area headers any more (every such ISO was refused before).
-    check(&dir, "embed-areas-2022-09.iso", &["console=ttyS0", "rd.neednet=1"]).await;
+    check(
+        &dir,
+        "embed-areas-2022-09.iso",
+        &["console=ttyS0", "rd.neednet=1"],
+    )
+    .await;
     // Today's x86_64: igninfo.json, kargs.json with its own padding and end characters.
-    check(&dir, "embed-areas-2023-07.x86_64.iso", &["console=ttyS0,115200n8"]).await;
+    check(
+        &dir,
+        "embed-areas-2023-07.x86_64.iso",
+        &["console=ttyS0,115200n8"],
+    )
+    .await;
     // s390x: the area at an offset inside cdboot.img, and no kernel-argument areas.
     check(&dir, "embed-areas-2023-03.s390x.iso", &[]).await;
 }
@@ -120,4 +149,88 @@ async fn kernel_arguments_on_an_iso_without_karg_areas_are_a_clear_error() {
         .unwrap_err();
     assert!(matches!(err, ImageError::NoKargAreas(_)), "{err}");
     assert!(err.to_string().contains("kargs.json"), "{err}");
+}
+
+const CONTENTS: TestIsoContents<'static> = TestIsoContents {
+    kernel: b"kernel",
+    initrd: b"initrd",
+    rootfs: b"rootfs",
+};
+
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&coreos_installer(dir, args)).expect("coreos-installer prints JSON")
+}
+
+#[tokio::test]
+async fn coreos_installer_reads_our_test_iso_as_one_of_todays() {
+    if testbed::skip() {
+        return;
+    }
+    let dir = cache();
+    let work = tempfile::tempdir().unwrap();
+    let base = work.path().join("test.iso");
+    write_test_iso(&base, &CONTENTS, 256 * 1024).unwrap();
+    let path = base.to_str().unwrap();
+
+    // The tool walks the whole tree and finds the areas where our reader does.
+    let show = json(&dir, &["dev", "show", "iso", path]);
+    let records: Vec<&str> = show["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        records,
+        [
+            "COREOS",
+            "COREOS/IGNINFO.JSO",
+            "COREOS/KARGS.JSO",
+            "EFI",
+            "EFI/REDHAT",
+            "EFI/REDHAT/GRUB.CFG",
+            "IMAGES",
+            "IMAGES/IGNITION.IMG",
+            "IMAGES/PXEBOOT",
+            "IMAGES/PXEBOOT/INITRD.IMG",
+            "IMAGES/PXEBOOT/ROOTFS.IMG",
+            "IMAGES/PXEBOOT/VMLINUZ",
+        ]
+    );
+    let layout = read_layout(&mut std::fs::File::open(&base).unwrap()).unwrap();
+    let ign = json(&dir, &["dev", "show", "iso", "--ignition", path]);
+    assert_eq!(ign["offset"], layout.ignition.offset);
+    assert_eq!(ign["length"], 256 * 1024);
+    let kargs = json(&dir, &["dev", "show", "iso", "--kargs", path]);
+    let ours = layout.kargs.expect("karg areas");
+    assert_eq!(kargs["default"], TEST_ISO_DEFAULT_KARGS);
+    assert_eq!(kargs["length"], ours.size);
+    assert_eq!(kargs["kargs"].as_array().unwrap().len(), 1);
+    assert_eq!(kargs["kargs"][0]["offset"], ours.areas[0].offset);
+    assert_eq!(
+        coreos_installer(&dir, &["iso", "kargs", "show", path]).trim(),
+        TEST_ISO_DEFAULT_KARGS
+    );
+
+    // Served with an ignition and kernel arguments: the tool and our readers agree.
+    let added = ["console=ttyS0,115200n8", "rd.neednet=1"];
+    let (_served_dir, served) = check_base(&dir, &base, "test.iso", &added).await;
+    let served = std::fs::read(served).unwrap();
+    let want = format!("{TEST_ISO_DEFAULT_KARGS} {}", added.join(" "));
+    assert_eq!(
+        embedded_kernel_arguments(std::io::Cursor::new(&served)).unwrap(),
+        Some(want)
+    );
+    assert_eq!(
+        extract_embedded_ignition(std::io::Cursor::new(&served))
+            .unwrap()
+            .as_deref(),
+        Some(IGNITION)
+    );
+
+    // The 2020 layout kept for the header's tests reads as the 2020 fixture does.
+    let legacy = work.path().join("legacy.iso");
+    write_legacy_test_iso(&legacy, &CONTENTS, 64 * 1024).unwrap();
+    coreos_installer(&dir, &["dev", "show", "iso", legacy.to_str().unwrap()]);
+    check_base(&dir, &legacy, "legacy.iso", &[]).await;
 }

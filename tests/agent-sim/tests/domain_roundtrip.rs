@@ -37,7 +37,12 @@ impl Sim {
             install: HashMap::new(),
         };
         for p in &sim.profiles {
-            let mut h = dom::HostSnapshot::new_registered(&p.uuid, "11111111-1111-4111-8111-111111111111", Some(&sim.c), now);
+            let mut h = dom::HostSnapshot::new_registered(
+                &p.uuid,
+                "11111111-1111-4111-8111-111111111111",
+                Some(&sim.c),
+                now,
+            );
             h.approved = true;
             sim.c.hosts.push(h);
         }

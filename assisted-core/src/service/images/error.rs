@@ -24,7 +24,9 @@ pub enum ImageError {
     #[error("kernel arguments are {size} bytes but the ISO's karg areas hold only {area} bytes")]
     KargsTooLarge { size: u64, area: u64 },
     /// Kernel arguments were asked for but the base ISO has no karg areas (`kargs.json`).
-    #[error("the base ISO has no kernel-argument areas (no /coreos/kargs.json; built before 2021-09?): cannot add {0:?}")]
+    #[error(
+        "the base ISO has no kernel-argument areas (no /coreos/kargs.json; built before 2021-09?): cannot add {0:?}"
+    )]
     NoKargAreas(Vec<String>),
     /// The embed area content is not a cpio archive we can read.
     #[error("malformed embed area: {0}")]

@@ -53,9 +53,12 @@ pub fn read_embed_area(header: &[u8]) -> Option<EmbedArea> {
 mod tests {
     use std::io::Cursor;
 
-    use super::super::test_iso::{TestIsoContents, extract_embedded_ignition, write_test_iso};
+    use super::super::test_iso::{
+        TestIsoContents, extract_embedded_ignition, write_legacy_test_iso,
+    };
     use super::*;
 
+    /// A test ISO of the 2020 layout, the one with the header.
     fn test_iso(area_len: u64) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("live.iso");
@@ -64,7 +67,7 @@ mod tests {
             initrd: &[7u8; 5000],
             rootfs: b"rootfs!",
         };
-        write_test_iso(&path, &contents, area_len).unwrap();
+        write_legacy_test_iso(&path, &contents, area_len).unwrap();
         (dir, path)
     }
 

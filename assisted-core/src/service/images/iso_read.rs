@@ -214,7 +214,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::super::iso::read_embed_area;
-    use super::super::test_iso::{TestIsoContents, write_test_iso};
+    use super::super::test_iso::{TestIsoContents, write_legacy_test_iso};
     use super::*;
 
     fn test_iso() -> Vec<u8> {
@@ -225,7 +225,8 @@ mod tests {
             initrd: &[7u8; 5000],
             rootfs: b"rootfs!",
         };
-        write_test_iso(&path, &contents, 64 * 1024).unwrap();
+        // The 2020 layout: the tests below poke its fixed sectors and read its header.
+        write_legacy_test_iso(&path, &contents, 64 * 1024).unwrap();
         std::fs::read(&path).unwrap()
     }
 

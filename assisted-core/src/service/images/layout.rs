@@ -86,8 +86,8 @@ pub fn read_layout<R: Read + Seek>(iso: &mut R) -> Result<IsoLayout, ImageError>
 
 fn ignition_area<R: Read + Seek>(iso: &mut R) -> Result<EmbedArea, ImageError> {
     if let Some(json) = optional_file(iso, IGNINFO_PATH)? {
-        let info: IgnInfo = serde_json::from_slice(&json)
-            .map_err(|e| malformed(format!("{IGNINFO_PATH}: {e}")))?;
+        let info: IgnInfo =
+            serde_json::from_slice(&json).map_err(|e| malformed(format!("{IGNINFO_PATH}: {e}")))?;
         let file = find_file(iso, &info.file)?;
         return area_inside(file, info.offset.unwrap_or(0), info.length, &info.file);
     }
@@ -228,7 +228,68 @@ fn malformed(reason: impl Into<String>) -> ImageError {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Cursor;
+
+    use super::super::iso_read::find_file;
+    use super::super::test_iso::{
+        TEST_ISO_DEFAULT_KARGS, TEST_ISO_KARG_AREA_LEN, TEST_ISO_KARG_FILE, TestIsoContents,
+        TestIsoLayout, write_test_iso_with_layout,
+    };
     use super::*;
+
+    fn test_iso(layout: TestIsoLayout) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.iso");
+        let contents = TestIsoContents {
+            kernel: b"kernel",
+            initrd: b"initrd",
+            rootfs: b"rootfs",
+        };
+        write_test_iso_with_layout(&path, &contents, 8192, layout).unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn finds_the_areas_of_todays_test_iso_through_the_coreos_directory() {
+        let iso = test_iso(TestIsoLayout::Current);
+        // Nothing in the system area: only igninfo.json leads to the Ignition area.
+        assert_eq!(read_embed_area(&iso[HEADER_OFFSET as usize..]), None);
+        let layout = read_layout(&mut Cursor::new(&iso)).unwrap();
+        let ign = find_file(&mut Cursor::new(&iso), DEFAULT_IGNITION_PATH).unwrap();
+        assert_eq!(
+            layout.ignition,
+            EmbedArea {
+                offset: ign.offset,
+                len: 8192
+            }
+        );
+        let kargs = layout.kargs.expect("kargs.json");
+        assert_eq!(kargs.size, TEST_ISO_KARG_AREA_LEN as u64);
+        assert_eq!(kargs.default, TEST_ISO_DEFAULT_KARGS);
+        let grub = find_file(&mut Cursor::new(&iso), TEST_ISO_KARG_FILE).unwrap();
+        let [area] = &kargs.areas[..] else {
+            panic!("one karg area: {:?}", kargs.areas);
+        };
+        assert_eq!((area.pad, area.end), ('#', '\n'));
+        assert!(area.offset > grub.offset && area.offset + kargs.size < grub.offset + grub.len);
+        let at = area.offset as usize;
+        assert_eq!(
+            &iso[at..at + TEST_ISO_DEFAULT_KARGS.len() + 2],
+            format!("{TEST_ISO_DEFAULT_KARGS}\n#").as_bytes()
+        );
+        assert_eq!(iso[at - 1], b' ', "the area follows `linux <kernel> `");
+    }
+
+    #[test]
+    fn finds_the_area_of_the_2020_test_iso_and_no_karg_areas() {
+        let iso = test_iso(TestIsoLayout::Legacy2020);
+        let layout = read_layout(&mut Cursor::new(&iso)).unwrap();
+        let header = read_embed_area(&iso[HEADER_OFFSET as usize..]).expect("coreiso+ header");
+        assert_eq!(layout.ignition, header);
+        let ign = find_file(&mut Cursor::new(&iso), DEFAULT_IGNITION_PATH).unwrap();
+        assert_eq!((ign.offset, ign.len), (header.offset, 8192));
+        assert_eq!(layout.kargs, None);
+    }
 
     fn areas() -> KargAreas {
         KargAreas {
@@ -262,7 +323,10 @@ mod tests {
     fn kargs_that_do_not_fit_are_an_error() {
         let k = areas();
         let err = karg_area_content(&k, &k.areas[0], &["much=too-long".into()]).unwrap_err();
-        assert!(matches!(err, ImageError::KargsTooLarge { area: 40, .. }), "{err}");
+        assert!(
+            matches!(err, ImageError::KargsTooLarge { area: 40, .. }),
+            "{err}"
+        );
     }
 
     #[test]

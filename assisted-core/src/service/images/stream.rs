@@ -631,7 +631,10 @@ mod tests {
         let plain = dir.path().join("plain.iso");
         std::fs::write(&plain, vec![0u8; 40_000]).unwrap();
         let err = CustomizedIso::open(&plain, "{}").await.unwrap_err();
-        assert!(err.to_string().contains("no usable Ignition embed area"), "{err}");
+        assert!(
+            err.to_string().contains("no usable Ignition embed area"),
+            "{err}"
+        );
         let err = CustomizedIso::open(dir.path().join("missing.iso"), "{}")
             .await
             .unwrap_err();

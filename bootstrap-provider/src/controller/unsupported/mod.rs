@@ -280,7 +280,8 @@ kernelArguments: [{value: console=ttyS0}]
             ("FieldsSupported", "False", "UnsupportedFields")
         );
         assert!(
-            c.message.contains("only matchLabels selects NMStateConfigs"),
+            c.message
+                .contains("only matchLabels selects NMStateConfigs"),
             "{}",
             c.message
         );
@@ -288,7 +289,8 @@ kernelArguments: [{value: console=ttyS0}]
 
     #[test]
     fn the_infraenv_is_mirrored_only_when_it_says_more() {
-        let s = spec("{nmStateConfigLabelSelector: {matchExpressions: [{key: a, operator: Exists}]}}");
+        let s =
+            spec("{nmStateConfigLabelSelector: {matchExpressions: [{key: a, operator: Exists}]}}");
         // The core's matchExpressions row repeats ours: not mirrored.
         let same = infraenv(
             "spec.nmStateConfigLabelSelector.matchExpressions is not supported yet: only \

@@ -10,6 +10,7 @@ use agent_sim::{AgentConfig, Host, HostProfile, ReplyCtx};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::test_iso::{TEST_ISO_DEFAULT_KARGS, embedded_kernel_arguments};
 use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
 use kube::api::Api;
 
@@ -189,7 +190,8 @@ pub async fn get(url: &str) -> (u16, Vec<u8>) {
     (status.as_u16(), body.to_vec())
 }
 
-/// Boots "the ISO": downloads it from the InfraEnv's URL and reads the embedded ignition.
+/// Boots "the ISO": downloads it from the InfraEnv's URL, reads the kernel arguments (the
+/// test ISO's defaults first, as coreos-installer would keep them) and the embedded ignition.
 pub async fn boot_iso(iso_url: &str) -> (String, String, String) {
     let (status, iso) = get(iso_url).await;
     assert_eq!(
@@ -197,6 +199,13 @@ pub async fn boot_iso(iso_url: &str) -> (String, String, String) {
         200,
         "ISO download: {}",
         String::from_utf8_lossy(&iso)
+    );
+    let kargs = embedded_kernel_arguments(std::io::Cursor::new(&iso))
+        .expect("read the ISO's kernel arguments")
+        .expect("the ISO has karg areas");
+    assert!(
+        kargs.starts_with(TEST_ISO_DEFAULT_KARGS),
+        "the ISO boots with {kargs:?}, not its defaults first"
     );
     let ign = extract_embedded_ignition(std::io::Cursor::new(iso))
         .expect("read ISO")
