@@ -806,7 +806,7 @@ spec:
     InstallerController::new(
         &discovery.service_url,
         cluster_id.clone(),
-        &keys.sign(&Claims::cluster(cluster_id.clone())),
+        keys.sign(&Claims::cluster(cluster_id.clone())),
     )
     .with_speed(0.0)
     .with_timeout(Duration::from_secs(120))
