@@ -1059,3 +1059,85 @@ async fn concurrent_log_uploads_all_succeed() {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+/// iPXE `BootOrderControl` walked as a host's firmware walks it: the published script asks
+/// again with the MAC; a MAC nobody has, or a host still discovering, gets the discovery boot;
+/// an installed host (or one past its reboot) gets a 404, so the chain fails and the firmware
+/// boots the disk; two hosts with one MAC get a 500. Never a script that chains to itself.
+#[tokio::test]
+async fn ipxe_boot_order_control_boots_discovery_or_the_disk_by_mac() {
+    let api = start().await;
+    api.store.edit_for_tests(|st| {
+        let ie = st.infra_envs.get_mut(IE_A).unwrap();
+        ie.ipxe_script = "#!ipxe\n# discovery boot\n".into();
+        ie.ipxe_redirect_script = "#!ipxe\nchain http://core/ipxe-script&mac=${net0/mac}\n".into();
+    });
+    let ta = api.token(Claims::infra_env(IE_A));
+    assert_eq!(
+        api.register(IE_A, H1, &ta).await.status,
+        StatusCode::CREATED
+    );
+    let mac = "52:54:00:aa:bb:01";
+    let inventory: assisted_core::domain::Inventory =
+        serde_json::from_value(json!({"interfaces": [{"name": "eth0", "mac_address": mac}]}))
+            .unwrap();
+    api.store.edit_for_tests(|st| {
+        st.clusters.get_mut(CL_A).unwrap().snapshot.hosts[0].inventory = Some(inventory.clone())
+    });
+    let script = |mac: Option<&str>| {
+        let mut path = format!(
+            "/infra-envs/{IE_A}/downloads/files?file_name=ipxe-script&ipxe_script_type=boot-order-control"
+        );
+        if let Some(m) = mac {
+            path.push_str(&format!("&mac={m}"));
+        }
+        path
+    };
+    let body = |r: &Resp| String::from_utf8_lossy(&r.body).to_string();
+
+    let r = api.get(&script(None), Some(&ta)).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(body(&r).contains("mac=${net0/mac}"), "{}", body(&r));
+    for (what, asked) in [
+        ("an unknown MAC", "52:54:00:00:00:99"),
+        ("a discovering host, MAC in capitals", "52:54:00:AA:BB:01"),
+    ] {
+        let r = api.get(&script(Some(asked)), Some(&ta)).await;
+        assert_eq!(r.status, StatusCode::OK, "{what}");
+        assert!(body(&r).contains("discovery boot"), "{what}: {}", body(&r));
+    }
+    for (status, stage) in [
+        (HostStatus::Installed, None),
+        (HostStatus::InstallingInProgress, Some(HostStage::Rebooting)),
+    ] {
+        api.store.edit_for_tests(|st| {
+            let h = &mut st.clusters.get_mut(CL_A).unwrap().snapshot.hosts[0];
+            h.status = status;
+            h.progress.current_stage = stage;
+        });
+        let r = api.get(&script(Some(mac)), Some(&ta)).await;
+        r.assert_error(404, &format!("{status} {stage:?}: boot from disk"));
+        assert!(r.json()["reason"].as_str().unwrap().contains(H1));
+    }
+    // A host still writing its disk boots discovery again (upstream's rule).
+    api.store.edit_for_tests(|st| {
+        st.clusters.get_mut(CL_A).unwrap().snapshot.hosts[0]
+            .progress
+            .current_stage = Some(HostStage::WritingImageToDisk)
+    });
+    assert_eq!(
+        api.get(&script(Some(mac)), Some(&ta)).await.status,
+        StatusCode::OK
+    );
+    // Two hosts of the infra-env with one MAC: nothing is booted.
+    assert_eq!(
+        api.register(IE_A, H2, &ta).await.status,
+        StatusCode::CREATED
+    );
+    api.store.edit_for_tests(|st| {
+        st.clusters.get_mut(CL_A).unwrap().snapshot.hosts[1].inventory = Some(inventory.clone())
+    });
+    api.get(&script(Some(mac)), Some(&ta))
+        .await
+        .assert_error(500, "two hosts with one MAC");
+}

@@ -6,6 +6,7 @@
 //! - [`metrics`]: reconcile and error counters every controller exports;
 //! - [`controller`]: the error type, events, finalizer and delete helpers every controller uses;
 //! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule;
+//! - [`fields`]: a CRD's settable `spec` paths, for the completeness tests of unsupported fields;
 //! - [`http`]: the HTTP/1.1 server loop (request-head timeout, optional TLS, graceful shutdown);
 //! - [`webhook`]: the HTTPS webhook server (CRD conversion), certificates re-read on rotation.
 
@@ -13,6 +14,7 @@ pub mod cache;
 pub mod cli;
 pub mod conditions;
 pub mod controller;
+pub mod fields;
 pub mod http;
 pub mod manifests;
 pub mod metrics;

@@ -523,16 +523,13 @@ pub fn decide(
             ipxe_boot_order: boot_order,
         },
     );
-    let script = if boot_order {
-        ipxe_boot_order_control_script(&urls.boot.ipxe_script)
-    } else {
-        ipxe_script(
-            &urls.boot.initrd,
-            &urls.boot.kernel,
-            &urls.boot.rootfs,
-            &kernel_arguments,
-        )
-    };
+    let script = ipxe_script(
+        &urls.boot.initrd,
+        &urls.boot.kernel,
+        &urls.boot.rootfs,
+        &kernel_arguments,
+    );
+    let redirect_script = ipxe_boot_order_control_script(&urls.boot.ipxe_script);
     let rec = InfraEnvRecord {
         id,
         namespace: ns,
@@ -545,6 +542,7 @@ pub fn decide(
         discovery_ignition: ignition.into(),
         static_network_config: static_network_json(&static_network),
         ipxe_script: script,
+        ipxe_redirect_script: redirect_script,
         kernel_arguments,
         ntp_sources: ntp_names(&ntp),
         minimal_initrd: initrd.map(Into::into),

@@ -19,6 +19,7 @@ use super::models::*;
 use super::{ApiJson, ApiPath, ApiQuery, AppState, JsonBytes, LOGS_BODY_LIMIT, RawBody};
 use crate::domain::{StepReply, next_step_runner_command};
 use crate::service::error::ApiError;
+use crate::service::images::pxe::{IpxeAnswer, ipxe_answer};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -278,6 +279,9 @@ pub struct FileNameQuery {
     ipxe_script_type: Option<String>,
     #[serde(default)]
     discovery_iso_type: Option<String>,
+    /// The booting host's MAC (the boot-order-control script asks again with it).
+    #[serde(default)]
+    mac: Option<String>,
 }
 
 /// A query value outside upstream's enum is a validation error (422), as go-swagger answers.
@@ -294,7 +298,9 @@ fn check_enum(name: &str, value: Option<&str>, allowed: &[&str]) -> ApiResult<()
 #[utoipa::path(get, path = "/infra-envs/{infra_env_id}/downloads/files",
     operation_id = "v2DownloadInfraEnvFiles",
     params(("infra_env_id" = String, Path),
-        ("file_name" = String, Query, description = "discovery.ign, ipxe-script or static-network-config")),
+        ("file_name" = String, Query, description = "discovery.ign, ipxe-script or static-network-config"),
+        ("ipxe_script_type" = Option<String>, Query, description = "discovery-image-always or boot-order-control"),
+        ("mac" = Option<String>, Query, description = "the booting host's MAC (ipxe-script): 404 for an installed host, so it boots from disk")),
     responses((status = 200, content_type = "application/octet-stream", body = String), (status = "4XX", body = ErrorModel)),
     security(("agentAuth" = []), ("urlAuth" = [])))]
 pub async fn infra_env_files(
@@ -320,7 +326,29 @@ pub async fn infra_env_files(
             "application/octet-stream",
             ie.discovery_ignition.to_string(),
         ),
-        "ipxe-script" => ("application/octet-stream", ie.ipxe_script),
+        "ipxe-script" => {
+            let mac = q.mac.as_deref().map(str::trim).filter(|m| !m.is_empty());
+            let hosts = match mac {
+                Some(mac) => st.store.hosts_with_mac(&infra_env_id, mac),
+                None => Vec::new(),
+            };
+            let boot_order = q.ipxe_script_type.as_deref() == Some("boot-order-control");
+            let script = match ipxe_answer(mac, boot_order, &hosts) {
+                IpxeAnswer::Discovery => ie.ipxe_script,
+                IpxeAnswer::Redirect => ie.ipxe_redirect_script,
+                IpxeAnswer::BootFromDisk(why) => return Err(ApiError::not_found(why)),
+                IpxeAnswer::Ambiguous(n) => {
+                    return Err(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!(
+                            "iPXE booting skipped: {n} hosts of infra-env {infra_env_id} have MAC {}",
+                            mac.unwrap_or_default()
+                        ),
+                    ));
+                }
+            };
+            ("application/octet-stream", script)
+        }
         "static-network-config" => ("application/octet-stream", ie.static_network_config),
         other => {
             return Err(ApiError::bad_request(format!(

@@ -6,6 +6,7 @@ use super::ignition::{
     PRE_NM_UNIT, ProxySettings, StaticNetworkConfig, env_line, static_network_files,
     with_discovery_delay,
 };
+use crate::domain::{HostStage, HostStatus};
 
 /// Kernel arguments every discovery PXE boot gets (serial and VGA consoles, live rootfs).
 const BASE_KARGS: &str = "random.trust_cpu=on rd.luks.options=discard ignition.firstboot \
@@ -60,6 +61,76 @@ pub fn ipxe_script(
 pub fn ipxe_boot_order_control_script(script_url: &str) -> String {
     let sep = if script_url.contains('?') { '&' } else { '?' };
     format!("#!ipxe\nchain {script_url}{sep}mac=${{net0/mac}}\n")
+}
+
+/// What the `ipxe-script` file answers a host, as upstream decides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpxeAnswer {
+    /// The discovery boot script (kernel, initrd, rootfs).
+    Discovery,
+    /// `ipxe_script_type=boot-order-control` without a MAC: a script that asks again with the
+    /// host's MAC, so the service can decide per host.
+    Redirect,
+    /// The host with this MAC is installed (or past the point where it boots from disk): 404,
+    /// so iPXE's chain fails and the firmware goes on to the next boot device, the disk.
+    BootFromDisk(String),
+    /// Several hosts of the infra-env have this MAC: 500, nothing is booted.
+    Ambiguous(usize),
+}
+
+/// A host whose inventory has the asked MAC: its state and install stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostWithMac {
+    pub id: String,
+    pub status: HostStatus,
+    pub stage: Option<HostStage>,
+}
+
+/// Install stages after which a host boots from its disk (upstream's list).
+const DISK_BOOT_STAGES: &[HostStage] = &[
+    HostStage::Done,
+    HostStage::Configuring,
+    HostStage::Joined,
+    HostStage::Rebooting,
+    HostStage::WaitingForIgnition,
+];
+
+/// The answer for a request with `mac` (when given) and the boot-order-control type, given the
+/// infra-env's hosts that have that MAC. Pure (upstream: `infraEnvIPXEScript`).
+pub fn ipxe_answer(
+    mac: Option<&str>,
+    boot_order_control: bool,
+    hosts: &[HostWithMac],
+) -> IpxeAnswer {
+    let Some(mac) = mac.filter(|m| !m.is_empty()) else {
+        return if boot_order_control {
+            IpxeAnswer::Redirect
+        } else {
+            IpxeAnswer::Discovery
+        };
+    };
+    let h = match hosts {
+        [] => return IpxeAnswer::Discovery,
+        [h] => h,
+        several => return IpxeAnswer::Ambiguous(several.len()),
+    };
+    let on_disk = match h.status {
+        HostStatus::Installed | HostStatus::AddedToExistingCluster => true,
+        HostStatus::InstallingInProgress => h.stage.is_some_and(|s| DISK_BOOT_STAGES.contains(&s)),
+        _ => false,
+    };
+    if on_disk {
+        IpxeAnswer::BootFromDisk(format!(
+            "iPXE booting skipped: host {} with MAC {mac} is {}",
+            h.id,
+            match (h.status, h.stage) {
+                (HostStatus::InstallingInProgress, Some(stage)) => format!("in stage {stage}"),
+                (status, _) => format!("{status}"),
+            }
+        ))
+    } else {
+        IpxeAnswer::Discovery
+    }
 }
 
 /// The minimal-ISO initrd overlay: static network files, the unit applying them in the
@@ -124,6 +195,66 @@ mod tests {
     use super::super::cpio::{Entry, read};
     use super::super::ignition::MacInterface;
     use super::*;
+
+    fn host(status: HostStatus, stage: Option<HostStage>) -> HostWithMac {
+        HostWithMac {
+            id: "h1".into(),
+            status,
+            stage,
+        }
+    }
+
+    #[test]
+    fn ipxe_answers_follow_the_host_with_the_mac() {
+        use IpxeAnswer::*;
+        let mac = Some("52:54:00:00:00:01");
+        // Without a MAC: the redirect for boot-order-control, else the discovery boot.
+        assert_eq!(ipxe_answer(None, true, &[]), Redirect);
+        assert_eq!(ipxe_answer(Some(""), true, &[]), Redirect);
+        assert_eq!(ipxe_answer(None, false, &[]), Discovery);
+        // An unknown MAC, or a host still discovering or installing to disk: discovery.
+        assert_eq!(ipxe_answer(mac, true, &[]), Discovery);
+        for (status, stage) in [
+            (HostStatus::Known, None),
+            (HostStatus::Insufficient, None),
+            (HostStatus::Installing, None),
+            (
+                HostStatus::InstallingInProgress,
+                Some(HostStage::WritingImageToDisk),
+            ),
+            (HostStatus::Error, Some(HostStage::Rebooting)),
+        ] {
+            assert_eq!(
+                ipxe_answer(mac, true, &[host(status, stage)]),
+                Discovery,
+                "{status} {stage:?}"
+            );
+        }
+        // Installed, or past its reboot: the disk (the chain fails with 404).
+        for (status, stage) in [
+            (HostStatus::Installed, None),
+            (HostStatus::AddedToExistingCluster, None),
+            (HostStatus::InstallingInProgress, Some(HostStage::Rebooting)),
+            (
+                HostStatus::InstallingInProgress,
+                Some(HostStage::Configuring),
+            ),
+            (HostStatus::InstallingInProgress, Some(HostStage::Joined)),
+            (HostStatus::InstallingInProgress, Some(HostStage::Done)),
+            (
+                HostStatus::InstallingInProgress,
+                Some(HostStage::WaitingForIgnition),
+            ),
+        ] {
+            let answer = ipxe_answer(mac, false, &[host(status, stage)]);
+            assert!(
+                matches!(&answer, BootFromDisk(why) if why.contains("h1") && why.contains("52:54:00:00:00:01")),
+                "{status} {stage:?}: {answer:?}"
+            );
+        }
+        let two = [host(HostStatus::Known, None), host(HostStatus::Known, None)];
+        assert_eq!(ipxe_answer(mac, true, &two), Ambiguous(2));
+    }
 
     #[test]
     fn ipxe_script_shape() {

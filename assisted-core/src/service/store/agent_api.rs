@@ -246,6 +246,29 @@ impl Store {
             .map(|ie| ie.cluster_id.clone())
     }
 
+    /// The infra-env's hosts whose inventory lists `mac` (any case): what its iPXE script
+    /// answers a host booting with that MAC.
+    pub fn hosts_with_mac(
+        &self,
+        infra_env_id: &str,
+        mac: &str,
+    ) -> Vec<crate::service::images::pxe::HostWithMac> {
+        self.view(|st| {
+            st.clusters
+                .values()
+                .flat_map(|c| c.snapshot.hosts.iter())
+                .chain(st.unbound.values())
+                .filter(|h| h.infra_env_id == infra_env_id)
+                .filter(|h| h.inventory.as_ref().is_some_and(|i| i.has_mac(mac)))
+                .map(|h| crate::service::images::pxe::HostWithMac {
+                    id: h.id.clone(),
+                    status: h.status,
+                    stage: h.progress.current_stage,
+                })
+                .collect()
+        })
+    }
+
     pub fn infra_env_record(&self, infra_env_id: &str) -> Result<InfraEnvRecord, StoreError> {
         Self::infra_env(&self.read(), infra_env_id)
     }

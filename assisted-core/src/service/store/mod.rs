@@ -59,8 +59,11 @@ pub struct InfraEnvRecord {
     pub discovery_ignition: Arc<str>,
     /// `static-network-config` file content (JSON list).
     pub static_network_config: String,
-    /// The iPXE script served as `ipxe-script` (DiscoveryImageAlways form).
+    /// The iPXE script served as `ipxe-script`: the discovery boot.
     pub ipxe_script: String,
+    /// What `ipxe-script` answers with `ipxe_script_type=boot-order-control` and no MAC: a
+    /// script that asks again with the host's MAC.
+    pub ipxe_redirect_script: String,
     /// Kernel arguments appended to the ISO's own (`spec.kernelArguments`, `append`).
     pub kernel_arguments: Vec<String>,
     /// The NTP sources the discovery image carries (`additionalNTPSources`, `ntpSources`), one
@@ -161,8 +164,8 @@ pub struct State {
     /// Bound host id → cluster id.
     pub host_cluster: HashMap<String, String>,
     pub host_extra: HashMap<String, HostExtra>,
-    /// Each InfraEnv's NTP sources (read from its discovery ignition when it is stored), the
-    /// NTP step's fallback when a cluster names none.
+    /// Each InfraEnv's NTP sources (from its record), the NTP step's fallback when a cluster
+    /// names none.
     pub infra_env_ntp: NtpSourcesByInfraEnv,
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use manager::fields::covers;
 
 use super::{ACI_ROWS, AGENT_ROWS, CLUSTER_DEPLOYMENT_ROWS, INFRAENV_ROWS, Row};
 
@@ -284,51 +284,15 @@ fn row_fields(kind: &str) -> BTreeSet<String> {
     }
 }
 
-/// Every leaf path under `node`: objects recurse into their properties, lists into their
-/// items (`name[]`); a free-form object (preserve-unknown-fields) is a leaf of its own too.
-fn leaves(node: &Value, path: &str, out: &mut Vec<String>) {
-    if let Some(props) = node.get("properties").and_then(Value::as_object)
-        && !props.is_empty()
-    {
-        if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
-            out.push(path.to_string());
-        }
-        for (name, child) in props {
-            leaves(child, &format!("{path}.{name}"), out);
-        }
-        return;
-    }
-    if let Some(items) = node.get("items")
-        && items.get("properties").is_some()
-    {
-        leaves(items, &format!("{path}[]"), out);
-        return;
-    }
-    out.push(path.to_string());
-}
-
+/// Each kind's `spec` leaves.
 fn spec_leaves() -> BTreeMap<String, Vec<String>> {
     crate::api::crds()
         .into_iter()
         .map(|crd| {
-            let schema = crd.spec.versions[0]
-                .schema
-                .as_ref()
-                .and_then(|s| s.open_api_v3_schema.as_ref())
-                .map(|s| serde_json::to_value(s).unwrap_or_default())
-                .unwrap_or_default();
-            let mut out = Vec::new();
-            leaves(&schema["properties"]["spec"], "spec", &mut out);
-            (crd.spec.names.kind, out)
+            let leaves = manager::fields::spec_leaves(&crd);
+            (crd.spec.names.kind, leaves)
         })
         .collect()
-}
-
-fn covers(prefix: &str, leaf: &str) -> bool {
-    leaf == prefix
-        || leaf
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with("[]"))
 }
 
 fn coverage_of(table: &[(&'static str, Coverage)], leaf: &str) -> Option<(&'static str, Coverage)> {

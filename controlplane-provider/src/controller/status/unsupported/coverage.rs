@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use bootstrap_provider::controller::unsupported::{CONFIG_COVERAGE, CONFIG_ROWS, Coverage};
 use kube::CustomResourceExt;
-use serde_json::Value;
+use manager::fields::covers;
 
 use super::{CONFIG_SPEC_PARENT, CONTROL_PLANE_ROWS};
 use crate::api::OpenshiftAssistedControlPlane;
@@ -80,47 +80,9 @@ const TABLE: &[(&str, Coverage)] = &[
     ),
 ];
 
-/// Every leaf path under `node`: objects recurse into their properties, lists into their
-/// items (`name[]`); a free-form object (preserve-unknown-fields) is a leaf of its own too.
-fn leaves(node: &Value, path: &str, out: &mut Vec<String>) {
-    if let Some(props) = node.get("properties").and_then(Value::as_object)
-        && !props.is_empty()
-    {
-        if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
-            out.push(path.to_string());
-        }
-        for (name, child) in props {
-            leaves(child, &format!("{path}.{name}"), out);
-        }
-        return;
-    }
-    if let Some(items) = node.get("items")
-        && items.get("properties").is_some()
-    {
-        leaves(items, &format!("{path}[]"), out);
-        return;
-    }
-    out.push(path.to_string());
-}
-
+/// The control plane's `spec` leaves.
 fn spec_leaves() -> Vec<String> {
-    let crd = OpenshiftAssistedControlPlane::crd();
-    let schema = crd.spec.versions[0]
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-        .map(|s| serde_json::to_value(s).unwrap_or_default())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    leaves(&schema["properties"]["spec"], "spec", &mut out);
-    out
-}
-
-fn covers(prefix: &str, leaf: &str) -> bool {
-    leaf == prefix
-        || leaf
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with("[]"))
+    manager::fields::spec_leaves(&OpenshiftAssistedControlPlane::crd())
 }
 
 fn longest(table: &[(&'static str, Coverage)], leaf: &str) -> Option<(&'static str, Coverage)> {
