@@ -1,10 +1,51 @@
-//! The `spec` fields a CRD lets a user set, as paths (`spec.config.apiVIPs[]`), walked from its
-//! generated OpenAPI schema: what each crate's completeness test holds against its table of
-//! fields acted on and fields reported as not supported yet (DESIGN §2: nothing set is ignored
-//! in silence).
+//! Fields a user can set that a controller does not act on yet (DESIGN §2: nothing set is
+//! ignored in silence): the [`Row`] each controller's table of them is made of, and the `spec`
+//! paths a CRD lets a user set (`spec.config.apiVIPs[]`), walked from its generated OpenAPI
+//! schema, which each crate's completeness test holds against its tables.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
+
+/// One spec field a controller does not act on (or not for some values or places).
+pub struct Row<S> {
+    /// The field path as users write it, e.g. `spec.mirrorRegistryRef`.
+    pub field: &'static str,
+    /// Whether the field is set to something that is ignored.
+    pub is_set: fn(&S) -> bool,
+    /// What the user should know beyond "not supported yet"; empty when nothing.
+    pub note: &'static str,
+}
+
+impl<S> Row<S> {
+    /// `<field> is not supported yet[: note]`.
+    pub fn message(&self) -> String {
+        self.message_for(self.field)
+    }
+
+    /// [`Row::message`] with the field's leading `spec.` replaced by `parent`: how an object
+    /// that embeds this spec names the field (`spec.openshiftAssistedConfigSpec.` on a control
+    /// plane).
+    pub fn message_under(&self, parent: &str) -> String {
+        let field = format!(
+            "{parent}{}",
+            self.field.strip_prefix("spec.").unwrap_or(self.field)
+        );
+        self.message_for(&field)
+    }
+
+    fn message_for(&self, field: &str) -> String {
+        if self.note.is_empty() {
+            format!("{field} is not supported yet")
+        } else {
+            format!("{field} is not supported yet: {}", self.note)
+        }
+    }
+}
+
+/// The rows whose field is set in `spec`, in row order.
+pub fn set_rows<'a, S>(rows: &'a [Row<S>], spec: &'a S) -> impl Iterator<Item = &'a Row<S>> {
+    rows.iter().filter(move |row| (row.is_set)(spec))
+}
 
 /// Every leaf path under `spec` of the CRD's first (hub) version: objects recurse into their
 /// properties, lists into their items (`name[]`); a free-form object (preserve-unknown-fields)
@@ -94,6 +135,31 @@ mod tests {
             ]
         );
         assert!(covers("spec.pools", "spec.pools[].size"));
+        let rows = [
+            Row::<u32> {
+                field: "spec.a",
+                is_set: |v| *v > 1,
+                note: "",
+            },
+            Row::<u32> {
+                field: "spec.b",
+                is_set: |v| *v > 2,
+                note: "why",
+            },
+        ];
+        let set: Vec<String> = set_rows(&rows, &3).map(Row::message).collect();
+        assert_eq!(
+            set,
+            [
+                "spec.a is not supported yet",
+                "spec.b is not supported yet: why"
+            ]
+        );
+        assert_eq!(
+            rows[1].message_under("spec.embedded."),
+            "spec.embedded.b is not supported yet: why"
+        );
+        assert_eq!(set_rows(&rows, &1).count(), 0);
         assert!(covers("spec.name", "spec.name"));
         assert!(!covers("spec.name", "spec.names"));
     }

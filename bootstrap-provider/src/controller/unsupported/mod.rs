@@ -18,37 +18,14 @@ use crate::api::OpenshiftAssistedConfigSpec;
 #[cfg(test)]
 mod coverage;
 
-/// One spec field a controller does not act on (or not for some values or places).
-pub struct Row<S> {
-    /// The field path as users write it, e.g. `spec.osImageVersion`.
-    pub field: &'static str,
-    /// Whether the field is set to something that is ignored.
-    pub is_set: fn(&S) -> bool,
-    /// What the user should know beyond "not supported yet"; empty when nothing.
-    pub note: &'static str,
-}
+pub use manager::fields::Row;
 
-impl<S> Row<S> {
-    /// `<field> is not supported yet[: note]`, the field's leading `spec.` replaced by `parent`
-    /// (`spec.` on the config itself, `spec.openshiftAssistedConfigSpec.` on a control plane).
-    pub fn message(&self, parent: &str) -> String {
-        let field = format!(
-            "{parent}{}",
-            self.field.strip_prefix("spec.").unwrap_or(self.field)
-        );
-        if self.note.is_empty() {
-            format!("{field} is not supported yet")
-        } else {
-            format!("{field} is not supported yet: {}", self.note)
-        }
-    }
-}
-
-/// The messages of the rows whose field is set in `spec`, in row order.
+/// The messages of the rows whose field is set in `spec`, in row order, each field named under
+/// `parent` (`spec.` on the config itself, `spec.openshiftAssistedConfigSpec.` on a control
+/// plane).
 pub fn unsupported<S>(rows: &[Row<S>], spec: &S, parent: &str) -> Vec<String> {
-    rows.iter()
-        .filter(|row| (row.is_set)(spec))
-        .map(|row| row.message(parent))
+    manager::fields::set_rows(rows, spec)
+        .map(|row| row.message_under(parent))
         .collect()
 }
 

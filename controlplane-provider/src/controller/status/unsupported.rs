@@ -1,5 +1,5 @@
 //! Fields of an OpenshiftAssistedControlPlane a user can set that take no effect (or only part
-//! of it), as rows (the bootstrap provider's [`Row`]), and what the AgentClusterInstall's core
+//! of it), as rows ([`Row`]), and what the AgentClusterInstall's core
 //! conditions say about the fields copied into it. DESIGN §2: a field that is set but not
 //! supported yields a condition, never silence.
 //!
@@ -11,8 +11,9 @@
 //!
 //! `coverage.rs` checks that every `spec` field is acted on, forwarded or has a row.
 
-use bootstrap_provider::controller::unsupported::{self as config_rows, Row};
+use bootstrap_provider::controller::unsupported as config_rows;
 use manager::conditions::{self, Desired};
+use manager::fields::Row;
 
 use super::Install;
 use crate::api::OpenshiftAssistedControlPlane;

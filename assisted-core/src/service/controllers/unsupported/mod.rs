@@ -25,30 +25,11 @@ use super::status::Cond;
 #[cfg(test)]
 mod coverage;
 
-/// One spec field the core does not act on (or not for some values).
-pub struct Row<S> {
-    /// The field path as users write it, e.g. `spec.mirrorRegistryRef`.
-    pub field: &'static str,
-    /// Whether the field is set to something the core would ignore.
-    pub is_set: fn(&S) -> bool,
-    /// What the user should know beyond "not supported yet"; empty when nothing.
-    pub note: &'static str,
-}
-
-impl<S> Row<S> {
-    pub fn message(&self) -> String {
-        if self.note.is_empty() {
-            format!("{} is not supported yet", self.field)
-        } else {
-            format!("{} is not supported yet: {}", self.field, self.note)
-        }
-    }
-}
+pub use manager::fields::Row;
 
 /// The messages of the rows whose field is set in `spec`, in row order.
 pub fn unsupported<S>(rows: &[Row<S>], spec: &S) -> Vec<String> {
-    rows.iter()
-        .filter(|row| (row.is_set)(spec))
+    manager::fields::set_rows(rows, spec)
         .map(Row::message)
         .collect()
 }
