@@ -19,8 +19,8 @@ use testbed::cache::repo_root;
 
 mod common;
 use common::{
-    LabFlags, Run, cluster_with_vips, free_port, init_logs, start_core, start_providers_as,
-    test_iso, testbed_with_capi, wait_for,
+    Run, cluster_with_vips, init_logs, start_providers_as, start_test_core, testbed_with_capi,
+    wait_for,
 };
 
 const NS: &str = "restart";
@@ -153,17 +153,7 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
     let bootstrap = manager_client(&tb, "config/rbac/bootstrap.yaml").await;
 
     // The core embedded in the control-plane manager runs under its RBAC too.
-    let dir = tempfile::tempdir().unwrap();
-    let iso = test_iso(dir.path());
-    let core = start_core(
-        controlplane.clone(),
-        &dir.path().join("data"),
-        &iso,
-        free_port(),
-        free_port(),
-        &LabFlags::default(),
-    )
-    .await;
+    let (core, _dir) = start_test_core(&controlplane).await;
     let providers = start_providers_as(&controlplane, &bootstrap, Run::Both);
 
     let mut yaml = agent_sim::fixtures::namespace_with_pull_secret(NS);
