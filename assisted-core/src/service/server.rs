@@ -205,6 +205,7 @@ pub async fn run(
         ImageSettings {
             urls: urls.clone(),
             agent_image: args.agent_image.clone(),
+            os_images: os_images.clone(),
         },
         &registry,
     ));

@@ -52,8 +52,9 @@ pub async fn start_core(tb: &mut Testbed, bin: &Path) -> Result<(u32, String)> {
         "--log-level=info,kube=warn,tower=warn,hyper=warn".into(),
         "--install-backend=lab".into(),
         format!("--data-dir={}", data.display()),
-        // Serving no ISO here: InfraEnvs get their URLs without a base image.
-        "--os-images=[]".into(),
+        // No ISO is downloaded here, but an InfraEnv gets its URL only with a base image
+        // listed: one that is never fetched.
+        r#"--os-images=[{"openshift_version":"4.17","cpu_architecture":"x86_64","url":"file:///nonexistent/never-fetched.iso","version":"417.94.202410090854-0"}]"#.into(),
         format!("--agent-api-bind-address={api}"),
         format!("--images-bind-address={images}"),
         format!("--agent-api-url=http://{api}"),

@@ -285,12 +285,14 @@ pub struct Dereferenced {
     pub token: String,
 }
 
-/// The service-wide inputs of every image: where agents reach the core and what they run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The service-wide inputs of every image: where agents reach the core, what they run and
+/// the base live ISOs images are built on (`--os-images`).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImageSettings {
     pub urls: ServiceUrls,
     /// The discovery agent image the ignition runs.
     pub agent_image: String,
+    pub os_images: Vec<crate::service::images::OsImage>,
 }
 
 /// Read, decide, apply, status (`docs/architecture.md`, "How to add a controller").
@@ -444,6 +446,14 @@ pub fn decide(
                 .unwrap_or_default()
         })
         .unwrap_or_else(|| "x86_64".into());
+    // No base ISO, no image: a URL that answers 404 would send hosts after nothing.
+    if crate::service::images::select(&settings.os_images, &version, &arch).is_none() {
+        return Err(Problem::Error(format!(
+            "no base OS image for OpenShift {version} on {arch}: assisted-core was started \
+             without one; list the RHCOS live ISOs in --os-images \
+             (OPENSHIFT_ASSISTED_CORE_OS_IMAGES when installed with clusterctl)"
+        )));
+    }
     let static_network: Vec<StaticNetworkConfig> =
         read.nmstate_configs.iter().map(static_network_of).collect();
 
@@ -784,8 +794,35 @@ mod tests {
                 images: "http://core:8091".into(),
             },
             agent_image: "quay.io/edge-infrastructure/assisted-installer-agent:latest".into(),
+            os_images: vec![crate::service::images::OsImage {
+                openshift_version: "4.17".into(),
+                cpu_architecture: "x86_64".into(),
+                url: "file:///base.iso".into(),
+                version: "417.94.202410090854-0".into(),
+            }],
         };
         (ie, read, settings)
+    }
+
+    #[test]
+    fn no_base_iso_no_url_but_a_condition_saying_what_to_configure() {
+        let (ie, read, mut settings) = decide_fixture();
+        settings.os_images.clear();
+        let Err(Problem::Error(why)) = decide(&ie, &read, &settings) else {
+            panic!("an image without a base ISO")
+        };
+        assert!(
+            why.contains("no base OS image for OpenShift 4.17.3 on x86_64")
+                && why.contains("--os-images"),
+            "{why}"
+        );
+        let (status, _) = status(&ie, &decide(&ie, &read, &settings), Timestamp::UNIX_EPOCH);
+        assert!(status.iso_download_url.is_none());
+        // Another architecture has none either.
+        let (mut arm, read, settings) = decide_fixture();
+        arm.spec.cpu_architecture =
+            Some(serde_json::from_value(serde_json::json!("arm64")).unwrap());
+        assert!(decide(&arm, &read, &settings).is_err());
     }
 
     #[test]
