@@ -523,23 +523,35 @@ impl Installer {
             ),
         );
         let body = json!({"current_stage": stage, "progress_info": info});
-        let mut last = String::new();
+        self.call_retrying(Method::PUT, &url, Some(&body))
+            .await
+            .map_err(|e| format!("progress {stage:?} {e}"))?;
+        self.rep.emit(AgentEvent::StageReported(stage.to_string()));
+        Ok(())
+    }
+
+    /// One call of the installer to the service: transient failures (the service down a moment,
+    /// a 5xx) are tried again for [`INSTALLER_RETRY_WINDOW`], as upstream's installer does; a
+    /// 4xx is final. The error says which and why.
+    async fn call_retrying(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(), String> {
         let deadline = tokio::time::Instant::now() + INSTALLER_RETRY_WINDOW;
         let mut attempt = 0;
-        while tokio::time::Instant::now() < deadline {
-            match call(Method::PUT, &url, &self.cfg.token, Some(&body)).await {
-                Ok((s, _)) if s.is_success() => {
-                    self.rep.emit(AgentEvent::StageReported(stage.to_string()));
-                    return Ok(());
-                }
+        loop {
+            let last = match call(method.clone(), url, &self.cfg.token, body).await {
+                Ok((s, _)) if s.is_success() => return Ok(()),
                 Ok((s, b)) if s.is_client_error() => {
-                    return Err(format!(
-                        "progress {stage:?} refused: {s}: {}",
-                        body_excerpt(&b)
-                    ));
+                    return Err(format!("refused: {s}: {}", body_excerpt(&b)));
                 }
-                Ok((s, b)) => last = format!("{s}: {}", body_excerpt(&b)),
-                Err(e) => last = e.to_string(),
+                Ok((s, b)) => format!("{s}: {}", body_excerpt(&b)),
+                Err(e) => e.to_string(),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("failed: {last}"));
             }
             tokio::time::sleep(backoff(
                 attempt,
@@ -550,7 +562,6 @@ impl Installer {
             .await;
             attempt += 1;
         }
-        Err(format!("progress {stage:?}: {last}"))
     }
 
     async fn download_ignition(&self, role: InstallRole) -> Result<(), String> {
@@ -562,34 +573,9 @@ impl Installer {
                 self.req.cluster_id
             ),
         );
-        // A server that is down a moment (a restarted core) is tried again, as upstream's
-        // installer does; a 4xx is final.
-        let deadline = tokio::time::Instant::now() + INSTALLER_RETRY_WINDOW;
-        let mut attempt = 0;
-        loop {
-            let last = match call(Method::GET, &url, &self.cfg.token, None).await {
-                Ok((s, _)) if s.is_success() => return Ok(()),
-                Ok((s, b)) if s.is_client_error() => {
-                    return Err(format!(
-                        "failed to download {name}: {s}: {}",
-                        body_excerpt(&b)
-                    ));
-                }
-                Ok((s, b)) => format!("{s}: {}", body_excerpt(&b)),
-                Err(e) => e.to_string(),
-            };
-            if tokio::time::Instant::now() >= deadline {
-                return Err(format!("failed to download {name}: {last}"));
-            }
-            tokio::time::sleep(backoff(
-                attempt,
-                self.cfg.speed,
-                self.cfg.min_poll_interval,
-                self.cfg.max_poll_interval,
-            ))
-            .await;
-            attempt += 1;
-        }
+        self.call_retrying(Method::GET, &url, None)
+            .await
+            .map_err(|e| format!("downloading {name} {e}"))
     }
 
     /// Bootstrap only: hold until every other master has rebooted (the control plane formed).
