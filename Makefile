@@ -1,10 +1,10 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed coreos-installer generate check-generated fmt clippy lab bench-core
+.PHONY: test testbed coreos-installer openshift-install generate check-generated fmt clippy lab bench-core
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
 # the repo, then runs every Rust test against it. The lab's test runs our managers as processes
 # from target/debug, and `cargo test` alone does not build another package's binaries.
-test: testbed coreos-installer
+test: testbed coreos-installer openshift-install
 	cargo build --locked --bins -p bootstrap-provider -p controlplane-provider
 	cargo test --workspace --locked
 
@@ -15,6 +15,11 @@ testbed:
 # read back with it what the core serves (tests/coreos-installer/build.sh).
 coreos-installer:
 	bash tests/coreos-installer/build.sh
+
+# The real openshift-install (4.17) built from its Go module into the cache, once (about 7
+# minutes cold): the tests run the core's install step with it (tests/openshift-install/build.sh).
+openshift-install:
+	bash tests/openshift-install/build.sh
 
 # Regenerates everything under config/ from the Rust types.
 generate:

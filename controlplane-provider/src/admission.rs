@@ -55,6 +55,7 @@ pub fn problems(
         if crate::controller::hive::vips_unpaired(config) {
             out.push(crate::controller::hive::HiveError::UnpairedVips.to_string());
         }
+        out.extend(config_format_problems(config, spec.replicas));
     }
     if let Some(old) = old {
         let (before, after) = (
@@ -67,6 +68,54 @@ pub fn problems(
                  only the template name can, to point at another template of the same kind",
                 before.api_group, before.kind, after.api_group, after.kind
             ));
+        }
+    }
+    out
+}
+
+/// What the installer would refuse in the config's names, key and VIPs (the domain's format
+/// rules, shared with assisted-core's checks of the AgentClusterInstall).
+fn config_format_problems(
+    config: &crate::api::OpenshiftAssistedControlPlaneConfigSpec,
+    replicas: Option<i32>,
+) -> Vec<String> {
+    use assisted_core::domain::formats::{
+        dns_label_problem, dns_subdomain_problem, ssh_keys_problem,
+    };
+    let mut out = Vec::new();
+    if let Some(p) = dns_subdomain_problem(&config.base_domain) {
+        out.push(format!("spec.config.baseDomain: {p}"));
+    }
+    if let Some(p) = config.cluster_name.as_deref().and_then(dns_label_problem) {
+        out.push(format!("spec.config.clusterName: {p}"));
+    }
+    // Empty is unset (the templates default it to "").
+    if let Some(p) = config
+        .ssh_authorized_key
+        .as_deref()
+        .filter(|k| !k.trim().is_empty())
+        .and_then(ssh_keys_problem)
+    {
+        out.push(format!("spec.config.sshAuthorizedKey: {p}"));
+    }
+    if replicas == Some(1) && !(config.api_vips.is_empty() && config.ingress_vips.is_empty()) {
+        out.push(
+            "spec.config.apiVIPs/ingressVIPs: a single-node cluster has no virtual IPs (its node \
+             serves the API and ingress); leave them empty"
+                .into(),
+        );
+    }
+    for (api, ingress) in config.api_vips.iter().zip(&config.ingress_vips) {
+        match (api.parse::<IpAddr>(), ingress.parse::<IpAddr>()) {
+            (Ok(a), Ok(i)) if a == i => out.push(format!(
+                "spec.config.ingressVIPs: {ingress} is also an API VIP; the API and ingress VIPs \
+                 must differ"
+            )),
+            (Ok(a), Ok(i)) if a.is_ipv4() != i.is_ipv4() => out.push(format!(
+                "spec.config.ingressVIPs: {ingress} and API VIP {api} are of different IP \
+                 families; list them in the same order (IPv4 with IPv4, IPv6 with IPv6)"
+            )),
+            _ => {}
         }
     }
     out
@@ -178,8 +227,16 @@ mod tests {
             (6, "4.20.0", false),
             (-1, "4.20.0", false),
         ] {
+            // A single node has no VIPs.
+            let config = if replicas == 1 {
+                json!({"baseDomain": "e.com"})
+            } else {
+                json!({"baseDomain": "e.com", "apiVIPs": ["10.0.0.5"], "ingressVIPs": ["10.0.0.4"]})
+            };
             let p = problems(
-                &oacp(json!({"replicas": replicas, "distributionVersion": version})),
+                &oacp(
+                    json!({"replicas": replicas, "distributionVersion": version, "config": config}),
+                ),
                 None,
             );
             assert_eq!(p.is_empty(), ok, "{replicas} on {version}: {p:?}");
@@ -210,6 +267,43 @@ mod tests {
             json!({"config": {"baseDomain": "e.com", "apiVIPs": ["10.0.0.5", "fd00::5"], "ingressVIPs": ["10.0.0.4", "fd00::4"]}}),
         );
         assert!(problems(&dual, None).is_empty());
+    }
+
+    #[test]
+    fn names_keys_and_vips_in_the_installer_formats() {
+        let refused = |config: Value, replicas: i32| {
+            problems(&oacp(json!({"replicas": replicas, "config": config})), None).join("; ")
+        };
+        let multi = |extra: Value| {
+            let mut c = json!({"baseDomain": "e.com", "apiVIPs": ["10.0.0.5"], "ingressVIPs": ["10.0.0.4"]});
+            c.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            c
+        };
+        let e = refused(multi(json!({"baseDomain": "bad_domain!.example"})), 3);
+        assert!(e.starts_with("spec.config.baseDomain: "), "{e}");
+        let e = refused(multi(json!({"clusterName": "Bad_Name!"})), 3);
+        assert!(e.starts_with("spec.config.clusterName: "), "{e}");
+        let e = refused(multi(json!({"sshAuthorizedKey": "garbage"})), 3);
+        assert!(e.starts_with("spec.config.sshAuthorizedKey: "), "{e}");
+        // Empty is unset; CAPOA's example key passes.
+        assert_eq!(refused(multi(json!({"sshAuthorizedKey": ""})), 3), "");
+        assert_eq!(
+            refused(
+                multi(
+                    json!({"sshAuthorizedKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk user@example"})
+                ),
+                3
+            ),
+            ""
+        );
+        let e = refused(multi(json!({"ingressVIPs": ["10.0.0.5"]})), 3);
+        assert!(e.contains("must differ"), "{e}");
+        let e = refused(multi(json!({"ingressVIPs": ["fd00::4"]})), 3);
+        assert!(e.contains("different IP families"), "{e}");
+        let e = refused(multi(json!({})), 1);
+        assert!(e.contains("single-node cluster has no virtual IPs"), "{e}");
     }
 
     #[test]

@@ -261,7 +261,9 @@ pub fn provider_manifest() -> ProviderManifest {
                 },
             ],
         )),
-        memory_limit: "256Mi",
+        // The manager (about 60 MiB under load) plus up to two openshift-install children
+        // at about 160 MiB each (assisted-core MAX_CONCURRENT_INSTALLERS).
+        memory_limit: "512Mi",
         data_volume: Some(("file-store", "/var/lib/assisted-core")),
         webhooks: true,
         validating_webhooks: &[ValidatingWebhook {

@@ -35,11 +35,13 @@
 //! current state (HTTP 409 / a condition), never a panic.
 
 pub mod cluster_sm;
+pub mod formats;
 pub mod hardware;
 pub mod host_sm;
 pub mod inventory;
 pub mod net;
 pub mod orchestration;
+pub mod release_support;
 pub mod snapshot;
 pub mod stages;
 pub mod step_reply;

@@ -10,5 +10,6 @@ pub mod images;
 pub mod install;
 pub mod monitor;
 pub mod persister;
+pub mod private_fs;
 pub mod server;
 pub mod store;

@@ -9,8 +9,9 @@ use tokio::sync::watch;
 
 use crate::service::controllers::Context;
 use crate::service::controllers::events::aci_reference;
+use crate::service::controllers::prepare::InfraEnvInputs;
 use crate::service::install::InstallError;
-use crate::service::store::{Action as StoreAction, StoreError};
+use crate::service::store::{Action as StoreAction, ClusterRecord, StoreError};
 
 /// The monitor: a pass whenever something changed (debounced) and at least every `tick`.
 pub async fn run(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receiver<bool>) {
@@ -91,6 +92,27 @@ async fn write_day2_ignition(
     Ok(())
 }
 
+/// The trust bundles and NTP sources of the InfraEnvs the cluster's hosts booted from.
+fn infra_env_inputs(ctx: &Context, rec: &ClusterRecord) -> InfraEnvInputs {
+    let mut ids: Vec<&str> = rec
+        .snapshot
+        .hosts
+        .iter()
+        .map(|h| h.infra_env_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = InfraEnvInputs::default();
+    for ie in ids
+        .iter()
+        .filter_map(|id| ctx.store.infra_env_record(id).ok())
+    {
+        out.trust_bundles.extend(ie.additional_trust_bundle);
+        out.ntp_sources.extend(ie.ntp_sources);
+    }
+    out
+}
+
 /// Runs the install backend for a cluster in preparation (also to resume one cut short by a
 /// restart); a second call while one runs is a no-op.
 pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
@@ -112,7 +134,8 @@ pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
                 "Day-1 install started: generating install-config and ignitions",
             )
             .await;
-        let result = ctx.preparer.prepare(rec).await;
+        let infra_envs = infra_env_inputs(&ctx, &rec);
+        let result = ctx.preparer.prepare(rec, infra_envs).await;
         match &result {
             Ok(()) => {
                 ctx.events

@@ -392,7 +392,7 @@ spec:
       name: cp-template
     deletion: {nodeDeletionTimeoutSeconds: 10}
   openshiftAssistedConfigSpec:
-    sshAuthorizedKey: ssh-ed25519 AAAA
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk
   config: {baseDomain: lab.home}
 "#,
         )

@@ -541,7 +541,7 @@ spec:
   replicas: 3
   machineTemplate:
     infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: cp-template}}
-  openshiftAssistedConfigSpec: {{sshAuthorizedKey: ssh-ed25519 AAAA}}
+  openshiftAssistedConfigSpec: {{sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk}}
   config:
     apiVIPs: [192.168.111.5]
     ingressVIPs: [192.168.111.4]

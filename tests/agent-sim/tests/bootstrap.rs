@@ -98,7 +98,7 @@ spec:
   replicas: 3
   openshiftAssistedConfigSpec:
     pullSecretRef: {{name: pull-secret}}
-    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
     nodeRegistration:
       name: $METADATA_NAME
       kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
@@ -126,7 +126,7 @@ spec:
   template:
     spec:
       pullSecretRef: {{name: pull-secret}}
-      sshAuthorizedKey: ssh-ed25519 AAAA e2e
+      sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
 ---
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: MachineDeployment
@@ -654,7 +654,7 @@ spec:
   replicas: 1
   openshiftAssistedConfigSpec:
     pullSecretRef: {{name: pull-secret}}
-    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
     nodeRegistration:
       name: $METADATA_NAME
       kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID"]
@@ -874,7 +874,7 @@ metadata: {{name: {NS}}}
 apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
 kind: OpenshiftAssistedConfig
 metadata: {{name: lonely, namespace: {NS}}}
-spec: {{sshAuthorizedKey: ssh-ed25519 AAAA}}
+spec: {{sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk}}
 ---
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster

@@ -84,13 +84,13 @@ spec:
   replicas: 3
   openshiftAssistedConfigSpec:
     pullSecretRef: {{name: pull-secret}}
-    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
   config:
     apiVIPs: [192.168.111.5]
     ingressVIPs: [192.168.111.4]
     baseDomain: lab.example.com
     pullSecretRef: {{name: pull-secret}}
-    sshAuthorizedKey: ssh-ed25519 AAAA e2e
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
   machineTemplate:
     infrastructureRef:
       apiGroup: infrastructure.cluster.x-k8s.io
@@ -112,7 +112,7 @@ spec:
   template:
     spec:
       pullSecretRef: {{name: pull-secret}}
-      sshAuthorizedKey: ssh-ed25519 AAAA e2e
+      sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
 ---
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: MachineDeployment
@@ -143,7 +143,7 @@ metadata: {{name: {CP}, namespace: {NS}}}
 spec:
   clusterRef: {{name: {CP}, namespace: {NS}}}
   pullSecretRef: {{name: pull-secret}}
-  sshAuthorizedKey: ssh-ed25519 AAAA e2e
+  sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk e2e
 "#
     )
 }

@@ -94,7 +94,7 @@ spec:
   template:
     spec:
       cpuArchitecture: x86_64
-      sshAuthorizedKey: ssh-ed25519 AAAA capi-smoke
+      sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk capi-smoke
       nodeRegistration:
         kubeletExtraLabels: ["node-role.kubernetes.io/worker="]
 ---
@@ -213,7 +213,7 @@ spec:
             .expect("the cloned OpenshiftAssistedConfig exists");
         assert_eq!(
             config.data["spec"]["sshAuthorizedKey"],
-            "ssh-ed25519 AAAA capi-smoke"
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk capi-smoke"
         );
         assert_eq!(
             config.data["spec"]["nodeRegistration"]["kubeletExtraLabels"],

@@ -123,7 +123,7 @@ async fn crud_and_watch_on_our_crd() {
         .patch(
             "worker-0",
             &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "sshAuthorizedKey": "ssh-ed25519 AAAA test" } })),
+            &Patch::Merge(json!({ "spec": { "sshAuthorizedKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk test" } })),
         )
         .await
         .expect_err("spec update must be rejected");

@@ -23,7 +23,7 @@ pub const OPENSHIFT_VERSION: &str = "4.17.3";
 /// `quay.io/okd/scos-release`), the one CAPOA's OKD SNO example installs.
 pub const OKD_VERSION: &str = "4.19.0-okd-scos.ec.6";
 pub const BASE_DOMAIN: &str = "lab.example.com";
-pub const SSH_AUTHORIZED_KEY: &str = "ssh-ed25519 AAAA lab";
+pub const SSH_AUTHORIZED_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVk lab";
 pub const PULL_SECRET_NAME: &str = "pull-secret";
 
 /// The template of a topology, OKD's (`okd`) or OpenShift's, relative to the repository root.

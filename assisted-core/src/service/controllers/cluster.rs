@@ -227,6 +227,61 @@ fn ignition_ca_namespace(aci: &AgentClusterInstall) -> String {
         .unwrap_or_else(|| aci.namespace().unwrap_or_default())
 }
 
+/// Names and the SSH key in the formats the installer checks (it would fail the install on
+/// them, after the hosts were discovered).
+fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<(), String> {
+    use crate::domain::formats::{dns_label_problem, dns_subdomain_problem, ssh_keys_problem};
+    if let Some(p) = dns_label_problem(&cd.spec.cluster_name) {
+        return Err(format!("ClusterDeployment spec.clusterName: {p}"));
+    }
+    if let Some(p) = dns_subdomain_problem(&cd.spec.base_domain) {
+        return Err(format!("ClusterDeployment spec.baseDomain: {p}"));
+    }
+    if let Some(p) = aci
+        .spec
+        .ssh_public_key
+        .as_deref()
+        .filter(|k| !k.trim().is_empty())
+        .and_then(ssh_keys_problem)
+    {
+        return Err(format!("spec.sshPublicKey: {p}"));
+    }
+    Ok(())
+}
+
+/// What the release's installer would refuse, refused before the install starts (upstream
+/// checks these when the cluster is created or updated). No version (an installed cluster
+/// adopted without a ClusterImageSet) checks nothing.
+fn release_rules(
+    version: &str,
+    control_plane: u32,
+    arbiters: u32,
+    network_type: Option<&NetworkType>,
+) -> Result<(), String> {
+    use crate::domain::release_support::{
+        Support, arbiter_support, large_control_plane_supported, openshift_sdn_supported,
+    };
+    if version.is_empty() {
+        return Ok(());
+    }
+    if control_plane > 3 && !large_control_plane_supported(version) {
+        return Err(format!(
+            "provisionRequirements.controlPlaneAgents: OpenShift {version} installs 1 or 3 control-plane nodes, not {control_plane} (4 and 5 need 4.18 or later)"
+        ));
+    }
+    if arbiters > 0 && arbiter_support(version) == Support::Unsupported {
+        return Err(format!(
+            "provisionRequirements.arbiterAgents: arbiter nodes need OpenShift 4.19 or later, this cluster installs {version}"
+        ));
+    }
+    if network_type == Some(&NetworkType::OpenShiftSDN) && !openshift_sdn_supported(version) {
+        return Err(format!(
+            "networking.networkType: OpenShift {version} does not install OpenShiftSDN (4.14 was the last); use OVNKubernetes"
+        ));
+    }
+    Ok(())
+}
+
 /// CD + ACI (+ the release version) → cluster config. Pure; errors are input errors.
 pub fn cluster_config(
     cd: &ClusterDeployment,
@@ -234,6 +289,7 @@ pub fn cluster_config(
     version: (String, String),
 ) -> Result<ClusterConfig, String> {
     let s = &aci.spec;
+    check_formats(cd, aci)?;
     check_networks(aci)?;
     if let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
         && !matches!(
@@ -248,15 +304,17 @@ pub fn cluster_config(
     let req = &s.provision_requirements;
     let cp = u32::try_from(req.control_plane_agents)
         .map_err(|_| "provisionRequirements.controlPlaneAgents must not be negative".to_string())?;
-    if !(cp == 1 || (3..=5).contains(&cp)) {
-        return Err(format!(
-            "provisionRequirements.controlPlaneAgents must be 1 or 3 to 5, got {cp}"
-        ));
-    }
     let workers = u32::try_from(req.worker_agents)
         .map_err(|_| "provisionRequirements.workerAgents must not be negative".to_string())?;
     let arbiters = u32::try_from(req.arbiter_agents)
         .map_err(|_| "provisionRequirements.arbiterAgents must not be negative".to_string())?;
+    // Two control-plane nodes only beside an arbiter.
+    if !(cp == 1 || (3..=5).contains(&cp) || (cp == 2 && arbiters > 0)) {
+        return Err(format!(
+            "provisionRequirements.controlPlaneAgents must be 1 or 3 to 5 (2 with arbiterAgents), got {cp}"
+        ));
+    }
+    release_rules(&version.0, cp, arbiters, s.networking.network_type.as_ref())?;
     let mut api_vips = s.api_vips.clone();
     if api_vips.is_empty() {
         api_vips.extend(s.api_vip.clone().filter(|v| !v.is_empty()));
@@ -933,16 +991,13 @@ async fn apply(
     Ok(Action::requeue(sync.recheck))
 }
 
-/// ConfigMap → manifest files; a key that is not a plain YAML/JSON file name is an input error.
+/// ConfigMap → manifest files; a key that is not a plain YAML/JSON/patch file name, or content
+/// that does not parse as its kind, is an input error (caught before the install starts).
 pub fn manifests_of(cm: &ConfigMap) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut out = Vec::new();
     for (key, value) in cm.data.iter().flatten() {
-        if !crate::service::install::valid_manifest_name(key) {
-            return Err(format!(
-                "manifests ConfigMap {}: key {key:?} must be a .yaml, .yml or .json file name",
-                cm.name_any()
-            ));
-        }
+        crate::service::install::check_manifest(key, value.as_bytes())
+            .map_err(|e| format!("manifests ConfigMap {}: {e}", cm.name_any()))?;
         out.push((key.clone(), value.clone().into_bytes()));
     }
     Ok(out)
@@ -1065,6 +1120,43 @@ mod tests {
         a.spec.api_vips.clear();
         let e = cluster_config(&cd(), &a, ("4.17".into(), "x86_64".into())).unwrap_err();
         assert!(e.contains("apiVIPs"), "{e}");
+    }
+
+    #[test]
+    fn config_refuses_names_and_keys_the_installer_would() {
+        let v = || ("4.17.3".to_string(), "x86_64".to_string());
+        let mut bad = cd();
+        bad.spec.cluster_name = "Bad_Name!".into();
+        let e = cluster_config(&bad, &aci(3, 2), v()).unwrap_err();
+        assert!(e.starts_with("ClusterDeployment spec.clusterName"), "{e}");
+        let mut bad = cd();
+        bad.spec.base_domain = "bad_domain!.example".into();
+        let e = cluster_config(&bad, &aci(3, 2), v()).unwrap_err();
+        assert!(e.starts_with("ClusterDeployment spec.baseDomain"), "{e}");
+        let mut a = aci(3, 2);
+        a.spec.ssh_public_key = Some("not a key".into());
+        let e = cluster_config(&cd(), &a, v()).unwrap_err();
+        assert!(e.starts_with("spec.sshPublicKey"), "{e}");
+    }
+
+    #[test]
+    fn config_refuses_what_the_release_cannot_install() {
+        let v = |s: &str| (s.to_string(), "x86_64".to_string());
+        let mut sdn = aci(3, 2);
+        sdn.spec.networking.network_type = Some(NetworkType::OpenShiftSDN);
+        let e = cluster_config(&cd(), &sdn, v("4.17.3")).unwrap_err();
+        assert!(
+            e.contains("networkType") && e.contains("OVNKubernetes"),
+            "{e}"
+        );
+        assert!(cluster_config(&cd(), &sdn, v("4.14.2")).is_ok());
+        let e = cluster_config(&cd(), &aci(5, 0), v("4.17.3")).unwrap_err();
+        assert!(e.contains("4.18"), "{e}");
+        assert!(cluster_config(&cd(), &aci(5, 0), v("4.18.1")).is_ok());
+        let mut tna = aci(2, 0);
+        tna.spec.provision_requirements.arbiter_agents = 1;
+        let e = cluster_config(&cd(), &tna, v("4.18.1")).unwrap_err();
+        assert!(e.contains("arbiter"), "{e}");
     }
 
     #[test]

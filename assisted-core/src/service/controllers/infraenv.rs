@@ -555,6 +555,10 @@ pub fn decide(
         ipxe_redirect_script: redirect_script,
         kernel_arguments,
         ntp_sources: ntp_names(&ntp),
+        additional_trust_bundle: spec
+            .additional_trust_bundle
+            .clone()
+            .filter(|b| !b.trim().is_empty()),
         minimal_initrd: initrd.map(Into::into),
         cpu_architecture: arch,
         openshift_version: version,

@@ -87,7 +87,11 @@ impl Metrics {
 
 /// Generates install artifacts for a cluster that entered preparation (install backend).
 pub trait Preparer: Send + Sync {
-    fn prepare(&self, cluster: ClusterRecord) -> BoxFuture<'static, Result<(), String>>;
+    fn prepare(
+        &self,
+        cluster: ClusterRecord,
+        infra_envs: prepare::InfraEnvInputs,
+    ) -> BoxFuture<'static, Result<(), String>>;
 }
 
 /// Shared by every controller.

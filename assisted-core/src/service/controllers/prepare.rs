@@ -8,11 +8,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::Preparer;
-use crate::domain::{ClusterSnapshot, HostRole};
+use crate::domain::net::Cidr;
+use crate::domain::{ClusterSnapshot, HostRole, HostSnapshot};
 use crate::service::install::{
     FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, InstallError,
-    ProxyInput, disk_encryption_manifests, host_ignition, host_ignition_file_name,
-    render_install_config_yaml,
+    Manifest, ManifestFolder, ProxyInput, chrony_conf, chrony_manifests, disk_encryption_manifests,
+    host_ignition, host_ignition_file_name, masters_schedulable_patch, render_install_config_yaml,
 };
 use crate::service::store::ClusterRecord;
 
@@ -25,20 +26,46 @@ pub struct BackendPreparer {
     pub api_url: Option<String>,
 }
 
-/// The request for the backend: day-1 hosts with their fixed roles; the manifests the core
-/// generates (disk encryption) first, the user's after them, so a user manifest of the same
-/// name wins.
+/// What the cluster's InfraEnvs add to its install (read from the store when the install
+/// starts): the trust bundles for install-config and the NTP sources the hosts were given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InfraEnvInputs {
+    pub trust_bundles: Vec<String>,
+    pub ntp_sources: Vec<String>,
+}
+
+/// The request for the backend: day-1 hosts with their fixed roles and addresses; the
+/// manifests the core generates (chrony, disk encryption, schedulable masters) first, the
+/// user's after them, so a user manifest of the same name wins.
 pub fn generate_request(
     rec: &ClusterRecord,
+    infra_envs: &InfraEnvInputs,
     install_config_yaml: String,
     api_url: &str,
 ) -> Result<GenerateRequest, InstallError> {
     let c = &rec.snapshot;
-    let mut manifests = match &c.disk_encryption {
-        Some(enc) => disk_encryption_manifests(enc, c.arbiter_count > 0)?,
-        None => Vec::new(),
-    };
-    manifests.extend(rec.settings.manifests.iter().cloned());
+    let hosts: Vec<GenerateHost> = day1_hosts(c)
+        .map(|h| GenerateHost {
+            id: h.id.clone(),
+            hostname: h.hostname().to_string(),
+            role: h.effective_role(),
+            bootstrap: h.bootstrap,
+            inventory: h.inventory.clone(),
+            machine_ip: machine_network_ip(h, &c.machine_networks),
+        })
+        .collect();
+    let mut manifests = core_manifests(c, infra_envs)?;
+    manifests.extend(
+        rec.settings
+            .manifests
+            .iter()
+            .map(|(name, content)| Manifest {
+                folder: ManifestFolder::Openshift,
+                name: name.clone(),
+                content: content.clone(),
+                user: true,
+            }),
+    );
     Ok(GenerateRequest {
         cluster_id: c.id.clone(),
         cluster_name: c.name.clone(),
@@ -47,20 +74,102 @@ pub fn generate_request(
         sno: c.is_sno(),
         release_image: rec.settings.release_image.clone(),
         api_url: api_url.to_string(),
-        hosts: day1_hosts(c)
-            .map(|h| GenerateHost {
-                id: h.id.clone(),
-                hostname: h.hostname().to_string(),
-                role: h.effective_role(),
-            })
-            .collect(),
+        bootstrap_node_ip: bootstrap_node_ip(rec, &hosts)?,
+        machine_networks: c.machine_networks.clone(),
+        hosts,
         manifests,
     })
 }
 
+/// The manifests the core adds to every install (all in `openshift/`).
+fn core_manifests(
+    c: &ClusterSnapshot,
+    infra_envs: &InfraEnvInputs,
+) -> Result<Vec<Manifest>, InstallError> {
+    let arbiter = c.arbiter_count > 0;
+    let cluster_sources: Vec<String> = split_list(&c.additional_ntp_source);
+    // What the hosts synced with during discovery, then what their InfraEnvs gave them.
+    let host_sources: Vec<String> = day1_hosts(c)
+        .flat_map(|h| h.ntp_sources.iter().map(|s| s.source_name.clone()))
+        .chain(infra_envs.ntp_sources.iter().cloned())
+        .collect();
+    let mut files = chrony_manifests(&chrony_conf(&cluster_sources, &host_sources), arbiter)?;
+    if let Some(enc) = &c.disk_encryption {
+        files.extend(disk_encryption_manifests(enc, arbiter)?);
+    }
+    let mut manifests: Vec<Manifest> = files
+        .into_iter()
+        .map(|(name, content)| Manifest {
+            folder: ManifestFolder::Openshift,
+            name,
+            content,
+            user: false,
+        })
+        .collect();
+    // The installer makes control-plane nodes schedulable only without workers; upstream
+    // also forces it below two workers (ingress needs two schedulable nodes).
+    let workers = day1_hosts(c)
+        .filter(|h| h.effective_role() == HostRole::Worker)
+        .count();
+    if c.schedulable_masters || workers < 2 {
+        manifests.push(masters_schedulable_patch());
+    }
+    Ok(manifests)
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The host's address (no prefix) in the first machine network.
+fn machine_network_ip(h: &HostSnapshot, machine_networks: &[String]) -> Option<String> {
+    let net = Cidr::parse(machine_networks.first()?)?;
+    h.inventory
+        .as_ref()?
+        .interfaces
+        .iter()
+        .flat_map(|n| n.addresses())
+        .filter_map(Cidr::parse_interface)
+        .map(|(ip, _)| ip)
+        .find(|ip| net.contains(*ip))
+        .map(|ip| ip.to_string())
+}
+
+/// `OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP`: the bootstrap host's machine-network address, so
+/// the bootstrap kubelet and etcd bind where the other nodes reach them. Upstream sets it
+/// unless the network (multi-node) or the load balancer is user-managed.
+fn bootstrap_node_ip(
+    rec: &ClusterRecord,
+    hosts: &[GenerateHost],
+) -> Result<Option<String>, InstallError> {
+    let c = &rec.snapshot;
+    let user_managed =
+        (!c.is_sno() && c.user_managed_networking) || rec.settings.user_managed_load_balancer;
+    if user_managed || c.machine_networks.is_empty() {
+        return Ok(None);
+    }
+    let Some(bootstrap) = hosts.iter().find(|h| h.bootstrap) else {
+        return Ok(None);
+    };
+    match &bootstrap.machine_ip {
+        Some(ip) => Ok(Some(ip.clone())),
+        None => Err(InstallError::InvalidInput(format!(
+            "bootstrap host {} has no address in machine network {}",
+            bootstrap.hostname, c.machine_networks[0]
+        ))),
+    }
+}
+
 /// install-config input: the snapshot plus what the ClusterDeployment/ACI settings carry
-/// (pull secret, SSH key, proxy, overrides).
-pub fn install_config_input(rec: &ClusterRecord) -> InstallConfigInput {
+/// (pull secret, SSH key, proxy, overrides) and the InfraEnvs' trust bundles.
+pub fn install_config_input(
+    rec: &ClusterRecord,
+    infra_envs: &InfraEnvInputs,
+) -> InstallConfigInput {
     let mut input = InstallConfigInput::from_snapshot(
         &rec.snapshot,
         &rec.settings.pull_secret,
@@ -74,6 +183,7 @@ pub fn install_config_input(rec: &ClusterRecord) -> InstallConfigInput {
     });
     input.user_managed_load_balancer = rec.settings.user_managed_load_balancer;
     input.external = rec.settings.external_platform.clone();
+    input.additional_trust_bundles = infra_envs.trust_bundles.clone();
     input
 }
 
@@ -82,27 +192,30 @@ fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostS
 }
 
 impl BackendPreparer {
-    async fn run(&self, rec: ClusterRecord) -> Result<(), String> {
+    async fn run(&self, rec: ClusterRecord, infra_envs: InfraEnvInputs) -> Result<(), String> {
         let c = &rec.snapshot;
-        let input = install_config_input(&rec);
+        let input = install_config_input(&rec, &infra_envs);
         let yaml =
             render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
         let api_url = self
             .api_url
             .clone()
             .unwrap_or_else(|| format!("https://api.{}:6443", c.domain()));
-        let req = generate_request(&rec, yaml, &api_url).map_err(|e| e.to_string())?;
+        let req = generate_request(&rec, &infra_envs, yaml, &api_url).map_err(|e| e.to_string())?;
         let work = self.work_root.join(format!(
             "{}-{}",
             c.id,
             jiff::Timestamp::now().as_millisecond()
         ));
-        tokio::fs::create_dir_all(&work)
+        crate::service::private_fs::create_dir_all(&work)
             .await
             .map_err(|e| format!("creating {}: {e}", work.display()))?;
         let result = self.backend.generate(&req, &work).await;
         let _ = tokio::fs::remove_dir_all(&work).await;
         let art = result.map_err(|e| e.to_string())?;
+        for warning in &art.warnings {
+            tracing::warn!(cluster = %c.id, %warning, "openshift-install warned");
+        }
         self.files
             .put_artifacts(&c.id, &art)
             .await
@@ -130,14 +243,18 @@ impl BackendPreparer {
 }
 
 impl Preparer for BackendPreparer {
-    fn prepare(&self, cluster: ClusterRecord) -> BoxFuture<'static, Result<(), String>> {
+    fn prepare(
+        &self,
+        cluster: ClusterRecord,
+        infra_envs: InfraEnvInputs,
+    ) -> BoxFuture<'static, Result<(), String>> {
         let this = BackendPreparer {
             backend: self.backend.clone(),
             files: FileStore::new(self.files.root.clone()),
             work_root: self.work_root.clone(),
             api_url: self.api_url.clone(),
         };
-        async move { this.run(cluster).await }.boxed()
+        async move { this.run(cluster, infra_envs).await }.boxed()
     }
 }
 
@@ -160,7 +277,9 @@ mod tests {
                 ..Default::default()
             },
         );
-        let p = install_config_input(&rec).proxy.unwrap();
+        let p = install_config_input(&rec, &InfraEnvInputs::default())
+            .proxy
+            .unwrap();
         assert_eq!(p.http_proxy.as_deref(), Some("http://proxy:3128"));
         assert_eq!(p.no_proxy.as_deref(), Some(".lab"));
     }
@@ -180,7 +299,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let input = install_config_input(&rec);
+        let input = install_config_input(&rec, &InfraEnvInputs::default());
         assert!(input.user_managed_load_balancer);
         assert_eq!(
             input.platform,
@@ -204,22 +323,63 @@ mod tests {
                 ..Default::default()
             },
         );
-        let req = generate_request(&rec, String::new(), "https://api:6443").unwrap();
-        let names: Vec<&str> = req.manifests.iter().map(|(n, _)| n.as_str()).collect();
+        let none = InfraEnvInputs::default();
+        let req = generate_request(&rec, &none, String::new(), "https://api:6443").unwrap();
+        let names: Vec<&str> = req.manifests.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(
             names,
             [
+                "50-masters-chrony-configuration.yaml",
+                "50-workers-chrony-configuration.yaml",
                 "99-openshift-master-tpmv2-encryption.yaml",
                 "99-openshift-worker-tpmv2-encryption.yaml",
+                "cluster-scheduler-02-config.yml.patch_ai_set_masters_schedulable",
                 "50-user.yaml",
             ]
         );
-        // Without encryption only the user's.
+        assert!(
+            req.manifests
+                .iter()
+                .all(|m| m.user == (m.name == "50-user.yaml"))
+        );
+        // Without encryption: no encryption manifests.
         let plain = ClusterRecord::new(
             ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH),
             rec.settings.clone(),
         );
-        let req = generate_request(&plain, String::new(), "https://api:6443").unwrap();
-        assert_eq!(req.manifests.len(), 1);
+        let req = generate_request(&plain, &none, String::new(), "https://api:6443").unwrap();
+        assert_eq!(req.manifests.len(), 4);
+    }
+
+    #[test]
+    fn ntp_sources_and_trust_bundles_reach_the_install() {
+        let mut snap = ClusterSnapshot::new("c", "c", jiff::Timestamp::UNIX_EPOCH);
+        snap.additional_ntp_source = "clock.lab, 10.0.0.1".into();
+        snap.openshift_version = "4.17.3".into();
+        snap.platform = crate::domain::PlatformType::BareMetal;
+        let rec = ClusterRecord::new(snap, ClusterSettings::default());
+        let ie = InfraEnvInputs {
+            trust_bundles: vec!["-----BEGIN CERTIFICATE----- lab".into()],
+            ntp_sources: vec!["ie.ntp".into()],
+        };
+        let req = generate_request(&rec, &ie, String::new(), "https://api:6443").unwrap();
+        let conf =
+            crate::service::install::chrony_conf_of_manifest(&req.manifests[0].content).unwrap();
+        assert!(
+            conf.ends_with(
+                "server clock.lab iburst\nserver 10.0.0.1 iburst\nserver ie.ntp iburst\n"
+            ),
+            "{conf}"
+        );
+        let input = install_config_input(&rec, &ie);
+        assert_eq!(input.additional_trust_bundles, ie.trust_bundles);
+        // 4.17's installer does not know additionalNTPServers; 4.18's does.
+        assert!(input.additional_ntp_servers.is_empty());
+        let mut newer = rec.clone();
+        newer.snapshot.openshift_version = "4.18.1".into();
+        assert_eq!(
+            install_config_input(&newer, &ie).additional_ntp_servers,
+            ["clock.lab", "10.0.0.1"]
+        );
     }
 }

@@ -129,11 +129,11 @@ pub async fn write_atomic(path: &Path, data: &[u8]) -> Result<(), ApiError> {
     let dir = path
         .parent()
         .ok_or_else(|| ApiError::internal("file path has no parent"))?;
-    tokio::fs::create_dir_all(dir)
+    crate::service::private_fs::create_dir_all(dir)
         .await
         .map_err(|e| ApiError::internal(format!("cannot create {}: {e}", dir.display())))?;
     let tmp = temp_path(path);
-    tokio::fs::write(&tmp, data)
+    crate::service::private_fs::write(&tmp, data)
         .await
         .map_err(|e| ApiError::internal(format!("cannot write file: {e}")))?;
     tokio::fs::rename(&tmp, path)

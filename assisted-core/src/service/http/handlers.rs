@@ -488,7 +488,7 @@ pub async fn upload_logs(
         (None, _) => return Err(ApiError::bad_request("host_id is required for host logs")),
     };
     let dir = files::cluster_path(&st.files_root, &cluster_id, "logs")?;
-    tokio::fs::create_dir_all(&dir)
+    crate::service::private_fs::create_dir_all(&dir)
         .await
         .map_err(|e| ApiError::internal(format!("cannot create log directory: {e}")))?;
     let path = dir.join(format!("{kind}_{who}.tar.gz"));
@@ -528,7 +528,7 @@ async fn keep_upfile(path: &std::path::Path, boundary: &str) -> ApiResult<()> {
             .map_err(|e| ApiError::bad_request(format!("multipart log upload: {e}")))?;
         let part = files::temp_path(&path);
         let copied = (|| {
-            let mut out = std::fs::File::create(&part)?;
+            let mut out = crate::service::private_fs::create_file_blocking(&part)?;
             body.seek(SeekFrom::Start(start))?;
             std::io::copy(&mut (&mut body).take(end - start), &mut out)?;
             std::fs::rename(&part, &path)
@@ -560,7 +560,7 @@ async fn write_limited(req: Request, path: &std::path::Path) -> ApiResult<()> {
         return Err(too_big());
     }
     let mut body = http_body_util::Limited::new(req.into_body(), LOGS_BODY_LIMIT);
-    let mut file = tokio::fs::File::create(path)
+    let mut file = crate::service::private_fs::create_file(path)
         .await
         .map_err(|e| ApiError::internal(format!("cannot create log file: {e}")))?;
     while let Some(frame) = tokio::time::timeout(super::BODY_READ_TIMEOUT, body.frame())

@@ -4,23 +4,32 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::bootstrap::{BootstrapInput, post_process_bootstrap};
 use super::error::InstallError;
-use super::ignition::pointer_ignition;
+use super::manifests::{Manifest, apply_patches_in_dir, split_multi_document, valid_manifest_name};
 use crate::domain::HostRole;
 
-/// A host the backend may want to know about (names, roles).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A day-1 host of the cluster, for what the backend renders per host.
+#[derive(Debug, Clone, PartialEq)]
 pub struct GenerateHost {
     pub id: String,
     pub hostname: String,
+    /// Effective role (the bootstrap host is a master).
     pub role: HostRole,
+    /// The host that runs the bootstrap (then becomes a master).
+    pub bootstrap: bool,
+    /// What its discovery agent reported (hardware for the BareMetalHost manifests).
+    pub inventory: Option<crate::domain::Inventory>,
+    /// Its address in the first machine network, without prefix.
+    pub machine_ip: Option<String>,
 }
 
 /// Input of [`InstallBackend::generate`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GenerateRequest {
     /// assisted-core's cluster id (not the OpenShift cluster id, which the backend creates).
     pub cluster_id: String,
@@ -31,24 +40,14 @@ pub struct GenerateRequest {
     pub release_image: String,
     /// `https://api.<name>.<domain>:6443` for a real cluster; the lab API server otherwise.
     pub api_url: String,
-    /// Hosts of the cluster, for backends that render per-host data (the current ones
-    /// do not; upstream fills BareMetalHost manifests from them).
+    /// Day-1 hosts of the cluster (BareMetalHost manifests are filled from them).
     pub hosts: Vec<GenerateHost>,
-    /// User manifests (ACI `manifestsConfigMapRefs`): file name → content, written to
-    /// `openshift/` between `create manifests` and the ignition step.
-    pub manifests: Vec<(String, Vec<u8>)>,
-}
-
-/// A manifest file name a user may give: a plain `.yaml`/`.yml`/`.json` name, no path.
-pub fn valid_manifest_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && [".yaml", ".yml", ".json"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
+    pub machine_networks: Vec<String>,
+    /// `OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP`: where the bootstrap kubelet and etcd listen.
+    pub bootstrap_node_ip: Option<String>,
+    /// Manifests added between `create manifests` and the ignition step: the core's, then
+    /// the user's (ACI `manifestsConfigMapRefs`); `.patch*` files patch what is there.
+    pub manifests: Vec<Manifest>,
 }
 
 /// The files an install produces, plus the ids parsed from them.
@@ -67,6 +66,9 @@ pub struct InstallArtifacts {
     pub openshift_cluster_id: String,
     /// metadata.json `infraID`.
     pub infra_id: String,
+    /// What the installer warned about (see [`installer_warnings`]): an unknown install-config
+    /// field is dropped with only a warning, so the core logs these and the tests refuse them.
+    pub warnings: Vec<String>,
 }
 
 impl InstallArtifacts {
@@ -112,12 +114,19 @@ pub trait InstallBackend: Send + Sync {
 }
 
 /// Runs the real `openshift-install` binary (extracted from the release image by the caller).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OpenshiftInstallBackend {
     pub binary: PathBuf,
-    /// Added to the installer's environment (e.g. proxy variables, `HOME`).
+    /// Added to the installer's environment (e.g. `HOME`); it inherits the core's own.
     pub extra_env: Vec<(String, String)>,
+    /// Bounds the installers running at once (see [`MAX_CONCURRENT_INSTALLERS`]).
+    running: Arc<tokio::sync::Semaphore>,
 }
+
+/// Installers running at once. One run peaks at about 160 MiB resident (4.17, a 3+2
+/// baremetal cluster, `create ignition-configs`; docs/benchmarks.md) and takes about a
+/// second, inside the manager's memory limit: more clusters queue rather than run together.
+pub const MAX_CONCURRENT_INSTALLERS: usize = 2;
 
 /// How much of the installer's stderr an error keeps.
 const STDERR_TAIL_BYTES: usize = 2048;
@@ -127,6 +136,7 @@ impl OpenshiftInstallBackend {
         OpenshiftInstallBackend {
             binary: binary.into(),
             extra_env: Vec::new(),
+            running: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_INSTALLERS)),
         }
     }
 
@@ -135,7 +145,7 @@ impl OpenshiftInstallBackend {
         req: &GenerateRequest,
         dir: &Path,
         args: &[&str],
-    ) -> Result<(), InstallError> {
+    ) -> Result<Vec<String>, InstallError> {
         let mut cmd = tokio::process::Command::new(&self.binary);
         cmd.args(args)
             .arg("--dir")
@@ -146,6 +156,9 @@ impl OpenshiftInstallBackend {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(ip) = &req.bootstrap_node_ip {
+            cmd.env("OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP", ip);
+        }
         if !req.release_image.is_empty() {
             cmd.env(
                 "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
@@ -174,7 +187,7 @@ impl OpenshiftInstallBackend {
             }
         };
         if out.status.success() {
-            return Ok(());
+            return Ok(installer_warnings(&String::from_utf8_lossy(&out.stderr)));
         }
         Err(InstallError::CommandFailed {
             binary: self.binary.clone(),
@@ -189,7 +202,9 @@ impl OpenshiftInstallBackend {
         req: &GenerateRequest,
         dir: &Path,
     ) -> Result<InstallArtifacts, InstallError> {
-        tokio::fs::create_dir_all(dir)
+        // Never closed, so acquiring only waits.
+        let _running = self.running.acquire().await.ok();
+        crate::service::private_fs::create_dir_all(dir)
             .await
             .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
         // The installer resumes from any state file it finds; a reused directory could
@@ -209,62 +224,41 @@ impl OpenshiftInstallBackend {
         }
         // The installer consumes (deletes) install-config.yaml, so keep our own copy.
         let cfg_path = dir.join("install-config.yaml");
-        tokio::fs::write(&cfg_path, &req.install_config_yaml)
+        crate::service::private_fs::write(&cfg_path, req.install_config_yaml.as_bytes())
             .await
             .map_err(|e| InstallError::io("writing install-config.yaml", &cfg_path, e))?;
-        self.run(req, dir, &["create", "manifests"]).await?;
-        if !req.manifests.is_empty() {
-            let openshift = dir.join("openshift");
-            tokio::fs::create_dir_all(&openshift)
-                .await
-                .map_err(|e| InstallError::io("creating openshift/", &openshift, e))?;
-            for (name, content) in &req.manifests {
-                if !valid_manifest_name(name) {
-                    return Err(InstallError::InvalidInput(format!(
-                        "manifest name {name:?} must be a plain .yaml, .yml or .json file name"
-                    )));
-                }
-                let path = openshift.join(name);
-                tokio::fs::write(&path, content)
-                    .await
-                    .map_err(|e| InstallError::io("writing a user manifest", &path, e))?;
-            }
-        }
+        let mut warnings = self.run(req, dir, &["create", "manifests"]).await?;
+        write_manifests(dir, &req.manifests).await?;
         let bootstrap_name = if req.sno {
-            self.run(req, dir, &["create", "single-node-ignition-config"])
-                .await?;
+            warnings.extend(
+                self.run(req, dir, &["create", "single-node-ignition-config"])
+                    .await?,
+            );
             "bootstrap-in-place-for-live-iso.ign"
         } else {
-            self.run(req, dir, &["create", "ignition-configs"]).await?;
+            warnings.extend(self.run(req, dir, &["create", "ignition-configs"]).await?);
             "bootstrap.ign"
         };
         let metadata_json = read_output(dir, "metadata.json").await?;
         let (openshift_cluster_id, infra_id) = metadata_ids(&metadata_json)?;
-        let (master_ign, worker_ign) = if req.sno {
-            // Single-node output has no pointer configs; day-2 workers still need one.
-            let pointer = |pool: &str| {
-                let src = format!(
-                    "https://api-int.{}.{}:22623/config/{pool}",
-                    req.cluster_name, req.base_domain
-                );
-                pointer_ignition(&src, None, &[]).to_string().into_bytes()
-            };
-            (
-                read_optional(dir, "master.ign")
-                    .await?
-                    .unwrap_or_else(|| pointer("master")),
-                read_optional(dir, "worker.ign")
-                    .await?
-                    .unwrap_or_else(|| pointer("worker")),
-            )
+        let worker_ign = read_output(dir, "worker.ign").await?;
+        let master_ign = if req.sno {
+            // Single-node output has no master pointer (the host bootstraps in place); one
+            // for a later control-plane host points the same way as the worker's, same CA.
+            sno_master_pointer(&worker_ign)?
         } else {
-            (
-                read_output(dir, "master.ign").await?,
-                read_output(dir, "worker.ign").await?,
-            )
+            read_output(dir, "master.ign").await?
         };
+        let bootstrap_ign = post_process_bootstrap(
+            &read_output(dir, bootstrap_name).await?,
+            &BootstrapInput {
+                sno: req.sno,
+                hosts: &req.hosts,
+                machine_networks: &req.machine_networks,
+            },
+        )?;
         Ok(InstallArtifacts {
-            bootstrap_ign: read_output(dir, bootstrap_name).await?,
+            bootstrap_ign,
             master_ign,
             worker_ign,
             metadata_json,
@@ -273,8 +267,93 @@ impl OpenshiftInstallBackend {
             install_config_yaml: req.install_config_yaml.clone().into_bytes(),
             openshift_cluster_id,
             infra_id,
+            warnings,
         })
     }
+}
+
+/// The `level=warning` lines of the installer's log, message only. The release-image override
+/// warning is left out: the core sets `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE` on every run
+/// on purpose (as upstream does), so it says nothing about the input.
+pub fn installer_warnings(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("level=warning"))
+        .map(|l| match l.split_once("msg=") {
+            Some((_, msg)) => unquote_logfmt(msg.trim()),
+            None => l.trim().to_string(),
+        })
+        .filter(|m| !m.starts_with("Found override for release image"))
+        .collect()
+}
+
+/// A logfmt value: `"a \"quoted\" text"` → `a "quoted" text`; a bare value as is.
+fn unquote_logfmt(v: &str) -> String {
+    let Some(inner) = v.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
+        return v.to_string();
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('\\', Some(n @ ('"' | '\\'))) => {
+                out.push(n);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Writes the manifests into `openshift/` and `manifests/` (a user's multi-document YAML as
+/// one file per document, as the installer reads one object per file), then applies the
+/// `.patch*` files to what the installer and the user wrote.
+async fn write_manifests(dir: &Path, manifests: &[Manifest]) -> Result<(), InstallError> {
+    for manifest in manifests {
+        if !valid_manifest_name(&manifest.name) {
+            return Err(InstallError::InvalidInput(format!(
+                "manifest name {:?} must be a plain .yaml, .yml, .json or .patch file name",
+                manifest.name
+            )));
+        }
+        let parts = split_multi_document(manifest.clone()).map_err(InstallError::InvalidInput)?;
+        for part in parts {
+            let folder = dir.join(part.folder.dir_name());
+            crate::service::private_fs::create_dir_all(&folder)
+                .await
+                .map_err(|e| InstallError::io("creating a manifests folder", &folder, e))?;
+            let path = folder.join(&part.name);
+            crate::service::private_fs::write(&path, &part.content)
+                .await
+                .map_err(|e| InstallError::io("writing a manifest", &path, e))?;
+        }
+    }
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || apply_patches_in_dir(&dir))
+        .await
+        .map_err(|e| InstallError::InvalidInput(format!("applying manifest patches: {e}")))?
+        .map_err(InstallError::InvalidInput)
+}
+
+/// The SNO master pointer: the installer's worker pointer (its CA included) aimed at the
+/// master pool.
+fn sno_master_pointer(worker_ign: &[u8]) -> Result<Vec<u8>, InstallError> {
+    let bad = |reason: String| InstallError::BadOutput {
+        file: "worker.ign".into(),
+        reason,
+    };
+    let mut doc: Value = serde_json::from_slice(worker_ign).map_err(|e| bad(e.to_string()))?;
+    let merges = doc
+        .pointer_mut("/ignition/config/merge")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| bad("not a pointer config".into()))?;
+    for merge in merges {
+        if let Some(source) = merge["source"].as_str() {
+            merge["source"] = Value::from(source.replace("/config/worker", "/config/master"));
+        }
+    }
+    serde_json::to_vec(&doc).map_err(|e| bad(e.to_string()))
 }
 
 impl InstallBackend for OpenshiftInstallBackend {
@@ -316,23 +395,13 @@ fn tail(s: &[u8], max: usize) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn manifest_names_are_plain_files() {
-        assert!(valid_manifest_name("50-extra.yaml"));
-        assert!(valid_manifest_name("x.json"));
-        assert!(!valid_manifest_name("../etc/passwd.yaml"));
-        assert!(!valid_manifest_name("a/b.yaml"));
-        assert!(!valid_manifest_name(".hidden.yaml"));
-        assert!(!valid_manifest_name("script.sh"));
-    }
     use std::os::unix::fs::PermissionsExt;
-    use std::sync::Arc;
 
     /// A fake installer: logs argv and the two env vars, writes plausible outputs.
     const FAKE: &str = r#"#!/bin/sh
 set -e
 log="$(dirname "$0")/calls.log"
-echo "ARGS $* | RELEASE=$OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE | INVOKER=$OPENSHIFT_INSTALL_INVOKER | EXTRA=$EXTRA_VAR" >> "$log"
+echo "ARGS $* | RELEASE=$OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE | INVOKER=$OPENSHIFT_INSTALL_INVOKER | EXTRA=$EXTRA_VAR | NODE_IP=$OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP" >> "$log"
 dir="$4"
 case "$2" in
   manifests)
@@ -344,7 +413,9 @@ case "$2" in
     echo '{"ignition":{"version":"3.2.0"},"m":1}' > "$dir/master.ign"
     echo '{"ignition":{"version":"3.2.0"},"w":1}' > "$dir/worker.ign" ;;
   single-node-ignition-config)
-    echo '{"ignition":{"version":"3.2.0"},"sno":1}' > "$dir/bootstrap-in-place-for-live-iso.ign" ;;
+    ls "$dir/openshift" > "$(dirname "$0")/openshift.ls" 2>/dev/null || true
+    echo '{"ignition":{"version":"3.2.0"},"sno":1}' > "$dir/bootstrap-in-place-for-live-iso.ign"
+    echo '{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.c.example.com:22623/config/worker"}]}}}' > "$dir/worker.ign" ;;
 esac
 if [ "$2" != manifests ]; then
   mkdir -p "$dir/auth"
@@ -371,7 +442,14 @@ fi
             release_image: "quay.io/openshift-release-dev/ocp-release:4.16.0-x86_64".into(),
             api_url: "https://api.c.example.com:6443".into(),
             hosts: vec![],
-            manifests: vec![("50-extra.yaml".into(), b"kind: ConfigMap\n".to_vec())],
+            machine_networks: vec![],
+            bootstrap_node_ip: sno.then(|| "192.168.111.20".to_string()),
+            manifests: vec![Manifest {
+                folder: crate::service::install::ManifestFolder::Openshift,
+                name: "50-extra.yaml".into(),
+                content: b"kind: ConfigMap\n".to_vec(),
+                user: true,
+            }],
         }
     }
 
@@ -379,8 +457,8 @@ fi
     async fn runs_manifests_then_ignition_configs() {
         let tmp = tempfile::tempdir().unwrap();
         let backend: Arc<dyn InstallBackend> = Arc::new(OpenshiftInstallBackend {
-            binary: script(tmp.path(), FAKE),
             extra_env: vec![("EXTRA_VAR".into(), "yes".into())],
+            ..OpenshiftInstallBackend::new(script(tmp.path(), FAKE))
         });
         let work = tmp.path().join("work");
         let a = backend.generate(&req(false), &work).await.unwrap();
@@ -408,6 +486,12 @@ fi
             a.master_ign,
             b"{\"ignition\":{\"version\":\"3.2.0\"},\"m\":1}\n"
         );
+        // Multi-node bootstrap gets the assisted marker.
+        let bootstrap: Value = serde_json::from_slice(&a.bootstrap_ign).unwrap();
+        assert_eq!(
+            bootstrap["storage"]["files"][0]["path"],
+            "/opt/openshift/assisted-install-bootstrap"
+        );
         assert_eq!(a.kubeadmin_password, b"abcde-fghij-klmno-pqrst");
         assert_eq!(a.kubeconfig_noingress, b"apiVersion: v1\n");
         assert_eq!(a.install_config_yaml, b"apiVersion: v1\n");
@@ -430,14 +514,14 @@ fi
             "{log}"
         );
         assert!(!log.contains("ignition-configs --dir"), "{log}");
+        assert!(log.contains("NODE_IP=192.168.111.20"), "{log}");
+        let bootstrap: Value = serde_json::from_slice(&a.bootstrap_ign).unwrap();
+        assert_eq!(bootstrap["sno"], 1);
+        assert_eq!(bootstrap["storage"]["files"], serde_json::json!([]));
+        let master: Value = serde_json::from_slice(&a.master_ign).unwrap();
         assert_eq!(
-            a.bootstrap_ign,
-            b"{\"ignition\":{\"version\":\"3.2.0\"},\"sno\":1}\n"
-        );
-        let worker: Value = serde_json::from_slice(&a.worker_ign).unwrap();
-        assert_eq!(
-            worker["ignition"]["config"]["merge"][0]["source"],
-            "https://api-int.c.example.com:22623/config/worker"
+            master["ignition"]["config"]["merge"][0]["source"],
+            "https://api-int.c.example.com:22623/config/master"
         );
     }
 
@@ -485,6 +569,24 @@ fi
             .await
             .unwrap_err();
         assert!(matches!(err, InstallError::Spawn { .. }), "{err}");
+    }
+
+    #[test]
+    fn warnings_are_read_from_the_log_without_the_release_override() {
+        let log = concat!(
+            "level=info msg=Consuming Install Config from target directory\n",
+            "level=warning msg=\"Found override for release image (quay.io/x:1). Please be warned, this is not advised\"\n",
+            "level=warning msg=\"failed to parse first occurrence of unknown field: failed to unmarshal install-config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field \\\"additionalNTPServers\\\"\"\n",
+            "level=warning msg=Making control-plane schedulable\n",
+        );
+        assert_eq!(
+            installer_warnings(log),
+            [
+                "failed to parse first occurrence of unknown field: failed to unmarshal install-config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field \"additionalNTPServers\"",
+                "Making control-plane schedulable",
+            ]
+        );
+        assert!(installer_warnings("level=info msg=ok\n").is_empty());
     }
 
     #[test]

@@ -8,6 +8,9 @@ use serde_json::{Map, Value, json};
 
 use super::error::InstallError;
 use crate::domain::net::Cidr;
+use crate::domain::release_support::{
+    Support, arbiter_support, install_config_has_additional_ntp_servers,
+};
 use crate::domain::{ClusterNetwork, ClusterSnapshot, HostRole, HostSnapshot, PlatformType};
 
 /// Platforms this builder renders. vsphere and nutanix have their own providers and are not
@@ -119,9 +122,15 @@ pub struct InstallConfigInput {
     pub user_managed_load_balancer: bool,
     /// Used when `platform` is [`InstallPlatform::External`].
     pub external: ExternalPlatformInput,
+    /// `platform.baremetal.additionalNTPServers`: only for installers that know the field
+    /// (4.18 on); chrony MachineConfigs carry the sources on every release.
     pub additional_ntp_servers: Vec<String>,
+    /// `featureSet` (`TechPreviewNoUpgrade` for what the release has as a tech preview).
+    pub feature_set: Option<String>,
     pub proxy: Option<ProxyInput>,
-    pub additional_trust_bundle: Option<String>,
+    /// PEM bundles the cluster trusts besides its own CAs (the InfraEnvs'
+    /// `additionalTrustBundle`), appended to any bundle the install-config overrides set.
+    pub additional_trust_bundles: Vec<String>,
     pub hosts: Vec<InstallHost>,
     /// The install-config overrides annotation (JSON merge patch), applied last.
     pub install_config_overrides: Option<String>,
@@ -163,9 +172,18 @@ impl InstallConfigInput {
             ingress_vips: cluster.ingress_vips.clone(),
             user_managed_load_balancer: false,
             external: ExternalPlatformInput::default(),
-            additional_ntp_servers: split_list(&cluster.additional_ntp_source),
+            additional_ntp_servers: if install_config_has_additional_ntp_servers(
+                &cluster.openshift_version,
+            ) {
+                split_list(&cluster.additional_ntp_source)
+            } else {
+                Vec::new()
+            },
+            feature_set: (count(HostRole::Arbiter) > 0
+                && arbiter_support(&cluster.openshift_version) == Support::TechPreview)
+                .then(|| "TechPreviewNoUpgrade".to_string()),
             proxy: None,
-            additional_trust_bundle: None,
+            additional_trust_bundles: Vec::new(),
             hosts: bound.iter().map(|h| install_host(h)).collect(),
             install_config_overrides: overrides.map(str::to_string),
         }
@@ -245,6 +263,9 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
             json!({ "name": "arbiter", "replicas": input.arbiter_replicas, "hyperthreading": ht }),
         );
     }
+    if let Some(set) = &input.feature_set {
+        root.insert("featureSet".into(), json!(set));
+    }
     root.insert("networking".into(), networking(input));
     root.insert("platform".into(), platform(input)?);
     // Single-node clusters bootstrap in place on every platform without an installer-run
@@ -262,13 +283,6 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
     root.insert("pullSecret".into(), json!(input.pull_secret));
     if let Some(key) = &input.ssh_key {
         root.insert("sshKey".into(), json!(key));
-    }
-    if let Some(bundle) = input
-        .additional_trust_bundle
-        .as_deref()
-        .filter(|b| !b.trim().is_empty())
-    {
-        root.insert("additionalTrustBundle".into(), json!(bundle));
     }
     let mut doc = Value::Object(root);
     if let Some(overrides) = input
@@ -295,6 +309,19 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
             ));
         }
         apply_merge_patch(&mut doc, &patch);
+    }
+    // The overrides' bundle first, then the InfraEnvs' (upstream merges them, in this order).
+    let bundle = doc
+        .get("additionalTrustBundle")
+        .and_then(Value::as_str)
+        .into_iter()
+        .chain(input.additional_trust_bundles.iter().map(String::as_str))
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !bundle.is_empty() {
+        doc["additionalTrustBundle"] = json!(bundle);
     }
     Ok(doc)
 }
@@ -534,8 +561,9 @@ mod tests {
             user_managed_load_balancer: false,
             external: ExternalPlatformInput::default(),
             additional_ntp_servers: vec![],
+            feature_set: None,
             proxy: None,
-            additional_trust_bundle: None,
+            additional_trust_bundles: Vec::new(),
             hosts: vec![
                 host(
                     "m0",
@@ -694,7 +722,7 @@ mod tests {
             https_proxy: None,
             no_proxy: Some("internal.example, 172.30.0.0/16".into()),
         });
-        i.additional_trust_bundle = Some("-----BEGIN CERTIFICATE-----".into());
+        i.additional_trust_bundles = vec!["-----BEGIN CERTIFICATE-----".into()];
         let doc = build_install_config(&i).unwrap();
         assert_eq!(doc["proxy"]["httpProxy"], "http://proxy:3128");
         assert!(doc["proxy"].get("httpsProxy").is_none());
@@ -703,6 +731,13 @@ mod tests {
             "internal.example,172.30.0.0/16,.lab.example.com,10.128.0.0/14,192.168.111.0/24"
         );
         assert_eq!(doc["additionalTrustBundle"], "-----BEGIN CERTIFICATE-----");
+        i.install_config_overrides =
+            Some(r#"{"additionalTrustBundle":"-----BEGIN CERTIFICATE----- override\n"}"#.into());
+        assert_eq!(
+            build_install_config(&i).unwrap()["additionalTrustBundle"],
+            "-----BEGIN CERTIFICATE----- override\n-----BEGIN CERTIFICATE-----"
+        );
+        i.install_config_overrides = None;
         // A proxy without any URL is ignored.
         i.proxy = Some(ProxyInput::default());
         assert!(build_install_config(&i).unwrap().get("proxy").is_none());

@@ -246,17 +246,28 @@ fn identity(v: &Value) -> Option<(&'static str, &str)> {
         .find_map(|k| v.get(k).and_then(Value::as_str).map(|s| (k, s)))
 }
 
-/// Decodes a `data:` URL produced by [`data_url`] (or a plain `data:,` URL); test helper and
-/// useful for callers inspecting generated files.
-#[cfg(test)]
+/// Decodes a `data:` URL: base64 (as [`data_url`] writes) or percent-encoded (as the
+/// installer and upstream write short files, e.g. `data:,` for an empty one).
 pub(crate) fn decode_data_url(url: &str) -> Option<Vec<u8>> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     if meta.ends_with(";base64") {
-        STANDARD.decode(data).ok()
-    } else {
-        Some(data.as_bytes().to_vec())
+        return STANDARD.decode(data).ok();
     }
+    let bytes = data.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

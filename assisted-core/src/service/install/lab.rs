@@ -323,6 +323,7 @@ impl LabBackend {
             install_config_yaml: req.install_config_yaml.clone().into_bytes(),
             openshift_cluster_id: cluster_id,
             infra_id,
+            warnings: Vec::new(),
         };
         Ok((artifacts, pki))
     }
@@ -426,6 +427,8 @@ mod tests {
             release_image: "quay.io/x/release:4.16".into(),
             api_url: "https://127.0.0.1:6443".into(),
             hosts: vec![],
+            machine_networks: vec![],
+            bootstrap_node_ip: None,
         }
     }
 

@@ -10,17 +10,25 @@
 //! - [`FileStore`] keeps the artifacts on disk keyed `<cluster_id>/<file_name>`.
 
 mod backend;
+mod bootstrap;
+mod chrony;
 mod config;
 mod disk_encryption;
 mod error;
 mod ignition;
 mod lab;
+mod manifests;
 mod store;
 
 pub use backend::{
     GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend,
-    OpenshiftInstallBackend, valid_manifest_name,
+    OpenshiftInstallBackend, installer_warnings,
 };
+pub use bootstrap::{
+    ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, BootstrapInput, NM_RESOLV_UNMANAGED,
+    hardware_details, post_process_bootstrap,
+};
+pub use chrony::{chrony_conf, chrony_conf_of_manifest, chrony_manifests};
 pub use config::{
     BootMode, ExternalPlatformInput, HostNic, InstallConfigInput, InstallHost, InstallPlatform,
     ProxyInput, apply_merge_patch, build_install_config, render_install_config_yaml,
@@ -33,6 +41,10 @@ pub use ignition::{
 };
 pub use lab::{
     LabBackend, LabClientCa, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4,
+};
+pub use manifests::{
+    MAX_MANIFEST_SIZE, Manifest, ManifestFolder, apply_patch, apply_patches_in_dir, check_manifest,
+    is_patch, masters_schedulable_patch, patch_target, split_multi_document, valid_manifest_name,
 };
 pub use store::FileStore;
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::backend::InstallArtifacts;
 use super::error::InstallError;
+use crate::service::private_fs;
 
 /// Files under `root/<cluster_id>/<file_name>`.
 #[derive(Debug, Clone)]
@@ -62,7 +63,7 @@ impl FileStore {
     ) -> Result<(), InstallError> {
         let path = self.path(cluster_id, name)?;
         let dir = self.cluster_dir(cluster_id)?;
-        tokio::fs::create_dir_all(&dir)
+        private_fs::create_dir_all(&dir)
             .await
             .map_err(|e| InstallError::io("creating the cluster directory", &dir, e))?;
         let tmp = dir.join(format!(".{name}.{}.tmp", temp_suffix()));
@@ -123,7 +124,7 @@ impl FileStore {
 
 async fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
-    let mut f = tokio::fs::File::create(path).await?;
+    let mut f = private_fs::create_file(path).await?;
     f.write_all(bytes).await?;
     // Flush to disk before the rename so a crash cannot leave an empty file in place.
     f.sync_all().await
@@ -214,5 +215,12 @@ mod tests {
             store.get("c", "kubeadmin-password").await.unwrap().unwrap(),
             b"pw"
         );
+        // Secrets at rest: 0600 files in a 0700 directory.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&tmp.path().join("c")), 0o700);
+        for (name, _) in a.files() {
+            assert_eq!(mode(&tmp.path().join("c").join(name)), 0o600, "{name}");
+        }
     }
 }

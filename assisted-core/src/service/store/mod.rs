@@ -69,6 +69,9 @@ pub struct InfraEnvRecord {
     /// The NTP sources the discovery image carries (`additionalNTPSources`, `ntpSources`), one
     /// name or address each: the NTP step's fallback when the host's cluster names none.
     pub ntp_sources: Vec<String>,
+    /// `spec.additionalTrustBundle`: trusted by the discovery image and, merged with the
+    /// other InfraEnvs' of the cluster, by the installed cluster (install-config).
+    pub additional_trust_bundle: Option<String>,
     /// The minimal-ISO initrd overlay; `None` when there is nothing to add (204).
     pub minimal_initrd: Option<Arc<[u8]>>,
     pub cpu_architecture: String,

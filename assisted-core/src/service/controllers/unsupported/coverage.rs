@@ -170,7 +170,7 @@ const TABLE: &[(&str, &[(&str, Coverage)])] = &[
             ("spec.sshPublicKey", Acted("install-config sshKey")),
             (
                 "spec.ntpSources",
-                Partly("NTP step; install-config on baremetal"),
+                Acted("NTP step; chrony MachineConfigs per pool"),
             ),
             ("spec.provisionRequirements", Acted("cluster_config counts")),
             (
@@ -218,7 +218,7 @@ const TABLE: &[(&str, &[(&str, Coverage)])] = &[
             ("spec.external", Acted("install-config platform.external")),
             (
                 "spec.mastersSchedulable",
-                Partly("installer: schedulable without workers"),
+                Acted("Scheduler patch (cluster-scheduler-02-config.yml)"),
             ),
             ("spec.mirrorRegistryRef", Unsupported),
             (

@@ -110,19 +110,6 @@ fn disabled(pool: Option<&crate::api::agentclusterinstall::AgentMachinePool>) ->
     pool.and_then(|p| p.hyperthreading) == Some(Hyperthreading::Disabled)
 }
 
-/// Whether the install-config platform is baremetal (the same decision as
-/// `cluster::cluster_config` and `InstallPlatform::from_snapshot`).
-fn renders_baremetal(s: &AgentClusterInstallSpec) -> bool {
-    let cp = s.provision_requirements.control_plane_agents;
-    let umn = s.networking.user_managed_networking;
-    let platform_baremetal = match s.platform_type {
-        Some(AciPlatform::BareMetal) => true,
-        None => cp != 1 && umn != Some(true),
-        Some(_) => false,
-    };
-    platform_baremetal && cp != 1 && !umn.unwrap_or(cp == 1)
-}
-
 /// AgentClusterInstall: fields that change what gets installed.
 pub const ACI_ROWS: &[Row<AgentClusterInstallSpec>] = &[
     Row {
@@ -154,19 +141,6 @@ pub const ACI_ROWS: &[Row<AgentClusterInstallSpec>] = &[
         field: "spec.arbiter.hyperthreading",
         is_set: |s| disabled(s.arbiter.as_ref()),
         note: "Disabled is not rendered into install-config",
-    },
-    Row {
-        field: "spec.mastersSchedulable",
-        is_set: |s| {
-            s.masters_schedulable == Some(true) && s.provision_requirements.worker_agents > 0
-        },
-        note: "control-plane nodes run workloads only in clusters without workers",
-    },
-    Row {
-        field: "spec.ntpSources",
-        is_set: |s| !s.ntp_sources.is_empty() && !renders_baremetal(s),
-        note: "installed nodes get them only on platform baremetal (install-config \
-               additionalNTPServers); other platforms get no chrony configuration",
     },
 ];
 
@@ -302,33 +276,18 @@ mod tests {
             s.platform_type = Some(p);
             assert_eq!(input_error(ACI_ROWS, &s), None, "{p:?}");
         }
-        // Schedulable masters without workers is what the installer does by itself.
-        let mut sno = aci(1, 0);
-        sno.masters_schedulable = Some(true);
-        assert_eq!(input_error(ACI_ROWS, &sno), None);
+        // Schedulable masters (a Scheduler patch) and NTP sources (chrony MachineConfigs)
+        // are rendered on every platform.
         let mut s = aci(3, 2);
         s.masters_schedulable = Some(true);
-        assert!(
-            input_error(ACI_ROWS, &s)
-                .unwrap()
-                .contains("spec.mastersSchedulable")
-        );
-    }
-
-    #[test]
-    fn aci_ntp_sources_are_reported_off_baremetal_only() {
-        let mut s = aci(3, 2);
         s.ntp_sources = vec!["ntp.example.com".into()];
         assert_eq!(input_error(ACI_ROWS, &s), None);
         s.networking.user_managed_networking = Some(true);
-        assert!(
-            input_error(ACI_ROWS, &s)
-                .unwrap()
-                .contains("spec.ntpSources")
-        );
+        assert_eq!(input_error(ACI_ROWS, &s), None);
         let mut sno = aci(1, 0);
+        sno.masters_schedulable = Some(true);
         sno.ntp_sources = vec!["ntp.example.com".into()];
-        assert!(input_error(ACI_ROWS, &sno).is_some());
+        assert_eq!(input_error(ACI_ROWS, &sno), None);
     }
 
     #[test]

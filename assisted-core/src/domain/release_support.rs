@@ -1,0 +1,65 @@
+//! What a release's installer accepts, by OpenShift version (pure). The rules are the
+//! installer's and upstream's for that release; an unparsable version is treated as the
+//! newest, so a custom build is never refused for its name alone.
+
+use super::hardware::parse_major_minor;
+
+/// How far a release supports a feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    Unsupported,
+    /// Needs `featureSet: TechPreviewNoUpgrade` in install-config.
+    TechPreview,
+    Supported,
+}
+
+fn at_least(version: &str, min: (u32, u32)) -> bool {
+    parse_major_minor(version).is_none_or(|v| v >= min)
+}
+
+/// OpenShiftSDN: installers from 4.15 refuse it for new clusters ("use OVNKubernetes").
+pub fn openshift_sdn_supported(version: &str) -> bool {
+    !at_least(version, (4, 15))
+}
+
+/// Two control-plane nodes and an arbiter: 4.19 as a tech preview, supported from 4.20.
+pub fn arbiter_support(version: &str) -> Support {
+    if !at_least(version, (4, 19)) {
+        Support::Unsupported
+    } else if parse_major_minor(version) == Some((4, 19)) {
+        Support::TechPreview
+    } else {
+        Support::Supported
+    }
+}
+
+/// Four or five control-plane nodes: from 4.18 (three only before).
+pub fn large_control_plane_supported(version: &str) -> bool {
+    at_least(version, (4, 18))
+}
+
+/// `platform.baremetal.additionalNTPServers` exists from the 4.18 installer; older ones warn
+/// "unknown field" and drop it.
+pub fn install_config_has_additional_ntp_servers(version: &str) -> bool {
+    at_least(version, (4, 18))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_by_version() {
+        assert!(openshift_sdn_supported("4.14.9"));
+        assert!(!openshift_sdn_supported("4.15.0"));
+        assert!(!openshift_sdn_supported("4.17.3"));
+        assert!(!openshift_sdn_supported("custom"));
+        assert_eq!(arbiter_support("4.18.1"), Support::Unsupported);
+        assert_eq!(arbiter_support("4.19.0-ec.2"), Support::TechPreview);
+        assert_eq!(arbiter_support("4.20.2"), Support::Supported);
+        assert!(!large_control_plane_supported("4.17.3"));
+        assert!(large_control_plane_supported("4.18.0"));
+        assert!(!install_config_has_additional_ntp_servers("4.17.3"));
+        assert!(install_config_has_additional_ntp_servers("4.18.0"));
+    }
+}

@@ -1,0 +1,391 @@
+//! assisted-core's install step with the real `openshift-install` (4.17, built from its Go
+//! module by `tests/openshift-install/build.sh`, which `make test` runs): the install-config,
+//! manifests and environment the core gives it, and what the core does to its output, on a
+//! single-node cluster and on a 3+2 baremetal cluster with VIPs, a proxy, NTP sources, a trust
+//! bundle, user manifests (one multi-document, one patch) and install-config overrides.
+//! The installer failing fails the test, and so does any warning it prints but the two it
+//! prints by design (the release-image override the core always sets, and masters made
+//! schedulable in a cluster without workers): an unknown field is only a warning to it, and the
+//! field is dropped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agent_sim::HostProfile;
+use agent_sim::profile::inventory_json;
+use assisted_core::domain as dom;
+use assisted_core::service::controllers::prepare::{
+    InfraEnvInputs, generate_request, install_config_input,
+};
+use assisted_core::service::install::{
+    ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, InstallArtifacts, InstallBackend,
+    NM_RESOLV_UNMANAGED, OpenshiftInstallBackend, generate_lab_pki, render_install_config_yaml,
+};
+use assisted_core::service::store::{ClusterRecord, ClusterSettings};
+use base64::Engine;
+use serde_json::Value;
+
+const VERSION: &str = "v1.4.17";
+const NET: &str = "192.168.111.0/24";
+const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64";
+const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOUoReQnS9x00eaicYi7jg0QQ9/1km0QlAyEpAiv3TR9 lab";
+/// What the installer warns about on every such run, by design.
+const EXPECTED_WARNINGS: &[&str] = &[
+    "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings",
+];
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/openshift-install-<version>/bin`, as build.sh.
+fn installer() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
+    let bin = base.join(format!(
+        "capoa-rs/openshift-install-{VERSION}/bin/openshift-install"
+    ));
+    assert!(
+        bin.exists(),
+        "openshift-install {VERSION} is not built: run `bash tests/openshift-install/build.sh` \
+         (make test does)"
+    );
+    bin
+}
+
+/// A cluster ready to install: hosts with the inventories the simulator reports, roles fixed,
+/// the first master the bootstrap host, each host having synced with a lab NTP server.
+fn cluster(masters: u32, workers: u32) -> ClusterRecord {
+    let now = jiff::Timestamp::now();
+    let sno = masters == 1;
+    let name = if sno { "sno" } else { "lab" };
+    let mut c = dom::ClusterSnapshot::new("0e5b6f1c-8c1d-4c59-9d3e-2b1f6d3c1a01", name, now);
+    c.base_domain = "example.com".into();
+    c.openshift_version = "4.17.3".into();
+    c.cpu_architecture = "x86_64".into();
+    c.control_plane_count = masters;
+    c.worker_count = workers;
+    c.platform = if sno {
+        dom::PlatformType::None
+    } else {
+        dom::PlatformType::BareMetal
+    };
+    c.user_managed_networking = sno;
+    c.machine_networks = vec![NET.into()];
+    c.cluster_networks = vec![dom::ClusterNetwork {
+        cidr: "10.128.0.0/14".into(),
+        host_prefix: 23,
+    }];
+    c.service_networks = vec!["172.30.0.0/16".into()];
+    if !sno {
+        c.api_vips = vec!["192.168.111.5".into()];
+        c.ingress_vips = vec!["192.168.111.4".into()];
+        c.schedulable_masters = true;
+    }
+    c.network_type = Some("OVNKubernetes".into());
+    c.additional_ntp_source = "clock.lab.example.com".into();
+    let profiles: Vec<(HostProfile, dom::HostRole)> = (0..masters)
+        .map(|i| {
+            let p = if sno {
+                HostProfile::sno_like(i, NET)
+            } else {
+                HostProfile::master_like(i, NET)
+            };
+            (p.unwrap(), dom::HostRole::Master)
+        })
+        .chain((0..workers).map(|i| {
+            (
+                HostProfile::worker_like(i, NET).unwrap(),
+                dom::HostRole::Worker,
+            )
+        }))
+        .collect();
+    for (i, (p, role)) in profiles.iter().enumerate() {
+        let mut h = dom::HostSnapshot::new_registered(
+            &p.uuid,
+            "7c0e2a57-0d2b-4b0e-9d55-6a1c1f1f0b02",
+            Some(&c),
+            now,
+        );
+        h.role = *role;
+        h.bootstrap = i == 0;
+        h.requested_hostname = Some(p.hostname.clone());
+        h.inventory = Some(serde_json::from_value(inventory_json(p)).expect("inventory"));
+        h.ntp_sources = vec![
+            serde_json::from_value(serde_json::json!({
+                "source_name": "10.0.0.123", "source_state": "synced"
+            }))
+            .unwrap(),
+        ];
+        c.hosts.push(h);
+    }
+    let multi_doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\ndata: {a: '1'}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: default}\ndata: {b: '2'}\n";
+    let ingress_patch = "- op: add\n  path: /spec/appsDomain\n  value: apps.lab-alt.example.com\n";
+    ClusterRecord::new(
+        c,
+        ClusterSettings {
+            pull_secret: r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}"#.into(),
+            ssh_public_key: SSH_KEY.into(),
+            release_image: RELEASE.into(),
+            proxy: (!sno).then(|| dom::Proxy {
+                http_proxy: Some("http://proxy.lab.example.com:3128".into()),
+                https_proxy: Some("http://proxy.lab.example.com:3128".into()),
+                no_proxy: Some(".internal.example.com".into()),
+            }),
+            install_config_overrides: (!sno)
+                .then(|| r#"{"capabilities":{"baselineCapabilitySet":"vCurrent"}}"#.into()),
+            manifests: if sno {
+                Vec::new()
+            } else {
+                vec![
+                    ("50-config-maps.yaml".into(), multi_doc.as_bytes().to_vec()),
+                    (
+                        "cluster-ingress-02-config.yml.patch_apps_domain".into(),
+                        ingress_patch.as_bytes().to_vec(),
+                    ),
+                ]
+            },
+            ..Default::default()
+        },
+    )
+}
+
+/// The core's install step up to the file store, on the real installer.
+async fn install(rec: &ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifacts {
+    let yaml = render_install_config_yaml(&install_config_input(rec, ie)).expect("install-config");
+    let req = generate_request(rec, ie, yaml, "https://api.lab.example.com:6443").expect("request");
+    let work = tempfile::tempdir().unwrap();
+    let art = OpenshiftInstallBackend::new(installer())
+        .generate(&req, &work.path().join("run"))
+        .await
+        .unwrap_or_else(|e| panic!("openshift-install failed: {e}"));
+    let unexpected: Vec<&String> = art
+        .warnings
+        .iter()
+        .filter(|w| !EXPECTED_WARNINGS.contains(&w.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "openshift-install warned: {unexpected:#?}"
+    );
+    art
+}
+
+/// The files of an ignition config, path → decoded contents.
+fn files(ign: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let doc: Value = serde_json::from_slice(ign).expect("ignition JSON");
+    doc["storage"]["files"]
+        .as_array()
+        .expect("storage.files")
+        .iter()
+        .map(|f| {
+            let path = f["path"].as_str().unwrap().to_string();
+            let source = f["contents"]["source"].as_str().unwrap_or("data:,");
+            (path, decode(source))
+        })
+        .collect()
+}
+
+fn decode(source: &str) -> Vec<u8> {
+    let (meta, data) = source
+        .strip_prefix("data:")
+        .and_then(|r| r.split_once(','))
+        .unwrap_or_else(|| panic!("not a data URL: {source:.80}"));
+    assert!(!meta.contains("gzip"), "compressed file: {meta}");
+    if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap()
+    } else {
+        data.as_bytes().to_vec()
+    }
+}
+
+fn text(files: &BTreeMap<String, Vec<u8>>, path: &str) -> String {
+    let bytes = files.get(path).unwrap_or_else(|| {
+        panic!(
+            "{path} missing; have {:#?}",
+            files.keys().collect::<Vec<_>>()
+        )
+    });
+    String::from_utf8(bytes.clone()).unwrap()
+}
+
+/// The pointer config's CA (a PEM certificate) and merge source.
+fn pointer(ign: &[u8]) -> (String, String) {
+    let doc: Value = serde_json::from_slice(ign).unwrap();
+    let ca = doc["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
+        .as_str()
+        .expect("pointer carries the cluster CA");
+    (
+        String::from_utf8(decode(ca)).unwrap(),
+        doc["ignition"]["config"]["merge"][0]["source"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+fn chrony_of(files: &BTreeMap<String, Vec<u8>>, pool: &str) -> String {
+    let mc = text(
+        files,
+        &format!("/opt/openshift/openshift/50-{pool}s-chrony-configuration.yaml"),
+    );
+    assisted_core::service::install::chrony_conf_of_manifest(mc.as_bytes())
+        .expect("chrony MachineConfig")
+}
+
+#[tokio::test]
+async fn three_masters_two_workers_with_the_real_installer() {
+    let rec = cluster(3, 2);
+    let ca = generate_lab_pki("trust", jiff::Timestamp::now())
+        .unwrap()
+        .ca_cert_pem;
+    let ie = InfraEnvInputs {
+        trust_bundles: vec![ca.clone()],
+        ntp_sources: vec!["ntp.infraenv.example.com".into()],
+    };
+    let art = install(&rec, &ie).await;
+    let boot = files(&art.bootstrap_ign);
+
+    // NTP: every pool's chrony.conf has the cluster's source, then what the hosts synced with.
+    for pool in ["master", "worker"] {
+        let conf = chrony_of(&boot, pool);
+        assert!(
+            conf.ends_with("server clock.lab.example.com iburst\nserver 10.0.0.123 iburst\nserver ntp.infraenv.example.com iburst\n"),
+            "{pool}: {conf}"
+        );
+    }
+    // The bootstrap host becomes the third master.
+    assert!(boot.contains_key(ASSISTED_BOOTSTRAP_MARKER));
+    assert!(text(&boot, NM_RESOLV_UNMANAGED).contains("rc-manager=unmanaged"));
+    assert!(!boot.contains_key("/etc/NetworkManager/system-connections/nmconnection"));
+    // The bootstrap kubelet listens on the bootstrap host's machine-network address.
+    let bootstrap_ip = rec.snapshot.hosts[0]
+        .inventory
+        .as_ref()
+        .unwrap()
+        .interfaces
+        .iter()
+        .flat_map(|n| n.ipv4_addresses.iter())
+        .find(|a| a.starts_with("192.168.111."))
+        .map(|a| a.split('/').next().unwrap().to_string())
+        .expect("bootstrap host address");
+    assert!(
+        text(&boot, "/usr/local/bin/kubelet.sh").contains(&format!("--node-ip=\"{bootstrap_ip}\"")),
+        "kubelet.sh without --node-ip={bootstrap_ip}"
+    );
+    // Every host an externally provisioned BareMetalHost with its hardware.
+    let bmhs: Vec<&String> = boot
+        .keys()
+        .filter(|p| p.contains("openshift-cluster-api_hosts"))
+        .collect();
+    assert_eq!(bmhs.len(), 5, "{bmhs:?}");
+    let mut hostnames = Vec::new();
+    for path in bmhs {
+        let bmh: Value = serde_yaml::from_str(&text(&boot, path)).unwrap();
+        assert_eq!(bmh["spec"]["externallyProvisioned"], true, "{path}");
+        assert!(bmh.get("status").is_none(), "{path}");
+        let status: Value = serde_json::from_str(
+            bmh["metadata"]["annotations"][BMH_STATUS_ANNOTATION]
+                .as_str()
+                .expect("status annotation"),
+        )
+        .unwrap();
+        assert_eq!(status["poweredOn"], true);
+        assert_eq!(status["hardware"]["hostname"], bmh["metadata"]["name"]);
+        assert!(status["hardware"]["ramMebibytes"].as_u64().unwrap() >= 8192);
+        hostnames.push(bmh["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    hostnames.sort();
+    let mut expected: Vec<String> = rec
+        .snapshot
+        .hosts
+        .iter()
+        .map(|h| h.hostname().to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(hostnames, expected);
+    // User manifests: the multi-document file one object per file, the patch applied.
+    let config_maps: Vec<&String> = boot
+        .keys()
+        .filter(|p| p.starts_with("/opt/openshift/openshift/50-config-maps-"))
+        .collect();
+    assert_eq!(config_maps.len(), 2, "{config_maps:?}");
+    let ingress = text(
+        &boot,
+        "/opt/openshift/manifests/cluster-ingress-02-config.yml",
+    );
+    assert!(
+        ingress.contains("appsDomain: apps.lab-alt.example.com"),
+        "{ingress}"
+    );
+    let patches: Vec<&String> = boot.keys().filter(|p| p.contains(".patch_")).collect();
+    assert!(patches.is_empty(), "{patches:?}");
+    // mastersSchedulable (ACI spec.mastersSchedulable) reaches the Scheduler.
+    let scheduler = text(
+        &boot,
+        "/opt/openshift/manifests/cluster-scheduler-02-config.yml",
+    );
+    assert!(
+        scheduler.contains("mastersSchedulable: true"),
+        "{scheduler}"
+    );
+    // Proxy and trust bundle.
+    let proxy = text(
+        &boot,
+        "/opt/openshift/manifests/cluster-proxy-01-config.yaml",
+    );
+    assert!(
+        proxy.contains("httpProxy: http://proxy.lab.example.com:3128"),
+        "{proxy}"
+    );
+    assert!(proxy.contains(".internal.example.com"), "{proxy}");
+    let bundle = text(&boot, "/opt/openshift/manifests/user-ca-bundle-config.yaml");
+    let first_line = ca.lines().nth(1).unwrap();
+    assert!(
+        bundle.contains(first_line),
+        "trust bundle missing: {bundle}"
+    );
+    // Pointers carry the cluster CA.
+    let (master_ca, master_src) = pointer(&art.master_ign);
+    assert!(master_ca.starts_with("-----BEGIN CERTIFICATE-----"));
+    // On baremetal the installer points them at the API VIP.
+    assert_eq!(master_src, "https://192.168.111.5:22623/config/master");
+    assert_eq!(pointer(&art.worker_ign).0, master_ca);
+    // install-config as the installer read it: overrides applied, nothing dropped.
+    let cfg: Value = serde_yaml::from_slice(&art.install_config_yaml).unwrap();
+    assert_eq!(cfg["capabilities"]["baselineCapabilitySet"], "vCurrent");
+    assert!(
+        cfg["platform"]["baremetal"]
+            .get("additionalNTPServers")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn single_node_with_the_real_installer() {
+    let rec = cluster(1, 0);
+    let art = install(&rec, &InfraEnvInputs::default()).await;
+    let boot = files(&art.bootstrap_ign);
+    assert!(boot.contains_key("/usr/local/bin/bootstrap-in-place.sh"));
+    assert!(!boot.contains_key(ASSISTED_BOOTSTRAP_MARKER));
+    assert!(chrony_of(&boot, "master").contains("server clock.lab.example.com iburst"));
+    let ip = rec.snapshot.hosts[0]
+        .inventory
+        .as_ref()
+        .unwrap()
+        .interfaces
+        .iter()
+        .flat_map(|n| n.ipv4_addresses.iter())
+        .find(|a| a.starts_with("192.168.111."))
+        .map(|a| a.split('/').next().unwrap().to_string())
+        .unwrap();
+    assert!(text(&boot, "/usr/local/bin/kubelet.sh").contains(&format!("--node-ip=\"{ip}\"")));
+    // A later host of either pool can join: both pointers carry the cluster CA.
+    let (ca, src) = pointer(&art.master_ign);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"));
+    assert_eq!(src, "https://api-int.sno.example.com:22623/config/master");
+    assert_eq!(pointer(&art.worker_ign).0, ca);
+    let meta: Value = serde_json::from_slice(&art.metadata_json).unwrap();
+    assert_eq!(meta["clusterName"], "sno");
+}
