@@ -17,9 +17,11 @@ coreos-installer:
 	bash tests/coreos-installer/build.sh
 
 # The real openshift-install (4.17) built from its Go module into the cache, once (about 7
-# minutes cold): the tests run the core's install step with it (tests/openshift-install/build.sh).
+# minutes cold), with the real crane (an OCI registry) and the installer image: the tests run the
+# core's install step with it, taken from a release payload (tests/openshift-install/).
 openshift-install:
 	bash tests/openshift-install/build.sh
+	bash tests/openshift-install/payload.sh
 
 # Regenerates everything under config/ from the Rust types.
 generate:

@@ -245,6 +245,22 @@ pub fn provider_manifest() -> ProviderManifest {
                 }
                 .reference()
             ),
+            format!(
+                "--installer-image={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_CORE_INSTALLER_IMAGE",
+                    default: "quay.io/edge-infrastructure/assisted-installer:latest"
+                }
+                .reference()
+            ),
+            format!(
+                "--controller-image={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_CORE_CONTROLLER_IMAGE",
+                    default: "quay.io/edge-infrastructure/assisted-installer-controller:latest"
+                }
+                .reference()
+            ),
         ],
         crds: crds(),
         rules: RBAC_RULES,

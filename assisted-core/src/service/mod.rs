@@ -11,5 +11,6 @@ pub mod install;
 pub mod monitor;
 pub mod persister;
 pub mod private_fs;
+pub mod release;
 pub mod server;
 pub mod store;

@@ -137,7 +137,7 @@ pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
         let infra_envs = infra_env_inputs(&ctx, &rec);
         let result = ctx.preparer.prepare(rec, infra_envs).await;
         match &result {
-            Ok(()) => {
+            Ok(_) => {
                 ctx.events
                     .normal(
                         &aci,

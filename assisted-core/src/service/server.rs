@@ -26,7 +26,8 @@ use manager::runtime::parse_bind_address;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// Run the `openshift-install` binary from `--openshift-install-binary`.
+    /// Run the real `openshift-install`: each release's own, from its payload, or the binary
+    /// `--openshift-install-binary` names.
     OpenshiftInstall,
     /// Generate lab artifacts (valid Ignition, a real CA and admin kubeconfig); no installer.
     Lab,
@@ -55,8 +56,11 @@ pub struct CoreArgs {
     pub os_images: String,
     #[arg(long, value_enum, default_value_t = Backend::OpenshiftInstall)]
     pub install_backend: Backend,
-    #[arg(long, default_value = "openshift-install")]
-    pub openshift_install_binary: PathBuf,
+    /// One installer binary for every release. Unset: each cluster's installer is extracted
+    /// from its release payload (read with the cluster's pull secret) into
+    /// `<data-dir>/installers`, as `oc adm release extract --command=openshift-install` does.
+    #[arg(long)]
+    pub openshift_install_binary: Option<PathBuf>,
     /// Lab backend: the workload API URL written into the admin kubeconfig.
     #[arg(long)]
     pub lab_api_url: Option<String>,
@@ -76,6 +80,20 @@ pub struct CoreArgs {
         default_value = "quay.io/edge-infrastructure/assisted-installer-agent:latest"
     )]
     pub agent_image: String,
+    /// The assisted-installer image the hosts' install step runs (pin it for a release).
+    #[arg(
+        long,
+        env = "INSTALLER_IMAGE",
+        default_value = "quay.io/edge-infrastructure/assisted-installer:latest"
+    )]
+    pub installer_image: String,
+    /// The assisted-installer-controller image the install runs in the new cluster.
+    #[arg(
+        long,
+        env = "CONTROLLER_IMAGE",
+        default_value = "quay.io/edge-infrastructure/assisted-installer-controller:latest"
+    )]
+    pub controller_image: String,
     /// Namespace of the Secret holding the agent token keys.
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub keys_namespace: String,
@@ -179,14 +197,20 @@ pub async fn run(
             args.host_disconnection_timeout_seconds,
         ),
         agent_image: args.agent_image.clone(),
+        installer_image: args.installer_image.clone(),
+        controller_image: args.controller_image.clone(),
         ..Config::default()
     };
     let (store, dirty) = Store::new(cfg);
     let backend: Arc<dyn InstallBackend> = match args.install_backend {
         Backend::Lab => Arc::new(lab_backend(&args).await?),
-        Backend::OpenshiftInstall => Arc::new(OpenshiftInstallBackend::new(
-            args.openshift_install_binary.clone(),
-        )),
+        Backend::OpenshiftInstall => Arc::new(match &args.openshift_install_binary {
+            Some(binary) => OpenshiftInstallBackend::new(binary.clone()),
+            None => {
+                OpenshiftInstallBackend::from_release_payloads(args.data_dir.join("installers"))
+                    .context("the registry client for release payloads")?
+            }
+        }),
     };
     let preparer = Arc::new(BackendPreparer {
         backend,

@@ -1,5 +1,7 @@
 //! assisted-core's install step with the real `openshift-install` (4.17, built from its Go
-//! module by `tests/openshift-install/build.sh`, which `make test` runs): the install-config,
+//! module by `tests/openshift-install/build.sh`, which `make test` runs), taken as the core
+//! takes it by default: from the cluster's release payload, here in the test bed's real OCI
+//! registry (`crane registry serve`), laid out as a real payload. The install-config,
 //! manifests and environment the core gives it, and what the core does to its output, on a
 //! single-node cluster and on a 3+2 baremetal cluster with VIPs, a proxy, NTP sources, a trust
 //! bundle, user manifests (one multi-document, one patch) and install-config overrides.
@@ -35,14 +37,10 @@ const EXPECTED_WARNINGS: &[&str] = &[
     "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings",
 ];
 
-/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/openshift-install-<version>/bin`, as build.sh.
+/// The installer build.sh built, which the payload's installer image carries.
 fn installer() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
-    let bin = base.join(format!(
-        "capoa-rs/openshift-install-{VERSION}/bin/openshift-install"
+    let bin = cache(&format!(
+        "openshift-install-{VERSION}/bin/openshift-install"
     ));
     assert!(
         bin.exists(),
@@ -50,6 +48,145 @@ fn installer() -> PathBuf {
          (make test does)"
     );
     bin
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/<dir>`.
+fn cache(dir: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
+    base.join("capoa-rs").join(dir)
+}
+
+/// The real OCI registry of the test bed (`crane registry serve`, built by
+/// tests/openshift-install/payload.sh), on a loopback port, in memory; gone when dropped.
+struct Registry {
+    child: std::process::Child,
+    host: String,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn crane() -> PathBuf {
+    let bin = cache("crane-v0.22.1/bin/crane");
+    assert!(
+        bin.exists(),
+        "crane is not built: run `bash tests/openshift-install/payload.sh` (make test does)"
+    );
+    bin
+}
+
+fn start_registry() -> Registry {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(crane())
+        .args(["registry", "serve", "--address", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start crane registry serve");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("crane registry serve exited")
+            .expect("read crane's log");
+        if let Some(port) = line.split("serving on port ").nth(1) {
+            break port.trim().to_string();
+        }
+    };
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Registry {
+        child,
+        host: format!("127.0.0.1:{port}"),
+    }
+}
+
+/// Runs crane, giving back its stdout (a pushed image's pull spec by digest).
+fn crane_run(args: &[&str]) -> String {
+    let out = std::process::Command::new(crane())
+        .args(args)
+        .output()
+        .expect("run crane");
+    assert!(
+        out.status.success(),
+        "crane {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A release payload in the registry, laid out as a real one: the installer image (the real
+/// binary at `usr/bin/openshift-install`, built by payload.sh) and a release image whose
+/// `release-manifests/` hold `image-references` (an ImageStream naming every component by
+/// digest) and `release-metadata`. Gives back the release image's pull spec by tag.
+fn push_release(reg: &Registry, version: &str) -> String {
+    let image = cache(&format!("openshift-install-{VERSION}/installer-image.tar"));
+    assert!(
+        image.exists(),
+        "run `bash tests/openshift-install/payload.sh` (make test does)"
+    );
+    let installer = crane_run(&[
+        "push",
+        image.to_str().unwrap(),
+        &format!("{}/ocp/installer:{version}", reg.host),
+    ]);
+    let component = |n: u8| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            format!("{n:02x}").repeat(32)
+        )
+    };
+    let tag = |name: &str, from: &str| serde_json::json!({ "name": name, "from": { "kind": "DockerImage", "name": from } });
+    let references = serde_json::json!({
+        "kind": "ImageStream",
+        "apiVersion": "image.openshift.io/v1",
+        "metadata": {
+            "name": version,
+            "annotations": { "io.openshift.build.versions": "kubernetes=1.30.5,kubectl=1.30.5" },
+        },
+        "spec": { "tags": [
+            tag("installer", &installer),
+            tag("machine-config-operator", &component(1)),
+            tag("must-gather", &component(2)),
+            tag("rhel-coreos", &component(3)),
+        ]},
+    });
+    let metadata = serde_json::json!({
+        "kind": "cincinnati-metadata-v0", "version": version, "previous": [], "metadata": {},
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("root/release-manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("image-references"), references.to_string()).unwrap();
+    std::fs::write(manifests.join("release-metadata"), metadata.to_string()).unwrap();
+    let layer = dir.path().join("layer.tar");
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(dir.path().join("root"))
+        .arg("-cf")
+        .arg(&layer)
+        .arg("release-manifests")
+        .status()
+        .expect("run tar");
+    assert!(status.success());
+    let release = format!("{}/ocp/release:{version}-x86_64", reg.host);
+    crane_run(&[
+        "append",
+        "--oci-empty-base",
+        "-f",
+        layer.to_str().unwrap(),
+        "-t",
+        &release,
+    ]);
+    release
 }
 
 /// A cluster ready to install: hosts with the inventories the simulator reports, roles fixed,
@@ -149,15 +286,46 @@ fn cluster(masters: u32, workers: u32) -> ClusterRecord {
     )
 }
 
-/// The core's install step up to the file store, on the real installer.
-async fn install(rec: &ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifacts {
+/// The core's install step on the real installer, which the core takes from the cluster's
+/// release payload in the test bed's registry, as it does by default.
+async fn install(rec: &mut ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifacts {
+    let registry = start_registry();
+    rec.settings.release_image = push_release(&registry, "4.17.3");
     let yaml = render_install_config_yaml(&install_config_input(rec, ie)).expect("install-config");
     let req = generate_request(rec, ie, yaml, "https://api.lab.example.com:6443").expect("request");
     let work = tempfile::tempdir().unwrap();
-    let art = OpenshiftInstallBackend::new(installer())
+    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("installers"))
+        .expect("registry client");
+    let art = backend
         .generate(&req, &work.path().join("run"))
         .await
         .unwrap_or_else(|e| panic!("openshift-install failed: {e}"));
+    // The binary extracted from the payload is the one the test bed built.
+    let extracted = std::fs::read_dir(work.path().join("installers"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("openshift-install"))
+        .find(|p| p.exists())
+        .expect("an extracted installer");
+    assert_eq!(
+        std::fs::metadata(&extracted).unwrap().len(),
+        std::fs::metadata(installer()).unwrap().len()
+    );
+    // The payload's component images reach the hosts' install step.
+    let release = art
+        .release
+        .clone()
+        .expect("release metadata from the payload");
+    assert_eq!(release.release_image, rec.settings.release_image);
+    assert!(release.mco_image.ends_with(&"01".repeat(32)), "{release:?}");
+    assert!(
+        release.must_gather_image.ends_with(&"02".repeat(32)),
+        "{release:?}"
+    );
+    assert!(
+        release.coreos_image.ends_with(&"03".repeat(32)),
+        "{release:?}"
+    );
     let unexpected: Vec<&String> = art
         .warnings
         .iter()
@@ -236,7 +404,7 @@ fn chrony_of(files: &BTreeMap<String, Vec<u8>>, pool: &str) -> String {
 
 #[tokio::test]
 async fn three_masters_two_workers_with_the_real_installer() {
-    let rec = cluster(3, 2);
+    let mut rec = cluster(3, 2);
     let ca = generate_lab_pki("trust", jiff::Timestamp::now())
         .unwrap()
         .ca_cert_pem;
@@ -244,7 +412,7 @@ async fn three_masters_two_workers_with_the_real_installer() {
         trust_bundles: vec![ca.clone()],
         ntp_sources: vec!["ntp.infraenv.example.com".into()],
     };
-    let art = install(&rec, &ie).await;
+    let art = install(&mut rec, &ie).await;
     let boot = files(&art.bootstrap_ign);
 
     // NTP: every pool's chrony.conf has the cluster's source, then what the hosts synced with.
@@ -364,8 +532,8 @@ async fn three_masters_two_workers_with_the_real_installer() {
 
 #[tokio::test]
 async fn single_node_with_the_real_installer() {
-    let rec = cluster(1, 0);
-    let art = install(&rec, &InfraEnvInputs::default()).await;
+    let mut rec = cluster(1, 0);
+    let art = install(&mut rec, &InfraEnvInputs::default()).await;
     let boot = files(&art.bootstrap_ign);
     assert!(boot.contains_key("/usr/local/bin/bootstrap-in-place.sh"));
     assert!(!boot.contains_key(ASSISTED_BOOTSTRAP_MARKER));

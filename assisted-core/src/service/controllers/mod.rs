@@ -91,7 +91,7 @@ pub trait Preparer: Send + Sync {
         &self,
         cluster: ClusterRecord,
         infra_envs: prepare::InfraEnvInputs,
-    ) -> BoxFuture<'static, Result<(), String>>;
+    ) -> BoxFuture<'static, Result<crate::domain::ReleaseInfo, String>>;
 }
 
 /// Shared by every controller.

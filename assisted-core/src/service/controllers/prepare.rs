@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use super::Preparer;
 use crate::domain::net::Cidr;
-use crate::domain::{ClusterSnapshot, HostRole, HostSnapshot};
+use crate::domain::{ClusterSnapshot, HostRole, HostSnapshot, ReleaseInfo};
 use crate::service::install::{
     FileStore, GenerateHost, GenerateRequest, InstallBackend, InstallConfigInput, InstallError,
     Manifest, ManifestFolder, ProxyInput, chrony_conf, chrony_manifests, disk_encryption_manifests,
@@ -74,6 +74,7 @@ pub fn generate_request(
         sno: c.is_sno(),
         release_image: rec.settings.release_image.clone(),
         api_url: api_url.to_string(),
+        pull_secret: rec.settings.pull_secret.clone(),
         bootstrap_node_ip: bootstrap_node_ip(rec, &hosts)?,
         machine_networks: c.machine_networks.clone(),
         hosts,
@@ -192,7 +193,12 @@ fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostS
 }
 
 impl BackendPreparer {
-    async fn run(&self, rec: ClusterRecord, infra_envs: InfraEnvInputs) -> Result<(), String> {
+    /// The install step; gives back what it learned of the release.
+    async fn run(
+        &self,
+        rec: ClusterRecord,
+        infra_envs: InfraEnvInputs,
+    ) -> Result<ReleaseInfo, String> {
         let c = &rec.snapshot;
         let input = install_config_input(&rec, &infra_envs);
         let yaml =
@@ -238,7 +244,11 @@ impl BackendPreparer {
                 .await
                 .map_err(|e| format!("storing ignition of host {}: {e}", h.id))?;
         }
-        Ok(())
+        // What the payload told (a pinned installer binary tells nothing but the image).
+        Ok(art.release.clone().unwrap_or_else(|| ReleaseInfo {
+            release_image: rec.settings.release_image.clone(),
+            ..ReleaseInfo::default()
+        }))
     }
 }
 
@@ -247,7 +257,7 @@ impl Preparer for BackendPreparer {
         &self,
         cluster: ClusterRecord,
         infra_envs: InfraEnvInputs,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<ReleaseInfo, String>> {
         let this = BackendPreparer {
             backend: self.backend.clone(),
             files: FileStore::new(self.files.root.clone()),

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::bootstrap::{BootstrapInput, post_process_bootstrap};
 use super::error::InstallError;
 use super::manifests::{Manifest, apply_patches_in_dir, split_multi_document, valid_manifest_name};
-use crate::domain::HostRole;
+use crate::domain::{HostRole, ReleaseInfo};
 
 /// A day-1 host of the cluster, for what the backend renders per host.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +43,8 @@ pub struct GenerateRequest {
     /// Day-1 hosts of the cluster (BareMetalHost manifests are filled from them).
     pub hosts: Vec<GenerateHost>,
     pub machine_networks: Vec<String>,
+    /// The cluster's pull secret: reads the release payload for the installer.
+    pub pull_secret: String,
     /// `OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP`: where the bootstrap kubelet and etcd listen.
     pub bootstrap_node_ip: Option<String>,
     /// Manifests added between `create manifests` and the ignition step: the core's, then
@@ -69,6 +71,8 @@ pub struct InstallArtifacts {
     /// What the installer warned about (see [`installer_warnings`]): an unknown install-config
     /// field is dropped with only a warning, so the core logs these and the tests refuse them.
     pub warnings: Vec<String>,
+    /// The release's component images, when the installer came from its payload.
+    pub release: Option<crate::domain::ReleaseInfo>,
 }
 
 impl InstallArtifacts {
@@ -113,15 +117,31 @@ pub trait InstallBackend: Send + Sync {
     fn generate<'a>(&'a self, req: &'a GenerateRequest, work_dir: &'a Path) -> GenerateFuture<'a>;
 }
 
-/// Runs the real `openshift-install` binary (extracted from the release image by the caller).
+/// Where the installer binary comes from.
+#[derive(Debug, Clone)]
+pub enum InstallerSource {
+    /// One binary for every release (`--openshift-install-binary`).
+    Binary(PathBuf),
+    /// The `installer` image of each cluster's release payload, read with the cluster's pull
+    /// secret, as `oc adm release extract --command=openshift-install` does; kept per release.
+    ReleasePayload {
+        client: crate::service::release::RegistryClient,
+        cache: Arc<crate::service::release::InstallerCache>,
+    },
+}
+
+/// Runs the real `openshift-install` binary.
 #[derive(Debug, Clone)]
 pub struct OpenshiftInstallBackend {
-    pub binary: PathBuf,
+    pub source: InstallerSource,
     /// Added to the installer's environment (e.g. `HOME`); it inherits the core's own.
     pub extra_env: Vec<(String, String)>,
     /// Bounds the installers running at once (see [`MAX_CONCURRENT_INSTALLERS`]).
     running: Arc<tokio::sync::Semaphore>,
 }
+
+/// Releases whose installer stays extracted (about 220 MiB each for 4.17).
+pub const CACHED_RELEASES: usize = 3;
 
 /// Installers running at once. One run peaks at about 160 MiB resident (4.17, a 3+2
 /// baremetal cluster, `create ignition-configs`; docs/benchmarks.md) and takes about a
@@ -132,21 +152,79 @@ pub const MAX_CONCURRENT_INSTALLERS: usize = 2;
 const STDERR_TAIL_BYTES: usize = 2048;
 
 impl OpenshiftInstallBackend {
+    /// One binary for every release.
     pub fn new(binary: impl Into<PathBuf>) -> Self {
+        Self::with_source(InstallerSource::Binary(binary.into()))
+    }
+
+    /// The installer of each cluster's release, extracted into `cache_dir` (the last
+    /// [`CACHED_RELEASES`] kept).
+    pub fn from_release_payloads(
+        cache_dir: impl Into<PathBuf>,
+    ) -> Result<Self, crate::service::release::RegistryError> {
+        Ok(Self::with_source(InstallerSource::ReleasePayload {
+            client: crate::service::release::RegistryClient::new()?,
+            cache: Arc::new(crate::service::release::InstallerCache::new(
+                cache_dir.into(),
+                CACHED_RELEASES,
+            )),
+        }))
+    }
+
+    fn with_source(source: InstallerSource) -> Self {
         OpenshiftInstallBackend {
-            binary: binary.into(),
+            source,
             extra_env: Vec::new(),
             running: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_INSTALLERS)),
         }
     }
 
+    /// The binary for this request's release, and what its payload says of the release
+    /// (nothing for a pinned binary).
+    async fn installer(
+        &self,
+        req: &GenerateRequest,
+    ) -> Result<(PathBuf, Option<ReleaseInfo>), InstallError> {
+        use crate::service::release::{ImageRef, PullSecret};
+        let (client, cache) = match &self.source {
+            InstallerSource::Binary(path) => return Ok((path.clone(), None)),
+            InstallerSource::ReleasePayload { client, cache } => (client, cache),
+        };
+        let release_error = |e: String| InstallError::Release {
+            release: req.release_image.clone(),
+            reason: e,
+        };
+        let release =
+            ImageRef::parse(&req.release_image).map_err(|e| release_error(e.to_string()))?;
+        let secret =
+            PullSecret::parse(&req.pull_secret).map_err(|e| release_error(e.to_string()))?;
+        let (binary, payload) = cache
+            .get(client, &release, &secret)
+            .await
+            .map_err(|e| release_error(e.to_string()))?;
+        let info = ReleaseInfo {
+            release_image: req.release_image.clone(),
+            mco_image: payload.mco_image().unwrap_or_default().to_string(),
+            must_gather_image: payload.must_gather_image().unwrap_or_default().to_string(),
+            coreos_image: payload.coreos_image().unwrap_or_default().to_string(),
+        };
+        tracing::info!(
+            release = %req.release_image,
+            version = %payload.version,
+            binary = %binary.display(),
+            "installer from the release payload"
+        );
+        Ok((binary, Some(info)))
+    }
+
     async fn run(
         &self,
+        binary: &Path,
         req: &GenerateRequest,
         dir: &Path,
         args: &[&str],
     ) -> Result<Vec<String>, InstallError> {
-        let mut cmd = tokio::process::Command::new(&self.binary);
+        let mut cmd = tokio::process::Command::new(binary);
         cmd.args(args)
             .arg("--dir")
             .arg(dir)
@@ -166,7 +244,7 @@ impl OpenshiftInstallBackend {
             );
         }
         let args_text = format!("{} --dir {}", args.join(" "), dir.display());
-        tracing::info!(binary = %self.binary.display(), args = %args_text, "running installer");
+        tracing::info!(binary = %binary.display(), args = %args_text, "running installer");
         let mut attempt = 0;
         let out = loop {
             match cmd.output().await {
@@ -179,7 +257,7 @@ impl OpenshiftInstallBackend {
                 }
                 Err(source) => {
                     return Err(InstallError::Spawn {
-                        binary: self.binary.clone(),
+                        binary: binary.to_path_buf(),
                         args: args_text,
                         source,
                     });
@@ -190,7 +268,7 @@ impl OpenshiftInstallBackend {
             return Ok(installer_warnings(&String::from_utf8_lossy(&out.stderr)));
         }
         Err(InstallError::CommandFailed {
-            binary: self.binary.clone(),
+            binary: binary.to_path_buf(),
             args: args_text,
             status: out.status.to_string(),
             stderr_tail: tail(&out.stderr, STDERR_TAIL_BYTES),
@@ -204,6 +282,7 @@ impl OpenshiftInstallBackend {
     ) -> Result<InstallArtifacts, InstallError> {
         // Never closed, so acquiring only waits.
         let _running = self.running.acquire().await.ok();
+        let (binary, release) = self.installer(req).await?;
         crate::service::private_fs::create_dir_all(dir)
             .await
             .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
@@ -227,16 +306,26 @@ impl OpenshiftInstallBackend {
         crate::service::private_fs::write(&cfg_path, req.install_config_yaml.as_bytes())
             .await
             .map_err(|e| InstallError::io("writing install-config.yaml", &cfg_path, e))?;
-        let mut warnings = self.run(req, dir, &["create", "manifests"]).await?;
+        let mut warnings = self
+            .run(&binary, req, dir, &["create", "manifests"])
+            .await?;
         write_manifests(dir, &req.manifests).await?;
         let bootstrap_name = if req.sno {
             warnings.extend(
-                self.run(req, dir, &["create", "single-node-ignition-config"])
-                    .await?,
+                self.run(
+                    &binary,
+                    req,
+                    dir,
+                    &["create", "single-node-ignition-config"],
+                )
+                .await?,
             );
             "bootstrap-in-place-for-live-iso.ign"
         } else {
-            warnings.extend(self.run(req, dir, &["create", "ignition-configs"]).await?);
+            warnings.extend(
+                self.run(&binary, req, dir, &["create", "ignition-configs"])
+                    .await?,
+            );
             "bootstrap.ign"
         };
         let metadata_json = read_output(dir, "metadata.json").await?;
@@ -268,6 +357,7 @@ impl OpenshiftInstallBackend {
             openshift_cluster_id,
             infra_id,
             warnings,
+            release,
         })
     }
 }
@@ -443,6 +533,7 @@ fi
             api_url: "https://api.c.example.com:6443".into(),
             hosts: vec![],
             machine_networks: vec![],
+            pull_secret: String::new(),
             bootstrap_node_ip: sno.then(|| "192.168.111.20".to_string()),
             manifests: vec![Manifest {
                 folder: crate::service::install::ManifestFolder::Openshift,

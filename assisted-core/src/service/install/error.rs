@@ -8,6 +8,9 @@ pub enum InstallError {
     /// A user-supplied JSON document (overrides, ignition) did not parse or has the wrong shape.
     #[error("invalid {what}: {reason}")]
     InvalidJson { what: String, reason: String },
+    /// The installer could not be had from the release payload (registry answer included).
+    #[error("installer of release {release}: {reason}")]
+    Release { release: String, reason: String },
     /// The install-config input is inconsistent (missing name, no hosts, ...).
     #[error("invalid install-config input: {0}")]
     InvalidInput(String),

@@ -324,6 +324,7 @@ impl LabBackend {
             openshift_cluster_id: cluster_id,
             infra_id,
             warnings: Vec::new(),
+            release: None,
         };
         Ok((artifacts, pki))
     }
@@ -428,6 +429,7 @@ mod tests {
             api_url: "https://127.0.0.1:6443".into(),
             hosts: vec![],
             machine_networks: vec![],
+            pull_secret: String::new(),
             bootstrap_node_ip: None,
         }
     }

@@ -21,8 +21,9 @@ mod manifests;
 mod store;
 
 pub use backend::{
-    GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts, InstallBackend,
-    OpenshiftInstallBackend, installer_warnings,
+    CACHED_RELEASES, GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts,
+    InstallBackend, InstallerSource, MAX_CONCURRENT_INSTALLERS, OpenshiftInstallBackend,
+    installer_warnings,
 };
 pub use bootstrap::{
     ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, BootstrapInput, NM_RESOLV_UNMANAGED,

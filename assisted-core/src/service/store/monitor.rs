@@ -120,11 +120,19 @@ impl Store {
     }
 
     /// The install preparation finished (`Ok`) or failed.
-    pub fn preparation_done(&self, cluster_id: &str, result: Result<(), String>, now: Timestamp) {
+    /// The install step's outcome; on success also the release's images the hosts' install
+    /// step names (MCO, must-gather, CoreOS).
+    pub fn preparation_done(
+        &self,
+        cluster_id: &str,
+        result: Result<crate::domain::ReleaseInfo, String>,
+        now: Timestamp,
+    ) {
         let mut st = self.write();
         if let Some(rec) = st.clusters.get_mut(cluster_id) {
             match result {
-                Ok(()) => {
+                Ok(release) => {
+                    rec.snapshot.release = release;
                     rec.snapshot.preparation = PreparationStatus::Success;
                     rec.preparation_error = None;
                 }
