@@ -57,6 +57,9 @@ pub fn problems(
         }
         out.extend(config_format_problems(config, spec.replicas));
     }
+    if let Some(p) = owned_override_problem(new) {
+        out.push(p);
+    }
     if let Some(old) = old {
         let (before, after) = (
             &old.spec.machine_template.infrastructure_ref,
@@ -98,6 +101,14 @@ fn config_format_problems(
     {
         out.push(format!("spec.config.sshAuthorizedKey: {p}"));
     }
+    if let Some(proxy) = &config.proxy
+        && let Err(e) = assisted_core::domain::formats::check_proxy(
+            proxy.http_proxy.as_deref(),
+            proxy.https_proxy.as_deref(),
+        )
+    {
+        out.push(format!("spec.config.{e}"));
+    }
     if replicas == Some(1) && !(config.api_vips.is_empty() && config.ingress_vips.is_empty()) {
         out.push(
             "spec.config.apiVIPs/ingressVIPs: a single-node cluster has no virtual IPs (its node \
@@ -119,6 +130,21 @@ fn config_format_problems(
         }
     }
     out
+}
+
+/// The user's install-config override may not set what the control plane owns (the pull
+/// secret, base domain, cluster name, another platform).
+fn owned_override_problem(oacp: &OpenshiftAssistedControlPlane) -> Option<String> {
+    use crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION;
+    let text = oacp
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(INSTALL_CONFIG_OVERRIDE_ANNOTATION)?;
+    // Not JSON at all is the controller's error (InstallConfigError), said there.
+    let doc: Value = serde_json::from_str(text).ok()?;
+    assisted_core::domain::formats::owned_override_problem(&doc)
+        .map(|p| format!("annotation {INSTALL_CONFIG_OVERRIDE_ANNOTATION}: {p}"))
 }
 
 /// The control-plane sizes the assisted installer installs: one node (SNO), three, and from
@@ -304,6 +330,30 @@ mod tests {
         assert!(e.contains("different IP families"), "{e}");
         let e = refused(multi(json!({})), 1);
         assert!(e.contains("single-node cluster has no virtual IPs"), "{e}");
+        let e = refused(multi(json!({"proxy": {"httpProxy": "not a url"}})), 3);
+        assert!(e.starts_with("spec.config.proxy.httpProxy"), "{e}");
+    }
+
+    #[test]
+    fn overrides_of_owned_fields_are_refused() {
+        let mut cp = oacp(json!({}));
+        cp.metadata.annotations = Some(
+            [(
+                crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
+                r#"{"baseDomain":"other.example.com"}"#.to_string(),
+            )]
+            .into(),
+        );
+        let e = problems(&cp, None).join("; ");
+        assert!(e.contains("baseDomain cannot be overridden"), "{e}");
+        cp.metadata.annotations = Some(
+            [(
+                crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
+                r#"{"fips":true}"#.to_string(),
+            )]
+            .into(),
+        );
+        assert!(problems(&cp, None).is_empty());
     }
 
     #[test]

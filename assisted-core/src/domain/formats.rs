@@ -103,6 +103,62 @@ fn ssh_key_problem(line: &str) -> Option<String> {
     }
 }
 
+/// Upstream's proxy rules: `httpProxy` an `http://` URL, `httpsProxy` an `http://` or
+/// `https://` URL, each with a host and no spaces. A bad one is refused, not baked into images.
+pub fn check_proxy(http: Option<&str>, https: Option<&str>) -> Result<(), String> {
+    fn url(field: &str, value: &str, schemes: &[&str]) -> Result<(), String> {
+        if value.is_empty() {
+            return Ok(());
+        }
+        let refused = || {
+            format!(
+                "proxy.{field} {value:?} is not a valid proxy URL: use {}://<host>[:<port>]",
+                schemes.join(":// or ").trim_end_matches("://")
+            )
+        };
+        let uri: http::Uri = value.parse().map_err(|_| refused())?;
+        let scheme_ok = uri.scheme_str().is_some_and(|s| schemes.contains(&s));
+        let host_ok = uri.host().is_some_and(|h| !h.is_empty());
+        if scheme_ok && host_ok && !value.contains(char::is_whitespace) {
+            Ok(())
+        } else {
+            Err(refused())
+        }
+    }
+    url("httpProxy", http.unwrap_or_default(), &["http"])?;
+    url("httpsProxy", https.unwrap_or_default(), &["http", "https"])
+}
+
+/// install-config fields the core writes itself: an override of them would install another
+/// cluster than the objects describe (a different name, domain or pull secret), and a platform
+/// other than the ones the core installs is not one it can set up.
+const OWNED_OVERRIDES: &[(&str, &str)] = &[
+    ("pullSecret", "set the ClusterDeployment's pullSecretRef"),
+    ("baseDomain", "set the ClusterDeployment's baseDomain"),
+    ("metadata", "set the ClusterDeployment's clusterName"),
+];
+const OVERRIDABLE_PLATFORMS: &[&str] = &["baremetal", "none", "external", "vsphere", "nutanix"];
+
+/// Refuses install-config overrides of fields the core owns, naming the field and where to
+/// set it instead.
+pub fn owned_override_problem(overrides: &serde_json::Value) -> Option<String> {
+    for (field, instead) in OWNED_OVERRIDES {
+        if overrides.get(field).is_some() {
+            return Some(format!("{field} cannot be overridden: {instead} instead"));
+        }
+    }
+    let platforms = overrides.get("platform").and_then(|p| p.as_object())?;
+    platforms
+        .keys()
+        .find(|k| !OVERRIDABLE_PLATFORMS.contains(&k.as_str()))
+        .map(|k| {
+            format!(
+                "platform.{k} cannot be overridden: the assisted installer installs {}",
+                OVERRIDABLE_PLATFORMS.join(", ")
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +177,53 @@ mod tests {
         for bad in ["bad_domain!.example", "a..b", ".a", "a.", "A.example.com"] {
             assert!(dns_subdomain_problem(bad).is_some(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn owned_overrides_are_refused() {
+        use serde_json::json;
+        assert_eq!(
+            owned_override_problem(&json!({"fips": true, "platform": {"baremetal": {}}})),
+            None
+        );
+        let e = owned_override_problem(&json!({"pullSecret": "{}"})).unwrap();
+        assert!(e.starts_with("pullSecret cannot be overridden"), "{e}");
+        let e = owned_override_problem(&json!({"metadata": {"name": "x"}})).unwrap();
+        assert!(e.contains("clusterName"), "{e}");
+        let e = owned_override_problem(&json!({"platform": {"aws": {}}})).unwrap();
+        assert!(e.starts_with("platform.aws cannot be overridden"), "{e}");
+    }
+
+    #[test]
+    fn proxies_follow_upstream_rules() {
+        // (http, https, accepted)
+        let rows = [
+            (None, None, true),
+            (
+                Some("http://proxy.example.com:3128"),
+                Some("https://proxy.example.com"),
+                true,
+            ),
+            (
+                Some("http://user:pw@10.0.0.1:8080"),
+                Some("http://10.0.0.1:8080"),
+                true,
+            ),
+            (Some(""), None, true),
+            (Some("ht!tp://::bad url"), None, false),
+            (Some("ftp://x"), None, false),
+            (Some("https://proxy.example.com"), None, false),
+            (None, Some("socks5://proxy"), false),
+            (Some("proxy.example.com:3128"), None, false),
+        ];
+        for (http, https, ok) in rows {
+            assert_eq!(check_proxy(http, https).is_ok(), ok, "{http:?} {https:?}");
+        }
+        let e = check_proxy(Some("ftp://x"), None).unwrap_err();
+        assert!(
+            e.contains("proxy.httpProxy") && e.contains("http://"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -393,6 +393,19 @@ fn pointer(ign: &[u8]) -> (String, String) {
     )
 }
 
+/// The host's address in the machine network, without prefix.
+fn machine_ip(host: &dom::HostSnapshot) -> String {
+    host.inventory
+        .as_ref()
+        .expect("inventory")
+        .interfaces
+        .iter()
+        .flat_map(|n| n.ipv4_addresses.iter())
+        .find(|a| a.starts_with("192.168.111."))
+        .map(|a| a.split('/').next().unwrap().to_string())
+        .expect("an address in the machine network")
+}
+
 fn chrony_of(files: &BTreeMap<String, Vec<u8>>, pool: &str) -> String {
     let mc = text(
         files,
@@ -428,16 +441,7 @@ async fn three_masters_two_workers_with_the_real_installer() {
     assert!(text(&boot, NM_RESOLV_UNMANAGED).contains("rc-manager=unmanaged"));
     assert!(!boot.contains_key("/etc/NetworkManager/system-connections/nmconnection"));
     // The bootstrap kubelet listens on the bootstrap host's machine-network address.
-    let bootstrap_ip = rec.snapshot.hosts[0]
-        .inventory
-        .as_ref()
-        .unwrap()
-        .interfaces
-        .iter()
-        .flat_map(|n| n.ipv4_addresses.iter())
-        .find(|a| a.starts_with("192.168.111."))
-        .map(|a| a.split('/').next().unwrap().to_string())
-        .expect("bootstrap host address");
+    let bootstrap_ip = machine_ip(&rec.snapshot.hosts[0]);
     assert!(
         text(&boot, "/usr/local/bin/kubelet.sh").contains(&format!("--node-ip=\"{bootstrap_ip}\"")),
         "kubelet.sh without --node-ip={bootstrap_ip}"
@@ -538,16 +542,7 @@ async fn single_node_with_the_real_installer() {
     assert!(boot.contains_key("/usr/local/bin/bootstrap-in-place.sh"));
     assert!(!boot.contains_key(ASSISTED_BOOTSTRAP_MARKER));
     assert!(chrony_of(&boot, "master").contains("server clock.lab.example.com iburst"));
-    let ip = rec.snapshot.hosts[0]
-        .inventory
-        .as_ref()
-        .unwrap()
-        .interfaces
-        .iter()
-        .flat_map(|n| n.ipv4_addresses.iter())
-        .find(|a| a.starts_with("192.168.111."))
-        .map(|a| a.split('/').next().unwrap().to_string())
-        .unwrap();
+    let ip = machine_ip(&rec.snapshot.hosts[0]);
     assert!(text(&boot, "/usr/local/bin/kubelet.sh").contains(&format!("--node-ip=\"{ip}\"")));
     // A later host of either pool can join: both pointers carry the cluster CA.
     let (ca, src) = pointer(&art.master_ign);

@@ -246,6 +246,10 @@ fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<()
     {
         return Err(format!("spec.sshPublicKey: {p}"));
     }
+    if let Some(p) = &aci.spec.proxy {
+        crate::domain::formats::check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref())
+            .map_err(|e| format!("spec.{e}"))?;
+    }
     Ok(())
 }
 
@@ -291,15 +295,21 @@ pub fn cluster_config(
     let s = &aci.spec;
     check_formats(cd, aci)?;
     check_networks(aci)?;
-    if let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
-        && !matches!(
-            serde_json::from_str::<serde_json::Value>(overrides),
-            Ok(serde_json::Value::Object(_))
-        )
-    {
-        return Err(format!(
-            "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
-        ));
+    if let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION) {
+        match serde_json::from_str::<serde_json::Value>(overrides) {
+            Ok(doc @ serde_json::Value::Object(_)) => {
+                if let Some(p) = crate::domain::formats::owned_override_problem(&doc) {
+                    return Err(format!(
+                        "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION}: {p}"
+                    ));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
+                ));
+            }
+        }
     }
     let req = &s.provision_requirements;
     let cp = u32::try_from(req.control_plane_agents)
@@ -680,7 +690,13 @@ fn pull_secret_of(cd: &ClusterDeployment, secret: Option<&Secret>) -> Result<Str
         .as_ref()
         .and_then(|d| d.get(".dockerconfigjson"))
         .ok_or_else(|| format!("pull secret {name} has no .dockerconfigjson key"))?;
-    String::from_utf8(bytes.0.clone()).map_err(|_| format!("pull secret {name} is not UTF-8"))
+    let text = String::from_utf8(bytes.0.clone())
+        .map_err(|_| format!("pull secret {name} is not UTF-8"))?;
+    // The shape the installer and every registry client need (`{"auths": {...}}`, each entry
+    // `auth` or `username`/`password`): caught here, not when the install or an image read fails.
+    crate::service::release::PullSecret::parse(&text)
+        .map_err(|e| format!("pull secret {name}: {e}"))?;
+    Ok(text)
 }
 
 /// The decide phase (pure).
@@ -1232,6 +1248,18 @@ mod tests {
             Plan::Sync(s) => *s,
             other => panic!("expected a sync plan, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_pull_secret_of_the_wrong_shape_is_an_input_error() {
+        let (cd, mut read) = plan_fixture();
+        read.pull_secret.as_mut().unwrap().data = Some(BTreeMap::from([(
+            ".dockerconfigjson".into(),
+            ByteString(br#"{"auths":"nope"}"#.to_vec()),
+        )]));
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        let e = p.spec_error.expect("an input error");
+        assert!(e.starts_with("pull secret pull: "), "{e}");
     }
 
     #[test]

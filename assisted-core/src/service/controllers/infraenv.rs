@@ -215,32 +215,6 @@ pub async fn reconcile(ie: Arc<InfraEnv>, ctx: Arc<Context>) -> Result<Action, E
     sync(&ie, &ctx).await
 }
 
-/// Upstream's proxy rules: `httpProxy` an `http://` URL, `httpsProxy` an `http://` or
-/// `https://` URL, each with a host and no spaces. A bad one is refused, not baked into images.
-pub fn check_proxy(http: Option<&str>, https: Option<&str>) -> Result<(), String> {
-    fn url(field: &str, value: &str, schemes: &[&str]) -> Result<(), String> {
-        if value.is_empty() {
-            return Ok(());
-        }
-        let refused = || {
-            format!(
-                "proxy.{field} {value:?} is not a valid proxy URL: use {}://<host>[:<port>]",
-                schemes.join(":// or ").trim_end_matches("://")
-            )
-        };
-        let uri: http::Uri = value.parse().map_err(|_| refused())?;
-        let scheme_ok = uri.scheme_str().is_some_and(|s| schemes.contains(&s));
-        let host_ok = uri.host().is_some_and(|h| !h.is_empty());
-        if scheme_ok && host_ok && !value.contains(char::is_whitespace) {
-            Ok(())
-        } else {
-            Err(refused())
-        }
-    }
-    url("httpProxy", http.unwrap_or_default(), &["http"])?;
-    url("httpsProxy", https.unwrap_or_default(), &["http", "https"])
-}
-
 fn previous_reason(st: &InfraEnvStatus) -> Option<&str> {
     st.conditions
         .iter()
@@ -458,7 +432,8 @@ pub fn decide(
         read.nmstate_configs.iter().map(static_network_of).collect();
 
     if let Some(p) = &spec.proxy {
-        check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref()).map_err(Problem::Error)?;
+        crate::domain::formats::check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref())
+            .map_err(Problem::Error)?;
     }
     let proxy = spec
         .proxy
@@ -675,38 +650,6 @@ async fn write_status(ie: &InfraEnv, ctx: &Context, status: &InfraEnvStatus) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proxies_follow_upstream_rules() {
-        // (http, https, accepted)
-        let rows = [
-            (None, None, true),
-            (
-                Some("http://proxy.example.com:3128"),
-                Some("https://proxy.example.com"),
-                true,
-            ),
-            (
-                Some("http://user:pw@10.0.0.1:8080"),
-                Some("http://10.0.0.1:8080"),
-                true,
-            ),
-            (Some(""), None, true),
-            (Some("ht!tp://::bad url"), None, false),
-            (Some("ftp://x"), None, false),
-            (Some("https://proxy.example.com"), None, false),
-            (None, Some("socks5://proxy"), false),
-            (Some("proxy.example.com:3128"), None, false),
-        ];
-        for (http, https, ok) in rows {
-            assert_eq!(check_proxy(http, https).is_ok(), ok, "{http:?} {https:?}");
-        }
-        let e = check_proxy(Some("ftp://x"), None).unwrap_err();
-        assert!(
-            e.contains("proxy.httpProxy") && e.contains("http://"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn urls_carry_token_and_revision() {

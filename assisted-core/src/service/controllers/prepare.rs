@@ -88,7 +88,8 @@ fn core_manifests(
     infra_envs: &InfraEnvInputs,
 ) -> Result<Vec<Manifest>, InstallError> {
     let arbiter = c.arbiter_count > 0;
-    let cluster_sources: Vec<String> = split_list(&c.additional_ntp_source);
+    let cluster_sources: Vec<String> =
+        crate::service::install::split_list(&c.additional_ntp_source);
     // What the hosts synced with during discovery, then what their InfraEnvs gave them.
     let host_sources: Vec<String> = day1_hosts(c)
         .flat_map(|h| h.ntp_sources.iter().map(|s| s.source_name.clone()))
@@ -116,14 +117,6 @@ fn core_manifests(
         manifests.push(masters_schedulable_patch());
     }
     Ok(manifests)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// The host's address (no prefix) in the first machine network.

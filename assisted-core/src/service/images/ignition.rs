@@ -321,28 +321,7 @@ pub(crate) fn data_url(data: &[u8]) -> String {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-/// Decodes `data:[type][;base64],payload`; the non-base64 form is percent-decoded.
-pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
-    let rest = url.strip_prefix("data:")?;
-    let (meta, payload) = rest.split_once(',')?;
-    if meta.split(';').any(|m| m.eq_ignore_ascii_case("base64")) {
-        return B64.decode(payload.trim()).ok();
-    }
-    let bytes = payload.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
+pub use crate::service::install::decode_data_url;
 
 fn file(path: &str, mode: u32, data: &[u8]) -> Value {
     json!({

@@ -225,7 +225,8 @@ fn install_host(h: &HostSnapshot) -> InstallHost {
     }
 }
 
-fn split_list(s: &str) -> Vec<String> {
+/// A comma-separated list, entries trimmed, empty ones dropped.
+pub(crate) fn split_list(s: &str) -> Vec<String> {
     s.split(',')
         .map(str::trim)
         .filter(|x| !x.is_empty())

@@ -248,11 +248,11 @@ fn identity(v: &Value) -> Option<(&'static str, &str)> {
 
 /// Decodes a `data:` URL: base64 (as [`data_url`] writes) or percent-encoded (as the
 /// installer and upstream write short files, e.g. `data:,` for an empty one).
-pub(crate) fn decode_data_url(url: &str) -> Option<Vec<u8>> {
+pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
-    if meta.ends_with(";base64") {
-        return STANDARD.decode(data).ok();
+    if meta.split(';').any(|m| m.eq_ignore_ascii_case("base64")) {
+        return STANDARD.decode(data.trim()).ok();
     }
     let bytes = data.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

@@ -30,6 +30,7 @@ pub use bootstrap::{
     hardware_details, post_process_bootstrap,
 };
 pub use chrony::{chrony_conf, chrony_conf_of_manifest, chrony_manifests};
+pub(crate) use config::split_list;
 pub use config::{
     BootMode, ExternalPlatformInput, HostNic, InstallConfigInput, InstallHost, InstallPlatform,
     ProxyInput, apply_merge_patch, build_install_config, render_install_config_yaml,
@@ -37,8 +38,9 @@ pub use config::{
 pub use disk_encryption::{TangServer, disk_encryption_manifests, tang_servers};
 pub use error::InstallError;
 pub use ignition::{
-    IGNITION_VERSION, data_url, day2_pointer_ignition, host_ignition, host_ignition_file_name,
-    merge_ignition, parse_ignition_override, pointer_ignition, with_ignition_override,
+    IGNITION_VERSION, data_url, day2_pointer_ignition, decode_data_url, host_ignition,
+    host_ignition_file_name, merge_ignition, parse_ignition_override, pointer_ignition,
+    with_ignition_override,
 };
 pub use lab::{
     LabBackend, LabClientCa, LabPki, generate_kubeadmin_password, generate_lab_pki, random_uuid_v4,
