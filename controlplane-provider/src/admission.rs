@@ -61,6 +61,7 @@ pub fn problems(
         out.push(p);
     }
     if let Some(old) = old {
+        out.extend(update_problems(old, new, version.as_ref()));
         let (before, after) = (
             &old.spec.machine_template.infrastructure_ref,
             &spec.machine_template.infrastructure_ref,
@@ -128,6 +129,50 @@ fn config_format_problems(
             )),
             _ => {}
         }
+    }
+    out
+}
+
+/// Changes that would rewrite a cluster the installer already fixed: its name and domain
+/// (Hive makes them immutable on the ClusterDeployment; the Metal3Cluster endpoint keeps the
+/// old name) and a release older than the one asked for before (OpenShift has no downgrades).
+fn update_problems(
+    old: &OpenshiftAssistedControlPlane,
+    new: &OpenshiftAssistedControlPlane,
+    new_version: Option<&Version>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let config = |cp: &OpenshiftAssistedControlPlane| {
+        let c = cp.spec.config.as_ref();
+        (
+            c.map(|c| c.base_domain.clone()).unwrap_or_default(),
+            c.and_then(|c| c.cluster_name.clone()),
+        )
+    };
+    let ((old_domain, old_name), (new_domain, new_name)) = (config(old), config(new));
+    if !old_domain.is_empty() && old_domain != new_domain {
+        out.push(format!(
+            "spec.config.baseDomain cannot change (from {old_domain:?} to {new_domain:?}): the \
+             cluster's names and certificates are made for it; create a new cluster instead"
+        ));
+    }
+    if old_name != new_name {
+        let shown = |n: &Option<String>| n.clone().unwrap_or_else(|| "unset".into());
+        out.push(format!(
+            "spec.config.clusterName cannot change (from {} to {}): create a new cluster instead",
+            shown(&old_name),
+            shown(&new_name)
+        ));
+    }
+    if let (Ok(before), Some(after)) = (
+        parse_distribution_version(&old.spec.distribution_version),
+        new_version,
+    ) && (after.major, after.minor, after.patch) < (before.major, before.minor, before.patch)
+    {
+        out.push(format!(
+            "spec.distributionVersion: {after} is older than {before}; OpenShift clusters are \
+             not downgraded"
+        ));
     }
     out
 }
@@ -332,6 +377,39 @@ mod tests {
         assert!(e.contains("single-node cluster has no virtual IPs"), "{e}");
         let e = refused(multi(json!({"proxy": {"httpProxy": "not a url"}})), 3);
         assert!(e.starts_with("spec.config.proxy.httpProxy"), "{e}");
+    }
+
+    #[test]
+    fn names_domains_and_older_releases_cannot_replace_the_old_ones() {
+        let old = oacp(json!({"distributionVersion": "4.17.3"}));
+        let changed = |spec: Value| problems(&oacp(spec), Some(&old)).join("; ");
+        let base = json!({"baseDomain": "example.com", "apiVIPs": ["192.168.1.5"], "ingressVIPs": ["192.168.1.4"]});
+        let with = |extra: Value| {
+            let mut c = base.clone();
+            c.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            c
+        };
+        // Scaling and upgrades pass.
+        assert_eq!(
+            changed(json!({"distributionVersion": "4.17.3", "replicas": 3})),
+            ""
+        );
+        assert_eq!(changed(json!({"distributionVersion": "4.18.1"})), "");
+        let e = changed(json!({"distributionVersion": "4.16.0"}));
+        assert!(e.contains("4.16.0 is older than 4.17.3"), "{e}");
+        let e = changed(
+            json!({"distributionVersion": "4.17.3", "config": with(json!({"baseDomain": "other.com"}))}),
+        );
+        assert!(e.starts_with("spec.config.baseDomain cannot change"), "{e}");
+        let e = changed(
+            json!({"distributionVersion": "4.17.3", "config": with(json!({"clusterName": "new"}))}),
+        );
+        assert!(
+            e.contains("clusterName cannot change (from unset to new)"),
+            "{e}"
+        );
     }
 
     #[test]
