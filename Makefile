@@ -1,5 +1,5 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed coreos-installer openshift-install images generate check-generated fmt clippy lab bench-core
+.PHONY: test testbed coreos-installer openshift-install images images-check generate check-generated fmt clippy lab bench-core
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
 # the repo, then runs every Rust test against it. The lab's test runs our managers as processes
@@ -26,6 +26,10 @@ openshift-install:
 # Both managers' OCI images, offline and reproducibly, into target/images (docs/images.md).
 images:
 	bash images/build.sh
+
+# The images read by a real runtime: a private containerd imports and runs each (root).
+images-check: images
+	bash images/check.sh
 
 # Regenerates everything under config/ from the Rust types.
 generate:
