@@ -253,6 +253,33 @@ fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<()
     Ok(())
 }
 
+/// Once the install started, the cluster's name and domain are in its certificates and DNS
+/// names: a ClusterDeployment edit of them is refused (Hive makes them immutable), and the
+/// record keeps the old ones.
+fn fixed_names(record: Option<&RecordFacts>, config: &ClusterConfig) -> Result<(), String> {
+    let Some(rec) = record else {
+        return Ok(());
+    };
+    let started = !matches!(
+        rec.status,
+        ClusterStatus::Insufficient | ClusterStatus::Ready | ClusterStatus::PendingForInput
+    );
+    if !started {
+        return Ok(());
+    }
+    for (field, before, after) in [
+        ("clusterName", &rec.name, &config.name),
+        ("baseDomain", &rec.base_domain, &config.base_domain),
+    ] {
+        if !before.is_empty() && before != after {
+            return Err(format!(
+                "ClusterDeployment spec.{field} cannot change after the install started (it is {before:?}, the spec says {after:?})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// What the release's installer would refuse, refused before the install starts (upstream
 /// checks these when the cluster is created or updated). No version (an installed cluster
 /// adopted without a ClusterImageSet) checks nothing.
@@ -512,6 +539,9 @@ pub struct Dereferenced {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordFacts {
     pub status: ClusterStatus,
+    /// The name and base domain the cluster was registered (and is installed) with.
+    pub name: String,
+    pub base_domain: String,
     pub kubeconfig_uploaded: bool,
     /// The AgentClusterInstall, for events.
     pub aci: ObjectReference,
@@ -521,6 +551,8 @@ impl RecordFacts {
     pub fn of(rec: &ClusterRecord) -> RecordFacts {
         RecordFacts {
             status: rec.snapshot.status,
+            name: rec.snapshot.name.clone(),
+            base_domain: rec.snapshot.base_domain.clone(),
             kubeconfig_uploaded: rec.snapshot.kubeconfig_uploaded,
             aci: super::events::aci_reference(rec),
         }
@@ -736,6 +768,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
     let (config, release_image, spec_error) = match (&pull, &version) {
         (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
             c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
+            fixed_names(read.record.as_ref(), &c)?;
             Ok(c)
         }) {
             Ok(c) => (Some(c), image.clone(), None),
@@ -1482,7 +1515,27 @@ mod tests {
     fn record(status: ClusterStatus) -> RecordFacts {
         let mut snap = ClusterSnapshot::new("cd-uid", "c1", Timestamp::UNIX_EPOCH);
         snap.status = status;
+        snap.base_domain = "example.com".into();
         RecordFacts::of(&ClusterRecord::new(snap, ClusterSettings::default()))
+    }
+
+    #[test]
+    fn name_and_domain_are_fixed_once_the_install_started() {
+        let (mut cd, mut read) = plan_fixture();
+        cd.spec.base_domain = "other.example.com".into();
+        read.record = Some(record(ClusterStatus::Ready));
+        assert_eq!(
+            sync_plan(plan(&cd, &read, &TagReleaseInfo)).spec_error,
+            None
+        );
+        read.record = Some(record(ClusterStatus::Installed));
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        let e = p.spec_error.expect("refused");
+        assert!(
+            e.starts_with("ClusterDeployment spec.baseDomain cannot change"),
+            "{e}"
+        );
+        assert!(p.config.is_none(), "the record keeps the installed names");
     }
 
     #[test]
