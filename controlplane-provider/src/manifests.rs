@@ -277,8 +277,8 @@ pub fn provider_manifest() -> ProviderManifest {
                 },
             ],
         )),
-        // The manager (about 60 MiB under load) plus up to two openshift-install children
-        // at about 160 MiB each (assisted-core MAX_CONCURRENT_INSTALLERS).
+        // The manager (52.6 MiB peak in the 20 × 3+2 lab run, docs/benchmarks.md) plus up to
+        // two openshift-install children at about 160 MiB each (MAX_CONCURRENT_INSTALLERS).
         memory_limit: "512Mi",
         data_volume: Some(("file-store", "/var/lib/assisted-core")),
         webhooks: true,
