@@ -406,6 +406,94 @@ fn machine_ip(host: &dom::HostSnapshot) -> String {
         .expect("an address in the machine network")
 }
 
+const PAUSED_ANNOTATION: &str = "baremetalhost.metal3.io/paused";
+
+/// The BareMetalHost manifests as the real baremetal-operator reads them (the test bed's, with
+/// its fixture provisioner): the apiserver takes them under BMO's CRD schema, and BMO restores
+/// each host's status from the annotation — hardware included — then drops the annotation, as it
+/// does when the bootstrap host hands the hosts over.
+async fn bmo_reads_the_hosts(boot: &BTreeMap<String, Vec<u8>>) {
+    use kube::api::{Api, DynamicObject};
+    if testbed::skip() {
+        return;
+    }
+    let tb = testbed::Testbed::builder()
+        .metal3()
+        .start()
+        .await
+        .expect("testbed");
+    tb.apply_yaml("apiVersion: v1\nkind: Namespace\nmetadata: {name: openshift-machine-api}\n")
+        .await
+        .expect("namespace");
+    let mut names = Vec::new();
+    for (path, body) in boot {
+        if path.contains("openshift-cluster-api_hosts") {
+            let yaml = String::from_utf8(body.clone()).unwrap();
+            let applied = tb
+                .apply_yaml(&yaml)
+                .await
+                .unwrap_or_else(|e| panic!("{path} refused by the apiserver: {e:#}"));
+            names.extend(applied.iter().map(|o| o.metadata.name.clone().unwrap()));
+        }
+    }
+    let gvk = kube::api::GroupVersionKind::gvk("metal3.io", "v1alpha1", "BareMetalHost");
+    let resource = kube::api::ApiResource::from_gvk(&gvk);
+    let hosts: Api<DynamicObject> =
+        Api::namespaced_with(tb.client.clone(), "openshift-machine-api", &resource);
+    // The installer pauses the workers' hosts until the cluster's own control plane runs; its
+    // operator then unpauses them, as here.
+    for name in &names {
+        let h = hosts.get(name).await.expect("BareMetalHost");
+        let paused = h
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION));
+        assert_eq!(paused, name.starts_with("worker-"), "{name}");
+        if paused {
+            hosts
+                .patch(
+                    name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(serde_json::json!({
+                        "metadata": { "annotations": { PAUSED_ANNOTATION: null } }
+                    })),
+                )
+                .await
+                .expect("unpause");
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for name in &names {
+        loop {
+            let h = hosts.get(name).await.expect("BareMetalHost");
+            let restored = h.data["status"]["hardware"]["hostname"] == name.as_str();
+            let annotation_gone = !h
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(BMH_STATUS_ANNOTATION));
+            if restored && annotation_gone {
+                assert!(
+                    h.data["status"]["hardware"]["ramMebibytes"]
+                        .as_u64()
+                        .unwrap()
+                        >= 8192,
+                    "{name}: {}",
+                    h.data["status"]
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "baremetal-operator did not restore {name}'s status from the annotation: {}",
+                serde_json::to_string(&h.data["status"]).unwrap()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+}
+
 fn chrony_of(files: &BTreeMap<String, Vec<u8>>, pool: &str) -> String {
     let mc = text(
         files,
@@ -469,6 +557,7 @@ async fn three_masters_two_workers_with_the_real_installer() {
         hostnames.push(bmh["metadata"]["name"].as_str().unwrap().to_string());
     }
     hostnames.sort();
+    bmo_reads_the_hosts(&boot).await;
     let mut expected: Vec<String> = rec
         .snapshot
         .hosts
