@@ -27,6 +27,15 @@ cargo build --locked --release --target "${TARGET}" --bins -p bootstrap-provider
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 size() { stat -c %s "$1"; }
 
+# Moves file $1 into the layout's blobs ($2) under its digest; prints "<digest> <size>".
+put_blob() {
+    local digest size
+    digest=$(sha "$1")
+    size=$(size "$1")
+    mv "$1" "$2/${digest}"
+    echo "${digest} ${size}"
+}
+
 # One image: $1 the binary (and image) name.
 build_image() {
     local name=$1
@@ -52,25 +61,17 @@ build_image() {
         --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
         -C "${work}/root" -cf "${work}/layer.tar" etc usr
     gzip -n -9 < "${work}/layer.tar" > "${work}/layer.tar.gz"
-    local diff_id layer_digest layer_size
+    local diff_id layer_digest layer_size config_digest config_size manifest_digest manifest_size
     diff_id=$(sha "${work}/layer.tar")
-    layer_digest=$(sha "${work}/layer.tar.gz")
-    layer_size=$(size "${work}/layer.tar.gz")
-    mv "${work}/layer.tar.gz" "${blobs}/${layer_digest}"
+    read -r layer_digest layer_size < <(put_blob "${work}/layer.tar.gz" "${blobs}")
 
     printf '%s' "{\"architecture\":\"amd64\",\"os\":\"linux\",\"created\":\"${CREATED}\",\"config\":{\"User\":\"${NONROOT}:${NONROOT}\",\"Entrypoint\":[\"/usr/local/bin/manager\"],\"Env\":[\"PATH=/usr/local/bin\",\"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt\"],\"Labels\":{\"org.opencontainers.image.title\":\"${name}\",\"org.opencontainers.image.version\":\"${VERSION}\",\"org.opencontainers.image.licenses\":\"Apache-2.0\"}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:${diff_id}\"]},\"history\":[{\"created\":\"${CREATED}\",\"created_by\":\"images/build.sh\"}]}" \
         > "${work}/config.json"
-    local config_digest config_size
-    config_digest=$(sha "${work}/config.json")
-    config_size=$(size "${work}/config.json")
-    mv "${work}/config.json" "${blobs}/${config_digest}"
+    read -r config_digest config_size < <(put_blob "${work}/config.json" "${blobs}")
 
     printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"sha256:${config_digest}\",\"size\":${config_size}},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"sha256:${layer_digest}\",\"size\":${layer_size}}]}" \
         > "${work}/manifest.json"
-    local manifest_digest manifest_size
-    manifest_digest=$(sha "${work}/manifest.json")
-    manifest_size=$(size "${work}/manifest.json")
-    mv "${work}/manifest.json" "${blobs}/${manifest_digest}"
+    read -r manifest_digest manifest_size < <(put_blob "${work}/manifest.json" "${blobs}")
 
     printf '%s' '{"imageLayoutVersion":"1.0.0"}' > "${layout}/oci-layout"
     printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:${manifest_digest}\",\"size\":${manifest_size},\"annotations\":{\"org.opencontainers.image.ref.name\":\"${VERSION}\",\"io.containerd.image.name\":\"${REGISTRY}/${name}:${VERSION}\"}}]}" \
