@@ -21,10 +21,10 @@ use assisted_core::service::controllers::prepare::{
 };
 use assisted_core::service::install::{
     ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, InstallArtifacts, InstallBackend,
-    NM_RESOLV_UNMANAGED, OpenshiftInstallBackend, generate_lab_pki, render_install_config_yaml,
+    NM_RESOLV_UNMANAGED, OpenshiftInstallBackend, decode_data_url, generate_lab_pki,
+    render_install_config_yaml,
 };
 use assisted_core::service::store::{ClusterRecord, ClusterSettings};
-use base64::Engine;
 use serde_json::Value;
 
 const VERSION: &str = "v1.4.17";
@@ -354,18 +354,9 @@ fn files(ign: &[u8]) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn decode(source: &str) -> Vec<u8> {
-    let (meta, data) = source
-        .strip_prefix("data:")
-        .and_then(|r| r.split_once(','))
-        .unwrap_or_else(|| panic!("not a data URL: {source:.80}"));
+    let meta = source.split(',').next().unwrap_or_default();
     assert!(!meta.contains("gzip"), "compressed file: {meta}");
-    if meta.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD
-            .decode(data)
-            .unwrap()
-    } else {
-        data.as_bytes().to_vec()
-    }
+    decode_data_url(source).unwrap_or_else(|| panic!("not a data URL: {source:.80}"))
 }
 
 fn text(files: &BTreeMap<String, Vec<u8>>, path: &str) -> String {

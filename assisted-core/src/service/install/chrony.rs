@@ -3,11 +3,10 @@
 //! install-config's `platform.baremetal.additionalNTPServers` only exists from 4.18 and only
 //! on baremetal; these manifests work on every release and platform.
 
-use base64::Engine;
 use serde_json::json;
 
 use super::error::InstallError;
-use super::ignition::data_url;
+use super::ignition::{data_url, decode_data_url};
 
 /// The lines every chrony.conf gets (RHCOS's own defaults, without its pools).
 const CHRONY_BASE: &[&str] = &[
@@ -87,9 +86,7 @@ pub fn chrony_manifests(conf: &str, arbiter: bool) -> Result<Vec<(String, Vec<u8
 pub fn chrony_conf_of_manifest(yaml: &[u8]) -> Option<String> {
     let doc: serde_json::Value = serde_yaml::from_slice(yaml).ok()?;
     let source = doc["spec"]["config"]["storage"]["files"][0]["contents"]["source"].as_str()?;
-    let b64 = source.strip_prefix("data:text/plain;charset=utf-8;base64,")?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-    String::from_utf8(bytes).ok()
+    String::from_utf8(decode_data_url(source)?).ok()
 }
 
 #[cfg(test)]
