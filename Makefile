@@ -1,15 +1,20 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed coreos-installer openshift-install images images-check generate check-generated fmt clippy lab bench-core
+.PHONY: test testbed node-packages coreos-installer openshift-install images images-check generate check-generated fmt clippy lab bench-core
 
-# Builds the real control plane (kube-apiserver, etcd, CAPI, ...) from Go modules into a cache outside
-# the repo, then runs every Rust test against it. The lab's test runs our managers as processes
-# from target/debug, and `cargo test` alone does not build another package's binaries.
-test: testbed coreos-installer openshift-install
+# Builds the real control plane (kube-apiserver, etcd, CAPI, a node's kubelet, ...) from Go modules
+# into a cache outside the repo, the Debian packages the node needs and our managers' images, then
+# runs every Rust test against it. The lab's test runs our managers as processes from target/debug,
+# and `cargo test` alone does not build another package's binaries.
+test: testbed node-packages images coreos-installer openshift-install
 	cargo build --locked --bins -p bootstrap-provider -p controlplane-provider
 	cargo test --workspace --locked
 
 testbed:
 	bash tests/testbed/build.sh
+
+# containerd, runc, the CNI plugins, iptables and conntrack from Debian, for the test bed's node.
+node-packages:
+	bash tests/testbed/node-packages.sh
 
 # The real coreos-installer and its crate's fixture ISOs, built once into the cache: the tests
 # read back with it what the core serves (tests/coreos-installer/build.sh).

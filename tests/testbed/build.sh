@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Builds the real control plane the Rust test harness (tests/harness, crate `testbed`) starts:
 # kube-apiserver, kube-controller-manager, etcd, the Cluster API core manager, clusterctl and
-# kustomize, all with `go build` from the Go modules pinned in this directory's go.mod/go.sum, and
-# the CAPM3 manager and baremetal-operator from metal3/go.mod.
-# It also collects the upstream manifests the harness needs from the Go module cache.
+# kustomize, and a node's kubelet, kube-proxy and kube-scheduler, all with `go build` from the Go
+# modules pinned in this directory's go.mod/go.sum; the CAPM3 manager and baremetal-operator from
+# metal3/go.mod; cert-manager's controller, webhook and cainjector from cert-manager/go.mod; helm
+# from helm/go.mod; the node's sandbox ("pause") program from pause/pause.c.
+# It also collects the upstream manifests the harness needs from the Go module cache, and wraps
+# the managers the node runs as pods into OCI images named as their manifests reference them.
 #
 # Output (never inside the repository):
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>/
 #     bin/{etcd,kube-apiserver,kube-controller-manager,capi-manager,clusterctl,kustomize,
-#         capm3-manager,baremetal-operator}
+#         capm3-manager,baremetal-operator,kubelet,kube-proxy,kube-scheduler,
+#         cert-manager-{controller,webhook,cainjector},helm,pause}
+#     images/*.tar                            OCI archives for the node (`ctr images import`)
+#     images/images.txt                       each archive's image reference
 #     manifests/capi/core-components.yaml     CAPI core rendered with kustomize, as a release has it
 #     manifests/capi/metadata.yaml            CAPI's clusterctl metadata
 #     manifests/capi/crd/*.yaml               CAPI core CRD bases
-#     manifests/cert-manager/crd/*.yaml       cert-manager CRDs (clusterctl test only)
+#     manifests/cert-manager/cert-manager.yaml   cert-manager's chart rendered as its release does
 #     manifests/capm3/infrastructure-components.yaml   CAPM3 rendered with kustomize
 #     manifests/bmo/crd/*.yaml                BMO CRD bases
 #     versions.env                            what was built
@@ -27,7 +33,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
 # Keep in sync with KEY_FILES in tests/harness/src/cache.rs.
-key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum metal3/go.mod metal3/go.sum cmd/etcd/main.go build.sh)
+key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum metal3/go.mod metal3/go.sum helm/go.mod helm/go.sum
+	cmd/etcd/main.go pause/pause.c ../../images/oci-image.sh build.sh)
 key=$(cat "${key_files[@]}" | sha256sum | cut -c1-16)
 root="${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed"
 out="$root/$key"
@@ -54,7 +61,8 @@ echo "testbed: building into $out ($(go version | cut -d' ' -f3), GOMAXPROCS=$(n
 echo "testbed: downloading modules (go mod download)"
 t=$(now)
 go mod download
-(cd cert-manager && go mod download github.com/cert-manager/cert-manager)
+(cd cert-manager && go mod download)
+(cd helm && go mod download)
 (cd metal3 && go mod download)
 echo "testbed:   modules ready in $(($(now) - t))s"
 
@@ -71,6 +79,7 @@ capm3_version=$(cd metal3 && modver github.com/metal3-io/cluster-api-provider-me
 capm3_dir=$(cd metal3 && moddir github.com/metal3-io/cluster-api-provider-metal3)
 bmo_version=$(cd metal3 && modver github.com/metal3-io/baremetal-operator)
 bmo_dir=$(cd metal3 && moddir github.com/metal3-io/baremetal-operator)
+helm_version=$(cd helm && modver helm.sh/helm/v3)
 
 # The binaries report their versions (clusterctl checks the management cluster's /version).
 k8s_minor=${k8s_version#v1.}
@@ -108,6 +117,9 @@ build() {
 # kube-apiserver first: kube-controller-manager reuses most of its compiled packages.
 build kube-apiserver "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-controller-manager
+build kube-scheduler "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
+build kubelet "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kubelet
+build kube-proxy "k8s.io/kubernetes $k8s_version" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-proxy
 build etcd "go.etcd.io/etcd/server/v3 $etcd_version" "-s -w" ./cmd/etcd
 build capi-manager "sigs.k8s.io/cluster-api $capi_version, core manager" "$capi_ldflags" sigs.k8s.io/cluster-api/core
 build clusterctl "sigs.k8s.io/cluster-api $capi_version" "$capi_ldflags" sigs.k8s.io/cluster-api/cmd/clusterctl
@@ -116,23 +128,80 @@ build capm3-manager "github.com/metal3-io/cluster-api-provider-metal3 $capm3_ver
 	github.com/metal3-io/cluster-api-provider-metal3 metal3
 build baremetal-operator "github.com/metal3-io/baremetal-operator $bmo_version" "-s -w" \
 	github.com/metal3-io/baremetal-operator metal3
+certmanager_ldflags="-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$certmanager_version"
+for c in controller webhook cainjector; do
+	build "cert-manager-$c" "github.com/cert-manager/cert-manager $certmanager_version" "$certmanager_ldflags" \
+		"github.com/cert-manager/cert-manager/cmd/$c" cert-manager
+done
+build helm "helm.sh/helm/v3 $helm_version" "-s -w" helm.sh/helm/v3/cmd/helm helm
+echo "testbed: building pause (pause/pause.c)"
+command -v gcc >/dev/null || {
+	echo "testbed: gcc is not on PATH; it builds the node's pause program" >&2
+	exit 1
+}
+gcc -static -Os -s -Wall -Wextra -Werror -o "$out/bin/pause" pause/pause.c
 
 echo "testbed: collecting manifests"
 t=$(now)
 m="$out/manifests"
-rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager/crd" "$m/capm3" "$m/bmo/crd"
-# CAPI core components exactly as `make release-manifests` renders them, with the release image.
+rm -rf "$m" && mkdir -p "$m/capi/crd" "$m/cert-manager" "$m/capm3" "$m/bmo/crd"
+# CAPI core components as `make release-manifests` renders them: the release image, pulled only
+# if not present.
+capi_image=registry.k8s.io/cluster-api/cluster-api-controller:$capi_version
 "$out/bin/kustomize" build "$capi_dir/core/config/default" |
-	sed "s#gcr.io/k8s-staging-cluster-api/cluster-api-controller:main#registry.k8s.io/cluster-api/cluster-api-controller:$capi_version#" \
+	sed -e "s#gcr.io/k8s-staging-cluster-api/cluster-api-controller:main#$capi_image#" \
+		-e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' \
 		>"$m/capi/core-components.yaml"
 cp "$capi_dir/metadata.yaml" "$m/capi/metadata.yaml"
 cp "$capi_dir"/core/config/crd/bases/*.yaml "$m/capi/crd/"
-cp "$certmanager_dir"/deploy/crds/*.yaml "$m/cert-manager/crd/"
-"$out/bin/kustomize" build "$capm3_dir/config/default" >"$m/capm3/infrastructure-components.yaml"
+# cert-manager's static manifests as its release makes them: the namespace, then the chart (its
+# CRDs included) rendered by helm for the cert-manager namespace, without the post-install check.
+chart=$(mktemp -d)
+cp -r "$certmanager_dir/deploy/charts/cert-manager/." "$chart/"
+chmod -R u+w "$chart"
+cp "$certmanager_dir"/deploy/crds/crd-*.yaml "$chart/templates/"
+sed -e "s/^version: v0.1.0/version: $certmanager_version/" -e "s/^appVersion: v0.1.0/appVersion: $certmanager_version/" \
+	"$chart/Chart.template.yaml" >"$chart/Chart.yaml"
+{
+	cat "$certmanager_dir/deploy/manifests/01-namespace.yaml"
+	"$out/bin/helm" template cert-manager "$chart" --namespace cert-manager --kube-version "$k8s_version" \
+		--set installCRDs=true --set startupapicheck.enabled=false
+} >"$m/cert-manager/cert-manager.yaml"
+rm -rf "$chart"
+# CAPM3 as its release renders it: the release's image tag.
+capm3_image=quay.io/metal3-io/cluster-api-provider-metal3:$capm3_version
+"$out/bin/kustomize" build "$capm3_dir/config/default" |
+	sed "s#quay.io/metal3-io/cluster-api-provider-metal3:main#$capm3_image#" \
+		>"$m/capm3/infrastructure-components.yaml"
 cp "$capm3_dir/metadata.yaml" "$m/capm3/metadata.yaml"
 cp "$bmo_dir"/config/base/crds/bases/*.yaml "$m/bmo/crd/"
 chmod -R u+w "$m"
 echo "testbed:   manifests collected in $(($(now) - t))s"
+
+# The node's images: each manager alone (static, CGO_ENABLED=0) at the path its manifest runs,
+# as the non-root user its manifest asks for, named as the manifest references it.
+echo "testbed: writing the node's images"
+t=$(now)
+rm -rf "$out/images" && mkdir -p "$out/images"
+# image <binary> <reference> <path in the image> <user>
+image() {
+	local bin=$1 ref=$2 path=$3 user=$4 root
+	root=$(mktemp -d)
+	install -D -m 0755 "$out/bin/$bin" "$root$path"
+	mkdir -p "$root/etc" "$root/tmp"
+	chmod 1777 "$root/tmp"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%s:%s:nonroot:/:/sbin/nologin\n' "$user" "$user" >"$root/etc/passwd"
+	SOURCE_DATE_EPOCH=0 ../../images/oci-image.sh "$root" "$ref" "$path" "$user" "$root.layout" "$out/images/$bin.tar" >/dev/null
+	rm -rf "$root" "$root.layout"
+	echo "$ref $bin.tar" >>"$out/images/images.txt"
+}
+image pause localhost/capoa-testbed/pause:$k8s_version /pause 65535
+image capi-manager "$capi_image" /manager 65532
+image capm3-manager "$capm3_image" /manager 65532
+for c in controller webhook cainjector; do
+	image "cert-manager-$c" "quay.io/jetstack/cert-manager-$c:$certmanager_version" "/app/cmd/$c/$c" 1000
+done
+echo "testbed:   images written in $(($(now) - t))s"
 
 cat >"$out/versions.env" <<EOF
 KUBERNETES_VERSION=$k8s_version
@@ -142,6 +211,8 @@ KUSTOMIZE_VERSION=$kustomize_version
 CERT_MANAGER_VERSION=$certmanager_version
 CAPM3_VERSION=$capm3_version
 BMO_VERSION=$bmo_version
+HELM_VERSION=$helm_version
+PAUSE_IMAGE=localhost/capoa-testbed/pause:$k8s_version
 EOF
 touch "$out/.complete"
 echo "testbed: done in $(($(now) - start_all))s: $out"

@@ -13,7 +13,11 @@ const KEY_FILES: &[&str] = &[
     "cert-manager/go.sum",
     "metal3/go.mod",
     "metal3/go.sum",
+    "helm/go.mod",
+    "helm/go.sum",
     "cmd/etcd/main.go",
+    "pause/pause.c",
+    "../../images/oci-image.sh",
     "build.sh",
 ];
 
@@ -83,6 +87,24 @@ impl Cache {
 
     pub fn manifests(&self) -> PathBuf {
         self.dir.join("manifests")
+    }
+
+    /// An OCI archive build.sh wrote for the node (`images/<file>`).
+    pub fn image(&self, file: &str) -> PathBuf {
+        self.dir.join("images").join(file)
+    }
+
+    /// Every OCI archive build.sh wrote for the node but the sandbox image (`images/images.txt`).
+    pub fn node_images(&self) -> Result<Vec<PathBuf>> {
+        let list = self.dir.join("images/images.txt");
+        let text = std::fs::read_to_string(&list)
+            .with_context(|| format!("reading {}", list.display()))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter(|f| *f != "pause.tar")
+            .map(|f| self.image(f))
+            .collect())
     }
 
     /// A value from `versions.env` (e.g. `CLUSTER_API_VERSION`).

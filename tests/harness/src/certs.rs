@@ -43,8 +43,13 @@ impl Ca {
 
     /// A serving certificate for 127.0.0.1 and localhost.
     pub fn serving(&self, common_name: &str) -> Result<CertPair> {
+        self.serving_for(common_name, &["127.0.0.1", "localhost"])
+    }
+
+    /// A serving certificate for `names` (IP addresses or DNS names).
+    pub fn serving_for(&self, common_name: &str, names: &[&str]) -> Result<CertPair> {
         let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
                 .context("serving certificate names")?;
         params.distinguished_name = dn(common_name, None);
         params.key_usages = vec![

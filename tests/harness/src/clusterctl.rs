@@ -10,9 +10,11 @@
 //! clusterctl.yaml   providers pointing at the files above; cert-manager externally provisioned
 //! ```
 //!
-//! cert-manager is "externally provisioned": clusterctl then only checks that the cert-manager
-//! API accepts an Issuer and a Certificate, which the cert-manager CRDs from the Go module cache
-//! provide ([`Clusterctl::install_cert_manager_crds`]). See docs/testing.md.
+//! Without a node, cert-manager is "externally provisioned": clusterctl then only checks that the
+//! cert-manager API accepts an Issuer and a Certificate, which the cert-manager CRDs from the Go
+//! module cache provide ([`Clusterctl::install_cert_manager_crds`]). With a node
+//! ([`crate::TestbedBuilder::node`]) clusterctl installs the real cert-manager build.sh built,
+//! from its rendered manifests. See docs/testing.md.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -78,6 +80,22 @@ impl Clusterctl {
         copy(&capm3.join("metadata.yaml"), &metal3)?;
 
         let url = |dir: &Path, file: &str| format!("file://{}", dir.join(file).display());
+        let cert_manager = if tb.has_node() {
+            // clusterctl installs the test bed's real cert-manager and waits for it to issue;
+            // a local repository's layout is {base}/{name}/{version}/{file}.
+            let version = tb.cache.version("CERT_MANAGER_VERSION")?;
+            let dir = repo.join("cert-manager").join(&version);
+            copy(
+                &tb.cache.manifests().join("cert-manager/cert-manager.yaml"),
+                &dir,
+            )?;
+            format!(
+                "cert-manager:\n  url: {}\n  version: {version}\n  timeout: 5m\n",
+                url(&dir, "cert-manager.yaml"),
+            )
+        } else {
+            "cert-manager:\n  externallyProvisioned: \"true\"\n  timeout: 2m\n".to_owned()
+        };
         let config = base.join("clusterctl.yaml");
         std::fs::write(
             &config,
@@ -87,7 +105,7 @@ impl Clusterctl {
                  - name: {PROVIDER}\n  type: BootstrapProvider\n  url: {}\n\
                  - name: {PROVIDER}\n  type: ControlPlaneProvider\n  url: {}\n\
                  - name: {METAL3}\n  type: InfrastructureProvider\n  url: {}\n\
-                 cert-manager:\n  externallyProvisioned: \"true\"\n  timeout: 2m\n\
+                 {cert_manager}\
                  overridesFolder: {}\n",
                 url(&core, "core-components.yaml"),
                 url(&bootstrap, "bootstrap-components.yaml"),
@@ -108,9 +126,14 @@ impl Clusterctl {
         })
     }
 
-    /// Installs the cert-manager CRDs collected by build.sh (no cert-manager controllers run).
+    /// Installs the CRDs of the cert-manager build.sh rendered (no cert-manager controllers run).
     pub async fn install_cert_manager_crds(tb: &Testbed) -> Result<()> {
-        let docs = resources::load_yaml_path(&tb.cache.manifests().join("cert-manager/crd"))?;
+        let docs: Vec<_> = resources::load_yaml_path(
+            &tb.cache.manifests().join("cert-manager/cert-manager.yaml"),
+        )?
+        .into_iter()
+        .filter(|d| resources::kind_of(d) == "CustomResourceDefinition")
+        .collect();
         resources::install_crds(&tb.client, docs).await
     }
 

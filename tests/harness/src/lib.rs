@@ -20,6 +20,7 @@ pub mod capi;
 pub mod certs;
 pub mod clusterctl;
 pub mod metal3;
+pub mod node;
 pub mod process;
 pub mod resources;
 
@@ -58,6 +59,8 @@ pub struct TestbedBuilder {
     clusterctl_init: bool,
     capi: bool,
     metal3: bool,
+    node: bool,
+    node_images: Vec<PathBuf>,
 }
 
 impl TestbedBuilder {
@@ -121,6 +124,25 @@ impl TestbedBuilder {
         self
     }
 
+    /// Give the cluster a real node (root only; see [`node`]): containerd, kubelet, kube-proxy
+    /// and kube-scheduler, the apiserver on [`node::NODE_IP`], kube-controller-manager with
+    /// every default controller. Combined with [`TestbedBuilder::clusterctl_init`],
+    /// `clusterctl init` also installs cert-manager, and Cluster API, CAPM3, cert-manager and
+    /// our providers run as the pods their manifests describe (baremetal-operator stays a
+    /// process). The node has the images build.sh wrote and those of
+    /// [`TestbedBuilder::node_images`].
+    pub fn node(mut self) -> Self {
+        self.node = true;
+        self.controller_manager = true;
+        self
+    }
+
+    /// OCI archives to import into the node's containerd (our managers' images, say).
+    pub fn node_images(mut self, archives: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.node_images.extend(archives);
+        self
+    }
+
     pub async fn start(self) -> Result<Testbed> {
         Testbed::start(self).await
     }
@@ -137,7 +159,7 @@ pub struct Testbed {
     /// `https://127.0.0.1:<port>`
     pub server: String,
     pub cache: Cache,
-    ca: Ca,
+    pub(crate) ca: Ca,
     name: String,
     procs: Vec<Process>,
     tmp: Option<tempfile::TempDir>,
@@ -146,6 +168,8 @@ pub struct Testbed {
     installed_by_clusterctl: bool,
     /// The kube-apiserver's flags, to start it again ([`Testbed::start_apiserver_again`]).
     apiserver_args: Vec<String>,
+    /// The machine state of the testbed's node, when it has one (undone on drop).
+    node: Option<node::NodeHost>,
 }
 
 impl Testbed {
@@ -182,6 +206,7 @@ impl Testbed {
             tmp: Some(tmp),
             installed_by_clusterctl: false,
             apiserver_args: Vec::new(),
+            node: None,
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),
@@ -194,6 +219,10 @@ impl Testbed {
     }
 
     async fn boot(&mut self, opts: &TestbedBuilder) -> Result<()> {
+        if opts.node {
+            self.node =
+                Some(node::NodeHost::prepare(&self.dir, self.cache.bin("kube-proxy")).await?);
+        }
         self.start_etcd_and_apiserver().await?;
         let mut crds = Vec::new();
         for f in &opts.crd_files {
@@ -203,8 +232,16 @@ impl Testbed {
             crds.extend(resources::parse_yaml(y)?);
         }
         resources::install_crds(&self.client, crds).await?;
+        if opts.node {
+            self.start_controller_manager().await?;
+            let mut images = self.cache.node_images()?;
+            images.extend(opts.node_images.iter().cloned());
+            node::start(self, &images).await?;
+        }
         if opts.clusterctl_init {
-            clusterctl::Clusterctl::install_cert_manager_crds(self).await?;
+            if !opts.node {
+                clusterctl::Clusterctl::install_cert_manager_crds(self).await?;
+            }
             let clusterctl = clusterctl::Clusterctl::new(self)?;
             clusterctl
                 .run(&[
@@ -221,15 +258,20 @@ impl Testbed {
                 .await?;
             self.installed_by_clusterctl = true;
         }
-        if opts.capi {
-            capi::start(self).await?;
-        }
-        if opts.metal3 {
-            metal3::start(self).await?;
+        if opts.node && opts.clusterctl_init {
+            // Cluster API and CAPM3 run as pods; baremetal-operator is not a clusterctl provider.
+            metal3::start_bmo(self).await?;
+        } else {
+            if opts.capi {
+                capi::start(self).await?;
+            }
+            if opts.metal3 {
+                metal3::start(self).await?;
+            }
         }
         // Last, so that its garbage collector discovers every CRD installed above at start-up;
         // it only re-discovers resources every 30 s.
-        if opts.controller_manager {
+        if opts.controller_manager && !opts.node {
             self.start_controller_manager().await?;
         }
         Ok(())
@@ -300,8 +342,24 @@ impl Testbed {
         .await?;
 
         let port = free_port()?;
-        self.server = format!("https://127.0.0.1:{port}");
-        let serving = self.ca.serving("kube-apiserver")?;
+        let address = if self.node.is_some() {
+            node::NODE_IP
+        } else {
+            "127.0.0.1"
+        };
+        self.server = format!("https://{address}:{port}");
+        let serving = self.ca.serving_for(
+            "kube-apiserver",
+            &[
+                address,
+                node::KUBERNETES_SERVICE_IP,
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ],
+        )?;
         let admin = self
             .ca
             .client("capoa-testbed-admin", Some("system:masters"))?;
@@ -322,27 +380,48 @@ impl Testbed {
             b64(&admin.key_pem),
         );
         std::fs::write(&self.kubeconfig, &kubeconfig)?;
-        let args = vec![
+        let mut args = vec![
             format!("--etcd-servers=http://127.0.0.1:{client_port}"),
             format!("--cert-dir={}", self.dir.join("pki").display()),
             format!("--tls-cert-file={}", tls_crt.display()),
             format!("--tls-private-key-file={}", tls_key.display()),
             format!("--client-ca-file={}", ca_file.display()),
             format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1".to_owned(),
-            "--advertise-address=127.0.0.1".to_owned(),
-            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            format!("--bind-address={address}"),
+            format!("--advertise-address={address}"),
+            format!("--service-cluster-ip-range={}", node::SERVICE_SUBNET),
             "--allow-privileged=true".to_owned(),
-            "--authorization-mode=RBAC".to_owned(),
-            "--disable-admission-plugins=ServiceAccount".to_owned(),
-            format!("--service-account-issuer=https://127.0.0.1:{port}/"),
+            format!("--service-account-issuer=https://{address}:{port}/"),
             format!("--service-account-key-file={}", sa_pub_file.display()),
             format!(
                 "--service-account-signing-key-file={}",
                 sa_key_file.display()
             ),
-            "--endpoint-reconciler-type=none".to_owned(),
         ];
+        if self.node.is_some() {
+            // As a cluster's: the node authorizer, service-account tokens in pods, the
+            // `kubernetes` Service's endpoint kept, and a client certificate for kubelets.
+            let kubelet_client = self
+                .ca
+                .client("kube-apiserver-kubelet-client", Some("system:masters"))?;
+            let kc_crt = self.pki("kubelet-client.crt", &kubelet_client.cert_pem)?;
+            let kc_key = self.pki("kubelet-client.key", &kubelet_client.key_pem)?;
+            args.extend([
+                "--authorization-mode=Node,RBAC".to_owned(),
+                "--enable-admission-plugins=NodeRestriction".to_owned(),
+                format!("--kubelet-client-certificate={}", kc_crt.display()),
+                format!("--kubelet-client-key={}", kc_key.display()),
+                format!("--kubelet-certificate-authority={}", ca_file.display()),
+                // The node's name resolves nowhere: reach kubelets by address.
+                "--kubelet-preferred-address-types=InternalIP".to_owned(),
+            ]);
+        } else {
+            args.extend([
+                "--authorization-mode=RBAC".to_owned(),
+                "--disable-admission-plugins=ServiceAccount".to_owned(),
+                "--endpoint-reconciler-type=none".to_owned(),
+            ]);
+        }
         let bin = self.cache.bin("kube-apiserver");
         self.spawn("kube-apiserver", &bin, &args, &[])?;
         self.apiserver_args = args;
@@ -370,17 +449,37 @@ impl Testbed {
 
     async fn start_controller_manager(&mut self) -> Result<()> {
         let kc = self.kubeconfig.display().to_string();
-        let args = vec![
+        let mut args = vec![
             format!("--kubeconfig={kc}"),
             format!("--authentication-kubeconfig={kc}"),
             format!("--authorization-kubeconfig={kc}"),
-            "--controllers=garbage-collector-controller,namespace-controller".to_owned(),
             "--leader-elect=false".to_owned(),
             "--use-service-account-credentials=false".to_owned(),
             "--bind-address=127.0.0.1".to_owned(),
             format!("--secure-port={}", free_port()?),
             format!("--cert-dir={}", self.dir.join("pki").display()),
         ];
+        if self.node.is_some() {
+            // A cluster's: Deployments, ReplicaSets, endpoints, node lifecycle (the not-ready
+            // taint), role aggregation (CAPI's aggregated role), kube-root-ca.crt, ...
+            let pki = self.dir.join("pki");
+            let ca_key = self.pki("ca.key", &self.ca.key_pem)?;
+            args.extend([
+                "--controllers=*".to_owned(),
+                format!("--root-ca-file={}", pki.join("ca.crt").display()),
+                format!(
+                    "--service-account-private-key-file={}",
+                    pki.join("sa.key").display()
+                ),
+                format!(
+                    "--cluster-signing-cert-file={}",
+                    pki.join("ca.crt").display()
+                ),
+                format!("--cluster-signing-key-file={}", ca_key.display()),
+            ]);
+        } else {
+            args.push("--controllers=garbage-collector-controller,namespace-controller".to_owned());
+        }
         let bin = self.cache.bin("kube-controller-manager");
         let kcm = self.spawn("kube-controller-manager", &bin, &args, &[])?;
         // Its health endpoint needs authentication; give it a moment and make sure it stayed up.
@@ -427,6 +526,33 @@ impl Testbed {
         )
         .await
         .context("reading a client kubeconfig")
+    }
+
+    /// Writes a kubeconfig for `user` in `group` (a certificate of the testbed CA) to `path`.
+    pub fn write_kubeconfig_as(
+        &self,
+        path: &Path,
+        user: &str,
+        group: Option<&str>,
+    ) -> Result<PathBuf> {
+        let pair = self.ca.client(user, group)?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
+             users:\n- name: u\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n\
+             contexts:\n- name: u\n  context:\n    cluster: testbed\n    user: u\ncurrent-context: u\n",
+            self.server,
+            b64(&self.ca.cert_pem),
+            b64(&pair.cert_pem),
+            b64(&pair.key_pem),
+        );
+        std::fs::write(path, kubeconfig).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path.to_owned())
+    }
+
+    /// True when the testbed has a node ([`TestbedBuilder::node`]).
+    pub fn has_node(&self) -> bool {
+        self.node.is_some()
     }
 
     /// A serving certificate for 127.0.0.1 signed by [`Testbed::ca_pem`].
@@ -542,9 +668,18 @@ impl Testbed {
 
 impl Drop for Testbed {
     fn drop(&mut self) {
+        if let Some(node) = &self.node {
+            // kubelet first, or it restarts the pods being killed.
+            if let Some(kubelet) = self.procs.iter_mut().find(|p| p.name == "kubelet") {
+                kubelet.kill();
+            }
+            node.kill_pods();
+        }
         while let Some(mut p) = self.procs.pop() {
             p.kill();
         }
+        // Mounts, rules, the bridge and cgroups, after containerd is gone.
+        self.node = None;
         if std::thread::panicking() || std::env::var(KEEP_ENV).is_ok_and(|v| v == "1") {
             self.keep_dir();
         }

@@ -16,30 +16,15 @@ use crate::process::{free_port, http_get, wait_until};
 use crate::resources::{self, kind_of};
 
 pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
+    start_bmo(tb).await?;
+    start_capm3(tb).await
+}
+
+/// Installs BMO's CRDs and starts baremetal-operator (fixture provisioner) as a process.
+pub(crate) async fn start_bmo(tb: &mut Testbed) -> Result<()> {
     let manifests = tb.cache.manifests();
     let bmo_crds = resources::load_yaml_path(&manifests.join("bmo/crd"))?;
     resources::install_crds(&tb.client, bmo_crds).await?;
-
-    let components = manifests.join("capm3/infrastructure-components.yaml");
-    let webhook_port = free_port()?;
-    let wanted = [
-        "CustomResourceDefinition",
-        "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
-    ];
-    let patched: Vec<Value> = resources::load_yaml_path(&components)?
-        .into_iter()
-        .filter(|d| wanted.contains(&kind_of(d)))
-        .map(|d| point_webhooks_at(d, webhook_port, tb.ca_pem()))
-        .collect();
-    let (crds, hooks): (Vec<Value>, Vec<Value>) = patched
-        .into_iter()
-        .partition(|d| kind_of(d) == "CustomResourceDefinition");
-    if crds.is_empty() {
-        bail!("no CRDs in {}", components.display());
-    }
-    crate::capi::install_or_repoint_crds(tb, crds, webhook_port).await?;
-
     let kubeconfig = tb.kubeconfig.display().to_string();
     let bmo_health = free_port()?;
     let args = vec![
@@ -64,8 +49,33 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
         Duration::from_secs(60),
         async || Ok(http_get(bmo_health, "/readyz")?.0 == 200),
     )
-    .await?;
+    .await
+}
 
+/// Starts the CAPM3 manager as a process, its webhooks on loopback.
+async fn start_capm3(tb: &mut Testbed) -> Result<()> {
+    let manifests = tb.cache.manifests();
+    let components = manifests.join("capm3/infrastructure-components.yaml");
+    let webhook_port = free_port()?;
+    let wanted = [
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ];
+    let patched: Vec<Value> = resources::load_yaml_path(&components)?
+        .into_iter()
+        .filter(|d| wanted.contains(&kind_of(d)))
+        .map(|d| point_webhooks_at(d, webhook_port, tb.ca_pem()))
+        .collect();
+    let (crds, hooks): (Vec<Value>, Vec<Value>) = patched
+        .into_iter()
+        .partition(|d| kind_of(d) == "CustomResourceDefinition");
+    if crds.is_empty() {
+        bail!("no CRDs in {}", components.display());
+    }
+    crate::capi::install_or_repoint_crds(tb, crds, webhook_port).await?;
+
+    let kubeconfig = tb.kubeconfig.display().to_string();
     let cert_dir = tb.dir.join("capm3-webhook");
     std::fs::create_dir_all(&cert_dir)?;
     let serving = tb.serving_cert("capm3-webhook")?;
