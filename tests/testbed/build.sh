@@ -33,8 +33,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
 # Keep in sync with KEY_FILES in tests/harness/src/cache.rs.
-key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum metal3/go.mod metal3/go.sum helm/go.mod helm/go.sum
-	cmd/etcd/main.go pause/pause.c ../../images/oci-image.sh build.sh)
+key_files=(go.mod go.sum cert-manager/go.mod cert-manager/go.sum metal3/go.mod metal3/go.sum helm/go.mod helm/go.sum cmd/etcd/main.go pause/pause.c ../../images/oci-image.sh build.sh)
 key=$(cat "${key_files[@]}" | sha256sum | cut -c1-16)
 root="${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed"
 out="$root/$key"
