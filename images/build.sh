@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make images`: both managers' OCI images, built offline from this repository, reproducibly
 # (the same commit gives the same digests). No container engine is needed: each image is one
-# layer written here — the manager, statically linked, plus the CA bundle and a passwd entry for
+# layer written by images/oci-image.sh — the manager, statically linked, plus the CA bundle and a passwd entry for
 # its non-root user — in an OCI image layout (target/images/<name>/) and as an OCI archive
 # (target/images/<name>-<version>.tar, for `ctr images import` or `skopeo copy oci-archive:`).
 # The images' names and tag are the ones the release components reference; docs/images.md says
