@@ -33,6 +33,21 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
+/// The OCI archives `make images` writes for our two managers (`target/images/`), bootstrap
+/// first; an error naming `make images` if one is missing.
+pub fn our_images() -> Result<Vec<PathBuf>> {
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let dir = repo_root().join("target/images");
+    let images: Vec<PathBuf> = ["bootstrap-provider", "controlplane-provider"]
+        .iter()
+        .map(|n| dir.join(format!("{n}-{version}.tar")))
+        .collect();
+    if let Some(missing) = images.iter().find(|i| !i.exists()) {
+        bail!("{} is missing: run `make images` first", missing.display());
+    }
+    Ok(images)
+}
+
 /// The cache key build.sh uses: the first 16 hex digits of the SHA-256 of [`KEY_FILES`].
 pub fn key() -> Result<String> {
     let dir = repo_root().join("tests/testbed");

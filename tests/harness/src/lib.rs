@@ -61,6 +61,7 @@ pub struct TestbedBuilder {
     metal3: bool,
     node: bool,
     node_images: Vec<PathBuf>,
+    listen: Option<String>,
 }
 
 impl TestbedBuilder {
@@ -137,6 +138,13 @@ impl TestbedBuilder {
         self
     }
 
+    /// Serve the apiserver on `address` instead of 127.0.0.1 (a testbed whose apiserver pods
+    /// must reach: [`node::NODE_IP`] once another testbed's node made the bridge).
+    pub fn listen_on(mut self, address: &str) -> Self {
+        self.listen = Some(address.to_owned());
+        self
+    }
+
     /// OCI archives to import into the node's containerd (our managers' images, say).
     pub fn node_images(mut self, archives: impl IntoIterator<Item = PathBuf>) -> Self {
         self.node_images.extend(archives);
@@ -170,6 +178,8 @@ pub struct Testbed {
     apiserver_args: Vec<String>,
     /// The machine state of the testbed's node, when it has one (undone on drop).
     node: Option<node::NodeHost>,
+    /// The apiserver's address.
+    address: String,
 }
 
 impl Testbed {
@@ -207,6 +217,11 @@ impl Testbed {
             installed_by_clusterctl: false,
             apiserver_args: Vec::new(),
             node: None,
+            address: match (&opts.listen, opts.node) {
+                (_, true) => node::NODE_IP.to_owned(),
+                (Some(a), false) => a.clone(),
+                (None, false) => "127.0.0.1".to_owned(),
+            },
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),
@@ -342,11 +357,8 @@ impl Testbed {
         .await?;
 
         let port = free_port()?;
-        let address = if self.node.is_some() {
-            node::NODE_IP
-        } else {
-            "127.0.0.1"
-        };
+        let address = self.address.clone();
+        let address = address.as_str();
         self.server = format!("https://{address}:{port}");
         let serving = self.ca.serving_for(
             "kube-apiserver",

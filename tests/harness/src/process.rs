@@ -125,11 +125,15 @@ pub fn free_port() -> Result<u16> {
 
 /// `GET path` over plain HTTP/1.0 on 127.0.0.1:port; the status code and body.
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    http_get_at((Ipv4Addr::LOCALHOST, port).into(), path)
+}
+
+/// `GET path` over plain HTTP/1.0 at `addr` (a pod's, say); the status code and body.
+pub fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
     use std::io::Write;
-    let mut s =
-        TcpStream::connect_timeout(&(Ipv4Addr::LOCALHOST, port).into(), Duration::from_secs(1))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", addr.ip())?;
     let mut resp = String::new();
     s.read_to_string(&mut resp)?;
     let status = resp

@@ -4,7 +4,6 @@
 //! ServiceAccounts and RBAC, probes, Services, and webhooks served through those Services with
 //! certificates cert-manager issued and its CA injector put in place.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -20,24 +19,6 @@ use testbed::Testbed;
 
 /// Our providers' namespaces, as `config/release/` names them.
 const OUR_NAMESPACES: &[&str] = &["capoa-bootstrap-system", "capoa-controlplane-system"];
-
-/// The OCI archives `make images` writes for our two managers.
-fn our_images() -> Vec<PathBuf> {
-    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
-    let dir = testbed::cache::repo_root().join("target/images");
-    let images: Vec<PathBuf> = ["bootstrap-provider", "controlplane-provider"]
-        .iter()
-        .map(|n| dir.join(format!("{n}-{version}.tar")))
-        .collect();
-    for i in &images {
-        assert!(
-            i.exists(),
-            "{} is missing: run `make images` first (make test does)",
-            i.display()
-        );
-    }
-    images
-}
 
 fn available(d: &Deployment) -> bool {
     let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
@@ -152,7 +133,7 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
     let started = Instant::now();
     let mut tb = Testbed::builder()
         .node()
-        .node_images(our_images())
+        .node_images(testbed::cache::our_images().expect("our images"))
         .clusterctl_init()
         .start()
         .await

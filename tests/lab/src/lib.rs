@@ -21,6 +21,7 @@ pub mod managers;
 pub mod manifests;
 pub mod memory;
 pub mod observe;
+pub mod pods;
 pub mod site;
 
 use std::collections::BTreeMap;
@@ -135,6 +136,10 @@ pub struct Options {
     /// `--okd`: install OKD (the templates' OKD flavours) instead of OpenShift; ignored with a
     /// cluster file.
     pub okd: bool,
+    /// `--managers pods`: our managers run as the pods `clusterctl init` installed on a real
+    /// node of the management cluster, from the images `make images` built (root only);
+    /// otherwise as processes.
+    pub managers_as_pods: bool,
 }
 
 /// How a run ended.
@@ -810,19 +815,30 @@ impl Lab {
 }
 
 async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
-    println!(
-        "{} starting the management cluster: etcd, kube-apiserver, kube-controller-manager; `clusterctl init` of Cluster API, CAPM3 (metal3) and our two providers; Cluster API, CAPM3 and baremetal-operator as processes",
-        stamp(start)
-    );
-    let mut tb = Testbed::builder()
-        .name("lab")
-        .controller_manager()
-        .clusterctl_init()
+    let mut builder = Testbed::builder().name("lab").clusterctl_init();
+    let mut workload_builder = Testbed::builder().name("lab-workload");
+    if opts.managers_as_pods {
+        println!(
+            "{} starting the management cluster with a node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd; `clusterctl init` of cert-manager, Cluster API, CAPM3 (metal3) and our two providers, all as pods (ours from `make images`); baremetal-operator as a process",
+            stamp(start)
+        );
+        builder = builder.node().node_images(testbed::cache::our_images()?);
+        // The control-plane pod's lab backend reaches the workload apiserver at the node's
+        // address.
+        workload_builder = workload_builder.listen_on(testbed::node::NODE_IP);
+    } else {
+        println!(
+            "{} starting the management cluster: etcd, kube-apiserver, kube-controller-manager; `clusterctl init` of Cluster API, CAPM3 (metal3) and our two providers; Cluster API, CAPM3 and baremetal-operator as processes",
+            stamp(start)
+        );
+        builder = builder.controller_manager();
+    }
+    let mut tb = builder
         .start()
         .await
         .context("starting the management testbed")?;
     println!("{} starting the workload apiserver", stamp(start));
-    let mut workload = match Testbed::builder().name("lab-workload").start().await {
+    let mut workload = match workload_builder.start().await {
         Ok(w) => w,
         Err(e) => {
             tb.keep_dir();
@@ -838,24 +854,44 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             .context("workload RBAC")?;
         // Our managers and the lab itself talk to the management apiserver as ServiceAccounts
         // with FlowSchemas of their own, so that its metrics count their requests apart.
-        tb.apply_yaml(&apimetrics::identities_yaml(&[
-            managers::CONTROLPLANE,
-            managers::BOOTSTRAP,
-            apimetrics::LAB,
-        ]))
-        .await
-        .context("the lab's clients' ServiceAccounts and FlowSchemas")?;
+        if opts.managers_as_pods {
+            // The pods run as their own ServiceAccounts; only the FlowSchemas are added.
+            let mut yaml = apimetrics::identities_yaml(&[apimetrics::LAB]);
+            for (i, (name, (ns, sa))) in [managers::CONTROLPLANE, managers::BOOTSTRAP]
+                .iter()
+                .zip(pods::service_accounts())
+                .enumerate()
+            {
+                yaml.push_str(&apimetrics::flow_schemas_yaml(name, ns, sa, 90 + 2 * i));
+            }
+            tb.apply_yaml(&yaml)
+                .await
+                .context("the lab's ServiceAccount and the FlowSchemas")?;
+        } else {
+            tb.apply_yaml(&apimetrics::identities_yaml(&[
+                managers::CONTROLPLANE,
+                managers::BOOTSTRAP,
+                apimetrics::LAB,
+            ]))
+            .await
+            .context("the lab's clients' ServiceAccounts and FlowSchemas")?;
+        }
         let mgmt_ca = opts.dir.join("management-ca.crt");
         std::fs::write(&mgmt_ca, tb.ca_pem()).context("writing the management CA")?;
         let kubeconfigs = opts.dir.join("kubeconfigs");
+        // The lab's, then (as processes) the managers'.
+        let mut identities = vec![apimetrics::LAB];
+        if !opts.managers_as_pods {
+            identities.extend([managers::CONTROLPLANE, managers::BOOTSTRAP]);
+        }
         let mut kc = Vec::new();
-        for name in [managers::CONTROLPLANE, managers::BOOTSTRAP, apimetrics::LAB] {
+        for name in identities {
             kc.push(
                 apimetrics::write_kubeconfig(&tb.client, &tb.server, &mgmt_ca, name, &kubeconfigs)
                     .await?,
             );
         }
-        let client = apimetrics::client_from(&kc[2]).await?;
+        let client = apimetrics::client_from(&kc[0]).await?;
         // The admin kubeconfig the lab backend publishes is valid against the workload
         // apiserver: its server CA is trusted and its client CA signs the admin certificate.
         let ca_file = opts.dir.join("workload-ca.crt");
@@ -870,6 +906,24 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
         };
         write_test_iso(&iso, &contents, 256 * 1024)
             .map_err(|e| anyhow!("writing the test ISO: {e}"))?;
+        let workload_access = WorkloadAccess {
+            api_url: workload.server.clone(),
+            ca_file,
+            ca_key_file,
+        };
+        if opts.managers_as_pods {
+            println!(
+                "{} our managers' pods: the lab install backend's flags and files for {}, a NodePort Service for the core's agent API and images",
+                stamp(start),
+                managers::CONTROLPLANE,
+            );
+            let node_dir = tb.dir.join("node");
+            let (files, iso_in_pod, access_in_pod) =
+                pods::stage_files(&node_dir.join("lab-files"), &iso, &workload_access)?;
+            let managers =
+                pods::start(&tb.client, &node_dir, &files, &iso_in_pod, &access_in_pod).await?;
+            return Ok((managers, client));
+        }
         println!(
             "{} starting our managers: {} (embedded assisted-core, lab install backend) and {}",
             stamp(start),
@@ -879,13 +933,9 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
         let managers = managers::start(
             &opts.bin_dir,
             &opts.dir,
-            [&kc[0], &kc[1]],
+            [&kc[1], &kc[2]],
             &iso,
-            &WorkloadAccess {
-                api_url: workload.server.clone(),
-                ca_file,
-                ca_key_file,
-            },
+            &workload_access,
         )
         .await?;
         // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,
@@ -935,11 +985,12 @@ async fn installer_controller(
     client: &Client,
     workload: &Client,
     agent_api_url: &str,
+    keys_namespace: &str,
     spec: &ClusterSpec,
     timeout: Duration,
     speed: Speed,
 ) -> Result<JoinHandle<Result<()>>> {
-    let (cluster_id, token) = cluster_token(client, spec).await?;
+    let (cluster_id, token) = cluster_token(client, keys_namespace, spec).await?;
     let controller = InstallerController::new(agent_api_url, cluster_id, &token)
         .with_speed(speed.factor())
         .with_timeout(timeout)
@@ -955,13 +1006,17 @@ async fn installer_controller(
 
 /// The cluster's id in the core (its ClusterDeployment's UID) and a cluster-scoped agent token
 /// for it, minted with the core's signing key (what the installer-controller holds).
-async fn cluster_token(client: &Client, spec: &ClusterSpec) -> Result<(String, String)> {
+async fn cluster_token(
+    client: &Client,
+    keys_namespace: &str,
+    spec: &ClusterSpec,
+) -> Result<(String, String)> {
     let cd = Api::<ClusterDeployment>::namespaced(client.clone(), &spec.ns)
         .get(&spec.control_plane_name())
         .await
         .context("reading the ClusterDeployment")?;
     let cluster_id = cd.uid().context("the ClusterDeployment has no UID")?;
-    let keys = Api::<Secret>::namespaced(client.clone(), "default")
+    let keys = Api::<Secret>::namespaced(client.clone(), keys_namespace)
         .get("assisted-core-agent-token-keys")
         .await
         .context("reading the agent token keys")?;
@@ -981,10 +1036,11 @@ async fn cluster_token(client: &Client, spec: &ClusterSpec) -> Result<(String, S
 async fn install_check(
     client: &Client,
     agent_api_url: &str,
+    keys_namespace: &str,
     spec: &ClusterSpec,
     aci: Option<&assisted_core::api::agentclusterinstall::AgentClusterInstall>,
 ) -> Result<InstallCheck> {
-    let (cluster_id, token) = cluster_token(client, spec).await?;
+    let (cluster_id, token) = cluster_token(client, keys_namespace, spec).await?;
     let url = agent_sim::client::api_url(agent_api_url, &format!("/clusters/{cluster_id}"));
     let (status, body) = agent_sim::call(http::Method::GET, &url, &token, None)
         .await
@@ -1733,6 +1789,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     &client,
                     &lab.workload.client,
                     &lab.managers.agent_api_url,
+                    &lab.managers.keys_namespace,
                     &r.spec,
                     left,
                     opts.speed,
@@ -1783,6 +1840,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         let c = install_check(
                             &client,
                             &lab.managers.agent_api_url,
+                            &lab.managers.keys_namespace,
                             &r.spec,
                             r.snap.aci.as_ref(),
                         )
@@ -1953,6 +2011,14 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         .collect();
     if !duplicates.is_empty() && failure.is_none() {
         failure = Some(format!("duplicates: {}", duplicates.join("; ")));
+    }
+    // A missing RBAC rule shows as `forbidden` in a manager's log: a failure, not a retry.
+    let forbidden = lab.managers.forbidden();
+    if !forbidden.is_empty() && failure.is_none() {
+        failure = Some(format!(
+            "RBAC: our managers were refused: {}",
+            forbidden.join(" | ")
+        ));
     }
     memory.sample(&lab.managers.pids());
     // A restarted apiserver counts from zero again: its counters say nothing of the run.

@@ -75,6 +75,20 @@ struct Cli {
     /// --speed realistic.
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<u64>,
+    /// How our two managers run. `pods`: as the pods `clusterctl init` installed, on a real
+    /// node of the management cluster (kubelet, containerd), from the images `make images`
+    /// built, beside cert-manager, Cluster API and CAPM3 as pods too; needs root and the
+    /// node's Debian packages (`make node-packages`). `processes`: the binaries next to the
+    /// lab's, with Cluster API and CAPM3 as processes too.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "processes", conflicts_with_all = ["chaos", "chaos_seed"])]
+    managers: ManagersAs,
+}
+
+/// `--managers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ManagersAs {
+    Pods,
+    Processes,
 }
 
 /// What `--chaos` kills.
@@ -173,6 +187,7 @@ async fn run(cli: Cli) -> Result<bool> {
         keep: cli.keep,
         keep_dirs: cli.dir.is_some(),
         okd: cli.okd,
+        managers_as_pods: cli.managers == ManagersAs::Pods,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

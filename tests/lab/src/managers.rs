@@ -1,11 +1,16 @@
-//! Our two managers as processes, the binaries next to the lab's own: the control-plane
-//! manager with the embedded assisted-core (lab install backend) and the bootstrap manager.
+//! Our two managers: the control-plane manager with the embedded assisted-core (lab install
+//! backend) and the bootstrap manager. Either as processes, the binaries next to the lab's own
+//! ([`start`]), or as the pods `clusterctl init` installed on the management testbed's node,
+//! from the images `make images` built ([`start_pods`], the `pods` module).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use testbed::process::{Process, free_port, http_get, wait_until};
+use testbed::process::{Process, free_port, http_get, http_get_at, wait_until};
+
+pub use crate::pods::start as start_pods;
 
 pub const CONTROLPLANE: &str = "controlplane-provider";
 pub const BOOTSTRAP: &str = "bootstrap-provider";
@@ -19,7 +24,7 @@ pub struct WorkloadAccess {
 
 /// How a manager was started, to start it again the same way (`--chaos`): same binary, flags,
 /// ports and log file (appended to).
-struct Launch {
+pub(crate) struct Launch {
     name: &'static str,
     program: PathBuf,
     args: Vec<String>,
@@ -28,19 +33,29 @@ struct Launch {
     health_port: u16,
 }
 
+/// How the managers run.
+pub(crate) enum Run {
+    Processes {
+        procs: Vec<Process>,
+        launches: Vec<Launch>,
+    },
+    Pods(crate::pods::Pods),
+}
+
 pub struct Managers {
-    pub procs: Vec<Process>,
-    launches: Vec<Launch>,
+    pub(crate) run: Run,
     /// Killed and not started again yet (`--chaos`).
-    down: Vec<bool>,
+    pub(crate) down: Vec<bool>,
     /// Times each was started again.
     pub restarts: Vec<u32>,
     /// The agent REST API as hosts reach it.
     pub agent_api_url: String,
     /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
     pub webhooks: Vec<(&'static str, u16, PathBuf)>,
-    /// Each manager's `/metrics` port, control plane first.
-    pub metrics_ports: Vec<u16>,
+    /// Each manager's `/metrics` address, control plane first.
+    pub metrics: Vec<SocketAddr>,
+    /// The namespace of the core's agent token keys Secret.
+    pub keys_namespace: String,
 }
 
 /// The CRDs each manager converts (CAPOA's older versions).
@@ -81,20 +96,47 @@ pub async fn point_webhooks(tb: &testbed::Testbed, managers: &Managers) -> Resul
 
 impl Managers {
     pub fn logs(&self) -> Vec<PathBuf> {
-        self.procs.iter().map(|p| p.log.clone()).collect()
+        match &self.run {
+            Run::Processes { procs, .. } => procs.iter().map(|p| p.log.clone()).collect(),
+            Run::Pods(pods) => pods.logs(),
+        }
     }
 
-    /// The managers' process ids, control plane first.
+    /// The managers' process ids, control plane first (a pod's manager that is not running is
+    /// left out).
     pub fn pids(&self) -> Vec<u32> {
-        self.procs.iter().map(|p| p.id()).collect()
+        match &self.run {
+            Run::Processes { procs, .. } => procs.iter().map(|p| p.id()).collect(),
+            Run::Pods(pods) => pods.pids().into_iter().flatten().collect(),
+        }
+    }
+
+    /// The lines of the managers' logs that say `forbidden` (an RBAC refusal), at most 5.
+    pub fn forbidden(&self) -> Vec<String> {
+        self.logs()
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .flat_map(|text| {
+                text.lines()
+                    .filter(|l| l.to_ascii_lowercase().contains("forbidden"))
+                    .map(|l| l.chars().take(300).collect::<String>())
+                    .collect::<Vec<_>>()
+            })
+            .take(5)
+            .collect()
+    }
+
+    /// True when the managers run as pods.
+    pub fn as_pods(&self) -> bool {
+        matches!(self.run, Run::Pods(_))
     }
 
     /// Every manager's `reconciles_total` by controller, summed (a manager that does not
     /// answer is left out).
     pub fn reconciles(&self) -> std::collections::BTreeMap<String, f64> {
         let mut out = std::collections::BTreeMap::new();
-        for port in &self.metrics_ports {
-            if let Ok((200, text)) = http_get(*port, "/metrics") {
+        for addr in &self.metrics {
+            if let Ok((200, text)) = http_get_at(*addr, "/metrics") {
                 for (k, v) in crate::apimetrics::reconciles(&text) {
                     *out.entry(k).or_default() += v;
                 }
@@ -106,16 +148,19 @@ impl Managers {
     /// Fails if a manager has exited, quoting the end of its log (one the lab killed and has
     /// not started again is not checked).
     pub fn check_running(&mut self) -> Result<()> {
-        self.procs
-            .iter_mut()
-            .zip(&self.down)
-            .filter(|(_, down)| !**down)
-            .try_for_each(|(p, _)| p.check_running())
+        match &mut self.run {
+            Run::Processes { procs, .. } => procs
+                .iter_mut()
+                .zip(&self.down)
+                .filter(|(_, down)| !**down)
+                .try_for_each(|(p, _)| p.check_running()),
+            Run::Pods(pods) => pods.check_running(),
+        }
     }
 
     /// The managers' names, control plane first.
     pub fn names(&self) -> Vec<&'static str> {
-        self.launches.iter().map(|l| l.name).collect()
+        vec![CONTROLPLANE, BOOTSTRAP]
     }
 
     pub fn is_down(&self, i: usize) -> bool {
@@ -124,7 +169,9 @@ impl Managers {
 
     /// SIGKILLs manager `i` (no graceful shutdown) and reaps it (`--chaos`).
     pub fn kill(&mut self, i: usize) {
-        if let Some(p) = self.procs.get_mut(i) {
+        if let Run::Processes { procs, .. } = &mut self.run
+            && let Some(p) = procs.get_mut(i)
+        {
             p.kill();
             self.down[i] = true;
         }
@@ -133,9 +180,12 @@ impl Managers {
     /// Starts manager `i` again as it was started first, on the same ports, appending to its
     /// log; does not wait for it ([`Managers::ready`]).
     pub fn start_again(&mut self, i: usize) -> Result<()> {
-        let l = self.launches.get(i).context("no such manager")?;
+        let Run::Processes { procs, launches } = &mut self.run else {
+            bail!("the managers run as pods: kubelet restarts them");
+        };
+        let l = launches.get(i).context("no such manager")?;
         let p = Process::spawn(l.name, &l.program, &l.args, &l.envs, l.log.clone())?;
-        self.procs[i] = p;
+        procs[i] = p;
         self.down[i] = false;
         self.restarts[i] += 1;
         Ok(())
@@ -143,9 +193,12 @@ impl Managers {
 
     /// Whether manager `i` answers `/readyz`.
     pub fn ready(&self, i: usize) -> bool {
-        self.launches
-            .get(i)
-            .is_some_and(|l| matches!(http_get(l.health_port, "/readyz"), Ok((200, _))))
+        match &self.run {
+            Run::Processes { launches, .. } => launches
+                .get(i)
+                .is_some_and(|l| matches!(http_get(l.health_port, "/readyz"), Ok((200, _)))),
+            Run::Pods(pods) => pods.ready(i),
+        }
     }
 }
 
@@ -176,37 +229,20 @@ pub async fn start(
     let data = dir.join("data");
     let agent_api = addr()?;
     let images = addr()?;
-    // One ISO file for both: an RHCOS image for OpenShift 4.17 (the lab's OCP clusters) and a
-    // CentOS Stream CoreOS one for OKD 4.19 (`--okd`, CAPOA's OKD example).
-    let url = format!("file://{}", iso.display());
-    let os_images = serde_json::json!([
-        {
-            "openshift_version": "4.17",
-            "cpu_architecture": "x86_64",
-            "url": url,
-            "version": "417.94.202410090854-0",
-        },
-        {
-            "openshift_version": "4.19",
-            "cpu_architecture": "x86_64",
-            "url": url,
-            "version": "9.0.20250510-0",
-        },
-    ])
-    .to_string();
+    let os_images = os_images(&format!("file://{}", iso.display()));
     let mut webhooks = Vec::new();
-    let mut metrics_ports = Vec::new();
+    let mut metrics = Vec::new();
     // `LAB_MANAGER_LOG` replaces the managers' log filter (e.g. `info,kube_runtime=debug`).
     let log_level = std::env::var("LAB_MANAGER_LOG")
         .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into());
     let mut common = |name: &'static str, kubeconfig: &Path, health: &str| -> Result<Vec<String>> {
         let port = free_port()?;
-        let metrics = free_port()?;
-        metrics_ports.push(metrics);
+        let metrics_port = free_port()?;
+        metrics.push(SocketAddr::from(([127, 0, 0, 1], metrics_port)));
         let cert_dir = dir.join(format!("{name}-webhook"));
         let args = vec![
             format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--metrics-bind-address=127.0.0.1:{metrics}"),
+            format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
             format!("--health-probe-bind-address={health}"),
             format!("--webhook-bind-address=127.0.0.1:{port}"),
             format!("--webhook-cert-dir={}", cert_dir.display()),
@@ -217,24 +253,14 @@ pub async fn start(
     };
     let cp_health = addr()?;
     let mut cp_args = common(CONTROLPLANE, kubeconfigs[0], &cp_health)?;
+    cp_args.extend(lab_core_args(workload, &os_images));
     cp_args.extend([
-        "--install-backend=lab".into(),
-        format!("--lab-api-url={}", workload.api_url),
-        format!("--lab-server-ca-file={}", workload.ca_file.display()),
-        format!("--lab-client-ca-cert-file={}", workload.ca_file.display()),
-        format!(
-            "--lab-client-ca-key-file={}",
-            workload.ca_key_file.display()
-        ),
         format!("--data-dir={}", data.display()),
-        format!("--os-images={os_images}"),
         format!("--agent-api-bind-address={agent_api}"),
         format!("--images-bind-address={images}"),
         format!("--agent-api-url=http://{agent_api}"),
         format!("--images-url=http://{images}"),
         "--keys-namespace=default".into(),
-        // Reacts within a second of a host's report instead of the default two.
-        "--monitor-interval-seconds=1".into(),
     ]);
     let bs_health = addr()?;
     let bs_args = common(BOOTSTRAP, kubeconfigs[1], &bs_health)?;
@@ -276,10 +302,49 @@ pub async fn start(
     Ok(Managers {
         down: vec![false; procs.len()],
         restarts: vec![0; procs.len()],
-        procs,
-        launches,
+        run: Run::Processes { procs, launches },
         agent_api_url: format!("http://{agent_api}"),
         webhooks,
-        metrics_ports,
+        metrics,
+        keys_namespace: "default".into(),
     })
+}
+
+/// The control-plane manager's flags for the lab: the lab install backend (the workload
+/// apiserver and its CAs), the OS images, a faster monitor.
+pub fn lab_core_args(workload: &WorkloadAccess, os_images: &str) -> Vec<String> {
+    vec![
+        "--install-backend=lab".into(),
+        format!("--lab-api-url={}", workload.api_url),
+        format!("--lab-server-ca-file={}", workload.ca_file.display()),
+        format!("--lab-client-ca-cert-file={}", workload.ca_file.display()),
+        format!(
+            "--lab-client-ca-key-file={}",
+            workload.ca_key_file.display()
+        ),
+        format!("--os-images={os_images}"),
+        // Reacts within a second of a host's report instead of the default two.
+        "--monitor-interval-seconds=1".into(),
+    ]
+}
+
+/// The core's `--os-images`: one ISO (`url`) for both an RHCOS image for OpenShift 4.17 (the
+/// lab's OCP clusters) and a CentOS Stream CoreOS one for OKD 4.19 (`--okd`, CAPOA's OKD
+/// example).
+pub fn os_images(url: &str) -> String {
+    serde_json::json!([
+        {
+            "openshift_version": "4.17",
+            "cpu_architecture": "x86_64",
+            "url": url,
+            "version": "417.94.202410090854-0",
+        },
+        {
+            "openshift_version": "4.19",
+            "cpu_architecture": "x86_64",
+            "url": url,
+            "version": "9.0.20250510-0",
+        },
+    ])
+    .to_string()
 }

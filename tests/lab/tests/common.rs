@@ -42,6 +42,7 @@ pub fn options() -> Options {
         keep_dirs: false,
         chaos: None,
         okd: false,
+        managers_as_pods: false,
     }
 }
 

@@ -1,0 +1,371 @@
+//! Our managers as the pods `clusterctl init` installed on the management testbed's node
+//! (`lab --managers pods`), from the images `make images` built: their generated
+//! ServiceAccounts, RBAC, Services, webhooks and cert-manager certificates, unchanged.
+//!
+//! What the lab adds to what clusterctl installed, because the lab's site is simulated:
+//! - the control-plane Deployment gets the lab install backend's flags (the workload apiserver
+//!   and its CAs) and the lab's files (the OS image, the CAs) from a read-only `hostPath`
+//!   volume — a real site uses the default installer backend and OS images over HTTPS;
+//! - a NodePort Service [`NODEPORT_SERVICE`] in front of the assisted-core Service's ports,
+//!   through which the simulated hosts reach the agent API and the image server at the node's
+//!   address, and the flags that publish those URLs (what a site's hub exposes; docs/lab.md).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use testbed::node::NODE_IP;
+use testbed::process::http_get_at;
+
+use crate::managers::{Managers, Run, WorkloadAccess};
+
+/// Our providers' namespaces and Deployments, control plane first (as `config/release/` names
+/// them).
+pub const DEPLOYMENTS: [(&str, &str); 2] = [
+    (
+        "capoa-controlplane-system",
+        "capoa-controlplane-controller-manager",
+    ),
+    (
+        "capoa-bootstrap-system",
+        "capoa-bootstrap-controller-manager",
+    ),
+];
+/// The NodePort Service the lab puts in front of the embedded core's agent API and images.
+pub const NODEPORT_SERVICE: &str = "capoa-lab-assisted-core";
+/// Where the lab's files appear in the control-plane pod.
+const FILES_IN_POD: &str = "/lab";
+const METRICS_PORT: u16 = 8080;
+const HEALTH_PORT: u16 = 8081;
+
+/// The managers' pods, control plane first.
+pub struct Pods {
+    /// kubelet's pod log directory on the node.
+    pod_logs: PathBuf,
+    /// Each manager's pod IP.
+    ips: Vec<std::net::IpAddr>,
+}
+
+impl Pods {
+    /// The managers' container logs as kubelet writes them.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.pod_logs) else {
+            return out;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if DEPLOYMENTS
+                .iter()
+                .any(|(ns, d)| name.starts_with(&format!("{ns}_{d}-")))
+                && let Ok(logs) = std::fs::read_dir(e.path().join("manager"))
+            {
+                out.extend(logs.flatten().map(|l| l.path()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Each manager's process id on this machine, if it runs.
+    pub fn pids(&self) -> Vec<Option<u32>> {
+        DEPLOYMENTS.iter().map(|(ns, _)| manager_pid(ns)).collect()
+    }
+
+    /// Fails if a manager's process is gone (kubelet would restart it; the lab does not expect
+    /// that to be needed).
+    pub fn check_running(&self) -> Result<()> {
+        for ((ns, d), pid) in DEPLOYMENTS.iter().zip(self.pids()) {
+            if pid.is_none() {
+                bail!(
+                    "the manager of {ns}/{d} is not running; its log: {:?}",
+                    self.logs()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether manager `i` answers `/readyz` on its pod's address.
+    pub fn ready(&self, i: usize) -> bool {
+        self.ips.get(i).is_some_and(|ip| {
+            matches!(
+                http_get_at(SocketAddr::new(*ip, HEALTH_PORT), "/readyz"),
+                Ok((200, _))
+            )
+        })
+    }
+}
+
+/// The pid of the process `/usr/local/bin/manager` (our images' entrypoint) whose
+/// `POD_NAMESPACE` is `ns`.
+fn manager_pid(ns: &str) -> Option<u32> {
+    let want = format!("POD_NAMESPACE={ns}");
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if !cmdline.starts_with(b"/usr/local/bin/manager\0") {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// The lab's files, readable by the pod's non-root user: the OS image and the workload CAs.
+/// Returns the directory (mode 0755, outside the testbed directory, which only root reads) and
+/// the same files as the pod sees them.
+pub fn stage_files(
+    dir: &Path,
+    iso: &Path,
+    workload: &WorkloadAccess,
+) -> Result<(PathBuf, PathBuf, WorkloadAccess)> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    for (src, name) in [
+        (iso, "base.iso"),
+        (workload.ca_file.as_path(), "workload-ca.crt"),
+        (workload.ca_key_file.as_path(), "workload-ca.key"),
+    ] {
+        let to = dir.join(name);
+        std::fs::copy(src, &to).with_context(|| format!("copying {}", src.display()))?;
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644))?;
+    }
+    let in_pod = Path::new(FILES_IN_POD);
+    Ok((
+        dir.to_owned(),
+        in_pod.join("base.iso"),
+        WorkloadAccess {
+            api_url: workload.api_url.clone(),
+            ca_file: in_pod.join("workload-ca.crt"),
+            ca_key_file: in_pod.join("workload-ca.key"),
+        },
+    ))
+}
+
+/// The NodePort Service in front of the core's agent API and images; returns their URLs at the
+/// node's address.
+async fn expose_core(client: &Client) -> Result<(String, String)> {
+    let (ns, _) = DEPLOYMENTS[0];
+    let api = Api::<Service>::namespaced(client.clone(), ns);
+    let svc: Service = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": NODEPORT_SERVICE, "namespace": ns},
+        "spec": {
+            "type": "NodePort",
+            "selector": {
+                "cluster.x-k8s.io/provider": "control-plane-openshift-assisted",
+                "control-plane": "controller-manager",
+            },
+            "ports": [
+                {"name": "agent-api", "port": 8090, "targetPort": "agent-api"},
+                {"name": "images", "port": 8091, "targetPort": "images"},
+            ],
+        },
+    }))?;
+    let svc = api
+        .create(&PostParams::default(), &svc)
+        .await
+        .context("creating the NodePort Service of the core")?;
+    let port = |name: &str| -> Result<i32> {
+        svc.spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ps| ps.iter().find(|p| p.name.as_deref() == Some(name)))
+            .and_then(|p| p.node_port)
+            .with_context(|| format!("the NodePort Service has no node port for {name}"))
+    };
+    Ok((
+        format!("http://{NODE_IP}:{}", port("agent-api")?),
+        format!("http://{NODE_IP}:{}", port("images")?),
+    ))
+}
+
+/// `args` with every flag of `extra` replaced by its value there (flags are `--name=value`).
+pub fn with_flags(args: &[String], extra: &[String]) -> Vec<String> {
+    let name = |a: &str| a.split('=').next().unwrap_or(a).to_owned();
+    let replaced: Vec<String> = extra.iter().map(|a| name(a)).collect();
+    args.iter()
+        .filter(|a| !replaced.contains(&name(a)))
+        .cloned()
+        .chain(extra.iter().cloned())
+        .collect()
+}
+
+/// Gives the control-plane Deployment the lab's flags and files, then waits until both
+/// managers' Deployments are rolled out and answer `/readyz` on their pods.
+pub async fn start(
+    client: &Client,
+    node_dir: &Path,
+    files_dir: &Path,
+    iso_in_pod: &Path,
+    workload: &WorkloadAccess,
+) -> Result<Managers> {
+    let (agent_api_url, images_url) = expose_core(client).await?;
+    let (ns, name) = DEPLOYMENTS[0];
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
+    let d = deployments
+        .get(name)
+        .await
+        .context("reading the control-plane Deployment")?;
+    let container = d
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers.iter().find(|c| c.name == "manager"))
+        .context("the control-plane Deployment has no container `manager`")?;
+    let mut extra = crate::managers::lab_core_args(
+        workload,
+        &crate::managers::os_images(&format!("file://{}", iso_in_pod.display())),
+    );
+    extra.extend([
+        format!("--agent-api-url={agent_api_url}"),
+        format!("--images-url={images_url}"),
+    ]);
+    let args = with_flags(container.args.as_deref().unwrap_or_default(), &extra);
+    let mut mounts = serde_json::to_value(container.volume_mounts.clone().unwrap_or_default())?;
+    mounts
+        .as_array_mut()
+        .context("volumeMounts")?
+        .push(json!({"name": "lab-files", "mountPath": FILES_IN_POD, "readOnly": true}));
+    let patch = json!({"spec": {"template": {"spec": {
+        "containers": [{"name": "manager", "args": args, "volumeMounts": mounts}],
+        "volumes": [{"name": "lab-files", "hostPath": {"path": files_dir, "type": "Directory"}}],
+    }}}});
+    deployments
+        .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .context("giving the control-plane Deployment the lab's flags")?;
+
+    let ips = wait_rolled_out(client, Duration::from_secs(180)).await?;
+    Ok(Managers {
+        down: vec![false; 2],
+        restarts: vec![0; 2],
+        run: Run::Pods(Pods {
+            pod_logs: node_dir.join("pod-logs"),
+            ips: ips.clone(),
+        }),
+        agent_api_url,
+        webhooks: Vec::new(),
+        metrics: ips
+            .iter()
+            .map(|ip| SocketAddr::new(*ip, METRICS_PORT))
+            .collect(),
+        keys_namespace: ns.to_owned(),
+    })
+}
+
+/// Waits until each of our Deployments has one updated, ready pod and no other, and that pod
+/// answers `/readyz`; returns their IPs, control plane first.
+async fn wait_rolled_out(client: &Client, timeout: Duration) -> Result<Vec<std::net::IpAddr>> {
+    let start = Instant::now();
+    loop {
+        let mut ips = Vec::new();
+        for (ns, name) in DEPLOYMENTS {
+            let d = Api::<Deployment>::namespaced(client.clone(), ns)
+                .get(name)
+                .await?;
+            let status = d.status.clone().unwrap_or_default();
+            let done = status.observed_generation == d.metadata.generation
+                && status.updated_replicas == Some(1)
+                && status.available_replicas == Some(1)
+                && status.replicas == Some(1);
+            if !done {
+                break;
+            }
+            let pods = Api::<Pod>::namespaced(client.clone(), ns)
+                .list(&ListParams::default().labels("control-plane=controller-manager"))
+                .await?;
+            let ip = pods
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| p.status.as_ref()?.pod_ip.as_ref()?.parse().ok())
+                .next();
+            match ip {
+                Some(ip)
+                    if matches!(
+                        http_get_at(SocketAddr::new(ip, HEALTH_PORT), "/readyz"),
+                        Ok((200, _))
+                    ) =>
+                {
+                    ips.push(ip)
+                }
+                _ => break,
+            }
+        }
+        if ips.len() == DEPLOYMENTS.len() {
+            return Ok(ips);
+        }
+        if start.elapsed() > timeout {
+            let names: Vec<String> = DEPLOYMENTS
+                .iter()
+                .map(|(ns, d)| format!("{ns}/{d}"))
+                .collect();
+            bail!("our managers' pods ({names:?}) not rolled out and ready after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The pods' ServiceAccounts (namespace, name), control plane first: their requests are counted
+/// under their own FlowSchemas.
+pub fn service_accounts() -> [(&'static str, &'static str); 2] {
+    [
+        (DEPLOYMENTS[0].0, DEPLOYMENTS[0].1),
+        (DEPLOYMENTS[1].0, DEPLOYMENTS[1].1),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_replaced_not_repeated() {
+        let args: Vec<String> = [
+            "--leader-elect",
+            "--install-backend=openshift-install",
+            "--x=1",
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = with_flags(&args, &["--install-backend=lab".into(), "--y=2".into()]);
+        assert_eq!(
+            out,
+            ["--leader-elect", "--x=1", "--install-backend=lab", "--y=2"]
+        );
+    }
+
+    #[test]
+    fn control_plane_first() {
+        assert!(DEPLOYMENTS[0].0.contains("controlplane"));
+        assert_eq!(service_accounts()[1].0, "capoa-bootstrap-system");
+    }
+
+    #[test]
+    fn logs_of_a_missing_directory_are_none() {
+        let pods = Pods {
+            pod_logs: PathBuf::from("/nonexistent"),
+            ips: Vec::new(),
+        };
+        assert!(pods.logs().is_empty());
+    }
+}
