@@ -47,10 +47,12 @@ fmt:
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# The lab (docs/lab.md): builds the testbed and our binaries, then installs a 3+2 cluster on a
-# simulated Metal3 site. Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
+# The lab (docs/lab.md): builds the testbed, the node's packages, our images and binaries, then
+# installs a 3+2 cluster on a simulated Metal3 site with every provider running as a pod on the
+# management cluster's node (root; `LAB_ARGS="--managers processes"` runs ours as processes).
+# Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
 lab:
-	bash tests/testbed/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
+	bash tests/testbed/build.sh && bash tests/testbed/node-packages.sh && bash images/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
 
 # assisted-core end to end (docs/benchmarks.md): the release assisted-core binary against the
 # testbed's kube-apiserver and etcd, every scenario and load (about 12 minutes). Two cargo

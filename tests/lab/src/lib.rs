@@ -818,6 +818,14 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
     let mut builder = Testbed::builder().name("lab").clusterctl_init();
     let mut workload_builder = Testbed::builder().name("lab-workload");
     if opts.managers_as_pods {
+        // /proc/self belongs to the process's effective user.
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?);
+        if uid != 0 {
+            anyhow::bail!(
+                "our managers as pods need a node, and a node needs root (a bridge, iptables \
+                 rules, cgroups); run as root, or with --managers processes"
+            );
+        }
         println!(
             "{} starting the management cluster with a node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd; `clusterctl init` of cert-manager, Cluster API, CAPM3 (metal3) and our two providers, all as pods (ours from `make images`); baremetal-operator as a process",
             stamp(start)

@@ -75,13 +75,14 @@ struct Cli {
     /// --speed realistic.
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<u64>,
-    /// How our two managers run. `pods`: as the pods `clusterctl init` installed, on a real
-    /// node of the management cluster (kubelet, containerd), from the images `make images`
-    /// built, beside cert-manager, Cluster API and CAPM3 as pods too; needs root and the
-    /// node's Debian packages (`make node-packages`). `processes`: the binaries next to the
-    /// lab's, with Cluster API and CAPM3 as processes too.
-    #[arg(long, value_enum, value_name = "HOW", default_value = "processes", conflicts_with_all = ["chaos", "chaos_seed"])]
-    managers: ManagersAs,
+    /// How our two managers run. `pods` (the default): as the pods `clusterctl init`
+    /// installed, on a real node of the management cluster (kubelet, containerd), from the
+    /// images `make images` built, beside cert-manager, Cluster API and CAPM3 as pods too;
+    /// needs root and the node's Debian packages (`make node-packages`). `processes` (the
+    /// default with --chaos, which kills processes): the binaries next to the lab's, with
+    /// Cluster API and CAPM3 as processes too.
+    #[arg(long, value_enum, value_name = "HOW", conflicts_with_all = ["chaos", "chaos_seed"])]
+    managers: Option<ManagersAs>,
 }
 
 /// `--managers`.
@@ -98,6 +99,14 @@ enum ChaosScope {
     All,
     /// Only our two managers.
     Managers,
+}
+
+/// `--managers`, or its default: pods, but processes for `--chaos`.
+fn managers_as_pods(managers: Option<ManagersAs>, chaos: bool) -> bool {
+    match managers {
+        Some(m) => m == ManagersAs::Pods,
+        None => !chaos,
+    }
 }
 
 /// `--workers`: 0..=MAX_WORKERS, saying why there is a limit.
@@ -187,7 +196,10 @@ async fn run(cli: Cli) -> Result<bool> {
         keep: cli.keep,
         keep_dirs: cli.dir.is_some(),
         okd: cli.okd,
-        managers_as_pods: cli.managers == ManagersAs::Pods,
+        managers_as_pods: managers_as_pods(
+            cli.managers,
+            cli.chaos.is_some() || cli.chaos_seed.is_some(),
+        ),
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {
@@ -223,5 +235,18 @@ async fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managers_run_as_pods_unless_chaos_or_asked() {
+        assert!(managers_as_pods(None, false));
+        assert!(!managers_as_pods(None, true));
+        assert!(!managers_as_pods(Some(ManagersAs::Processes), false));
+        assert!(managers_as_pods(Some(ManagersAs::Pods), false));
     }
 }
