@@ -6,8 +6,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
-    EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort, UPDATE,
-    ValidatingWebhook, Variable, WRITE_STATUS,
+    DataVolume, EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, ServicePort,
+    UPDATE, ValidatingWebhook, Variable, WRITE_STATUS,
 };
 
 use crate::api::OpenshiftAssistedControlPlane;
@@ -280,7 +280,17 @@ pub fn provider_manifest() -> ProviderManifest {
         // The manager (52.6 MiB peak in the 20 × 3+2 lab run, docs/benchmarks.md) plus up to
         // two openshift-install children at about 160 MiB each (MAX_CONCURRENT_INSTALLERS).
         memory_limit: "512Mi",
-        data_volume: Some(("file-store", "/var/lib/assisted-core")),
+        // The core's file store (install artifacts, each cluster's state snapshot, uploaded
+        // logs) and its caches (OS images, installers): a pod replaced mid-install must find
+        // them again.
+        data_volume: Some(DataVolume {
+            name: "file-store",
+            mount_path: "/var/lib/assisted-core",
+            size: Variable {
+                name: "OPENSHIFT_ASSISTED_CORE_STORAGE_SIZE",
+                default: "20Gi",
+            },
+        }),
         webhooks: true,
         validating_webhooks: &[ValidatingWebhook {
             name: "validation.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io",

@@ -72,8 +72,9 @@ pub struct ProviderManifest {
     pub extra_service: Option<(&'static str, &'static [ServicePort])>,
     /// Memory limit of the manager container.
     pub memory_limit: &'static str,
-    /// A writable directory the manager needs besides /tmp (name, mount path).
-    pub data_volume: Option<(&'static str, &'static str)>,
+    /// State the manager keeps in files and must not lose with its pod: a PersistentVolumeClaim
+    /// mounted there.
+    pub data_volume: Option<DataVolume>,
     /// The manager serves webhooks (CRD conversion): the components then carry the webhook
     /// Service, a cert-manager Issuer and Certificate mounted into the manager, and point every
     /// CRD with a `Webhook` conversion at that Service with cert-manager's CA injection.
@@ -81,6 +82,20 @@ pub struct ProviderManifest {
     /// Validating admission webhooks the manager serves (a ValidatingWebhookConfiguration).
     pub validating_webhooks: &'static [ValidatingWebhook],
 }
+
+/// A manager's persistent state: a PersistentVolumeClaim `<prefix><name>` (ReadWriteOnce, the
+/// cluster's default StorageClass, `size` requested) mounted at `mount_path`. The Deployment
+/// then recreates its pod instead of rolling (two pods never write the state at once), and the
+/// pod's `fsGroup` lets the non-root manager write the volume.
+#[derive(Debug, Clone, Copy)]
+pub struct DataVolume {
+    pub name: &'static str,
+    pub mount_path: &'static str,
+    pub size: Variable,
+}
+
+/// The numeric user (and group) our images and Deployments run as.
+pub const NONROOT_USER: u32 = 65532;
 
 /// One validating admission webhook of a provider.
 #[derive(Debug, Clone, Copy)]
@@ -273,9 +288,17 @@ impl ProviderManifest {
         }
         let mut volumes = vec![json!({ "name": "tmp", "emptyDir": {} })];
         let mut mounts = vec![json!({ "name": "tmp", "mountPath": "/tmp" })];
-        if let Some((name, path)) = self.data_volume {
-            volumes.push(json!({ "name": name, "emptyDir": {} }));
-            mounts.push(json!({ "name": name, "mountPath": path }));
+        if let Some(data) = self.data_volume {
+            volumes.push(json!({ "name": data.name, "persistentVolumeClaim": { "claimName": format!("{}{}", self.name_prefix, data.name) } }));
+            mounts.push(json!({ "name": data.name, "mountPath": data.mount_path }));
+        }
+        let mut pod_security =
+            json!({ "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } });
+        let mut strategy = json!({ "type": "RollingUpdate" });
+        if self.data_volume.is_some() {
+            pod_security["fsGroup"] = json!(NONROOT_USER);
+            pod_security["fsGroupChangePolicy"] = json!("OnRootMismatch");
+            strategy = json!({ "type": "Recreate" });
         }
         if self.webhooks {
             ports.push(
@@ -292,13 +315,14 @@ impl ProviderManifest {
             "metadata": self.meta("controller-manager"),
             "spec": {
                 "replicas": 1,
+                "strategy": strategy,
                 "selector": { "matchLabels": self.selector_labels() },
                 "template": {
                     "metadata": { "labels": self.selector_labels() },
                     "spec": {
                         "serviceAccountName": self.service_account_name(),
                         "terminationGracePeriodSeconds": 10,
-                        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+                        "securityContext": pod_security,
                         "containers": [{
                             "name": "manager",
                             "image": self.image.reference(),
@@ -319,7 +343,7 @@ impl ProviderManifest {
                                 "allowPrivilegeEscalation": false,
                                 "readOnlyRootFilesystem": true,
                                 "runAsNonRoot": true,
-                                "runAsUser": 65532,
+                                "runAsUser": NONROOT_USER,
                                 "capabilities": { "drop": ["ALL"] }
                             },
                             "volumeMounts": mounts
@@ -330,6 +354,16 @@ impl ProviderManifest {
             }
         });
         let mut objects = vec![deployment];
+        if let Some(data) = self.data_volume {
+            objects.push(json!({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": self.meta(data.name),
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": { "requests": { "storage": data.size.reference() } }
+                }
+            }));
+        }
         objects.push(json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": self.meta("metrics-service"),

@@ -612,6 +612,8 @@ pub async fn start(tb: &mut Testbed, images: &[PathBuf]) -> Result<()> {
     let bin = tb.cache.bin("kube-scheduler");
     tb.spawn("kube-scheduler", &bin, &args, &[])?;
 
+    create_volumes(tb, &dir).await?;
+
     let nodes: kube::Api<Node> = kube::Api::all(tb.client.clone());
     let start = Instant::now();
     loop {
@@ -635,6 +637,43 @@ pub async fn start(tb: &mut Testbed, images: &[PathBuf]) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// How many PersistentVolumes the node offers, and their size.
+pub const VOLUMES: usize = 2;
+pub const VOLUME_SIZE: &str = "100Gi";
+
+/// The node's storage: [`VOLUMES`] `hostPath` PersistentVolumes of [`VOLUME_SIZE`] without a
+/// StorageClass, so that a claim that names none (and finds no default class) binds to one, as
+/// a cluster's default storage would provide. Directories in the node's directory, writable by
+/// any user (`hostPath` volumes get no `fsGroup`).
+async fn create_volumes(tb: &Testbed, dir: &Path) -> Result<()> {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use std::os::unix::fs::PermissionsExt;
+    let api: kube::Api<PersistentVolume> = kube::Api::all(tb.client.clone());
+    for i in 0..VOLUMES {
+        let path = dir.join(format!("volumes/pv-{i}"));
+        std::fs::create_dir_all(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
+        let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": format!("{NODE_NAME}-pv-{i}")},
+            "spec": {
+                "capacity": {"storage": VOLUME_SIZE},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": path, "type": "Directory"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE_NAME]},
+                ]}]}},
+            },
+        }))?;
+        api.create(&Default::default(), &pv)
+            .await
+            .with_context(|| format!("creating PersistentVolume {NODE_NAME}-pv-{i}"))?;
+    }
+    Ok(())
 }
 
 fn node_ready(node: &Node) -> bool {

@@ -160,6 +160,20 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
         );
     }
 
+    // The core's file store is a PersistentVolumeClaim, bound to one of the node's volumes.
+    let pvc = Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::namespaced(
+        tb.client.clone(),
+        "capoa-controlplane-system",
+    )
+    .get("capoa-controlplane-file-store")
+    .await
+    .expect("the core's PersistentVolumeClaim");
+    assert_eq!(
+        pvc.status.and_then(|s| s.phase).as_deref(),
+        Some("Bound"),
+        "the core's claim is bound"
+    );
+
     // 2. Our webhooks are reached through their Services, with cert-manager's certificates and
     //    the CA its injector wrote: a conversion (v1alpha1 stored as v1alpha2 and read back)
     //    and an admission refusal with our message.

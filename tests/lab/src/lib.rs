@@ -140,6 +140,9 @@ pub struct Options {
     /// node of the management cluster, from the images `make images` built (root only);
     /// otherwise as processes.
     pub managers_as_pods: bool,
+    /// `--kill-core-pod` (with the managers as pods): delete the control-plane manager's pod
+    /// once the first cluster's install has started; its replacement must finish the run.
+    pub kill_core_pod: bool,
 }
 
 /// How a run ended.
@@ -167,6 +170,21 @@ pub struct Report {
     pub duration: Duration,
     /// `--chaos`: the seed, the kills carried out and the ones the run ended before.
     pub chaos: Option<ChaosReport>,
+    /// `--kill-core-pod`: when the control-plane pod was deleted and its replacement ready.
+    pub core_pod_kill: Option<CorePodKill>,
+}
+
+/// What `--kill-core-pod` did.
+#[derive(Debug, Clone)]
+pub struct CorePodKill {
+    /// The deleted pod.
+    pub pod: String,
+    /// Since the lab started.
+    pub killed_at: Duration,
+    /// When the new pod's manager answered `/readyz`.
+    pub ready_at: Option<Duration>,
+    /// The milestone the first cluster had reached when it was deleted.
+    pub after: String,
 }
 
 /// What `--chaos` did.
@@ -1733,8 +1751,26 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     });
     // When stdout is a terminal: one line per cluster at the bottom, redrawn every pass.
     let mut live = live::Live::detect();
+    let mut core_pod_kill: Option<CorePodKill> = None;
     let failure: Option<String> = 'run: loop {
         live.clear();
+        if let Some(k) = core_pod_kill.as_mut()
+            && k.ready_at.is_none()
+        {
+            match lab.managers.core_pod_back(&client).await {
+                Ok(true) => {
+                    k.ready_at = Some(start.elapsed());
+                    println!(
+                        "{} the control-plane manager's new pod is ready ({:.1}s after {} was deleted)",
+                        stamp(start),
+                        (start.elapsed() - k.killed_at).as_secs_f64(),
+                        k.pod
+                    );
+                }
+                Ok(false) => {}
+                Err(e) => break Some(format!("the control-plane pod's replacement: {e:#}")),
+            }
+        }
         if let Some(c) = chaos.as_mut()
             && let Err(e) = chaos_pass(c, &mut lab, &runs[0], &steps, start).await
         {
@@ -1830,6 +1866,25 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
                 r.reached.push(start.elapsed());
                 r.next += 1;
+                if step == Step::InstallStarted && opts.kill_core_pod && core_pod_kill.is_none() {
+                    match lab.managers.delete_core_pod(&client).await {
+                        Ok(pod) => {
+                            println!(
+                                "{} {pre}the control-plane manager's pod {pod} deleted (grace 0) mid-install; its Deployment makes a new one",
+                                stamp(start)
+                            );
+                            core_pod_kill = Some(CorePodKill {
+                                pod,
+                                killed_at: start.elapsed(),
+                                ready_at: None,
+                                after: step.title().to_owned(),
+                            });
+                        }
+                        Err(e) => {
+                            break 'run Some(format!("deleting the control-plane pod: {e:#}"));
+                        }
+                    }
+                }
                 if step == Step::Day2Installed
                     && let Some(d) = r.day2.as_mut()
                 {
@@ -2259,6 +2314,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         api,
         duration: start.elapsed(),
         chaos: chaos_report,
+        core_pod_kill,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -2681,6 +2737,7 @@ mod tests {
                 }],
                 not_carried_out: vec![],
             }),
+            core_pod_kill: None,
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.

@@ -83,6 +83,11 @@ struct Cli {
     /// Cluster API and CAPM3 as processes too.
     #[arg(long, value_enum, value_name = "HOW", conflicts_with_all = ["chaos", "chaos_seed"])]
     managers: Option<ManagersAs>,
+    /// With the managers as pods: delete the control-plane manager's pod (grace 0) once the
+    /// first cluster's install has started; its replacement must find the core's state on its
+    /// PersistentVolumeClaim and finish the run.
+    #[arg(long)]
+    kill_core_pod: bool,
 }
 
 /// `--managers`.
@@ -200,6 +205,7 @@ async fn run(cli: Cli) -> Result<bool> {
             cli.managers,
             cli.chaos.is_some() || cli.chaos_seed.is_some(),
         ),
+        kill_core_pod: cli.kill_core_pod,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

@@ -126,6 +126,33 @@ impl Managers {
             .collect()
     }
 
+    /// Deletes the control-plane manager's pod (`--kill-core-pod`); it counts as down until
+    /// [`Managers::core_pod_back`]. Returns the pod's name.
+    pub async fn delete_core_pod(&mut self, client: &kube::Client) -> Result<String> {
+        if !self.as_pods() {
+            bail!("the managers run as processes: there is no pod to delete");
+        }
+        let name = crate::pods::delete_core_pod(client).await?;
+        self.down[0] = true;
+        Ok(name)
+    }
+
+    /// Whether the control-plane manager's new pod runs and is ready (then it counts as up).
+    pub async fn core_pod_back(&mut self, client: &kube::Client) -> Result<bool> {
+        let Run::Pods(pods) = &mut self.run else {
+            return Ok(true);
+        };
+        pods.refresh(client).await?;
+        let back = pods.pids()[0].is_some() && pods.ready(0);
+        if back {
+            self.down[0] = false;
+            self.restarts[0] += 1;
+            self.metrics[0] =
+                SocketAddr::new(pods.ip(0).context("pod address")?, self.metrics[0].port());
+        }
+        Ok(back)
+    }
+
     /// True when the managers run as pods.
     pub fn as_pods(&self) -> bool {
         matches!(self.run, Run::Pods(_))
@@ -154,7 +181,7 @@ impl Managers {
                 .zip(&self.down)
                 .filter(|(_, down)| !**down)
                 .try_for_each(|(p, _)| p.check_running()),
-            Run::Pods(pods) => pods.check_running(),
+            Run::Pods(pods) => pods.check_running(&self.down),
         }
     }
 

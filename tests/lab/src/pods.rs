@@ -79,10 +79,10 @@ impl Pods {
     }
 
     /// Fails if a manager's process is gone (kubelet would restart it; the lab does not expect
-    /// that to be needed).
-    pub fn check_running(&self) -> Result<()> {
-        for ((ns, d), pid) in DEPLOYMENTS.iter().zip(self.pids()) {
-            if pid.is_none() {
+    /// that to be needed), but for those the lab took `down` itself.
+    pub fn check_running(&self, down: &[bool]) -> Result<()> {
+        for (i, ((ns, d), pid)) in DEPLOYMENTS.iter().zip(self.pids()).enumerate() {
+            if pid.is_none() && !down.get(i).copied().unwrap_or(false) {
                 bail!(
                     "the manager of {ns}/{d} is not running; its log: {:?}",
                     self.logs()
@@ -90,6 +90,24 @@ impl Pods {
             }
         }
         Ok(())
+    }
+
+    /// Re-reads the managers' pod addresses (after a pod was replaced); a manager without a
+    /// running pod keeps its old one.
+    pub async fn refresh(&mut self, client: &Client) -> Result<()> {
+        for (i, (ns, _)) in DEPLOYMENTS.iter().enumerate() {
+            if let Some(ip) = running_pod_ip(client, ns).await?
+                && let Some(slot) = self.ips.get_mut(i)
+            {
+                *slot = ip;
+            }
+        }
+        Ok(())
+    }
+
+    /// Manager `i`'s pod address.
+    pub fn ip(&self, i: usize) -> Option<std::net::IpAddr> {
+        self.ips.get(i).copied()
     }
 
     /// Whether manager `i` answers `/readyz` on its pod's address.
@@ -101,6 +119,40 @@ impl Pods {
             )
         })
     }
+}
+
+/// The address of the running, not deleted manager pod in `ns`, if any.
+async fn running_pod_ip(client: &Client, ns: &str) -> Result<Option<std::net::IpAddr>> {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("control-plane=controller-manager"))
+        .await?;
+    Ok(pods
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .find_map(|p| p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()))
+}
+
+/// Deletes the control-plane manager's pod at once (grace period 0, as a node failure would
+/// end it); its Deployment makes a new one, which must find the core's state on its volume.
+/// Returns the deleted pod's name.
+pub async fn delete_core_pod(client: &Client) -> Result<String> {
+    let (ns, _) = DEPLOYMENTS[0];
+    let api = Api::<Pod>::namespaced(client.clone(), ns);
+    let pods = api
+        .list(&ListParams::default().labels("control-plane=controller-manager"))
+        .await?;
+    let pod = pods
+        .items
+        .iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .context("no control-plane manager pod to delete")?;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    api.delete(&name, &kube::api::DeleteParams::default().grace_period(0))
+        .await
+        .with_context(|| format!("deleting pod {ns}/{name}"))?;
+    Ok(name)
 }
 
 /// The pid of the process `/usr/local/bin/manager` (our images' entrypoint) whose
@@ -290,16 +342,7 @@ async fn wait_rolled_out(client: &Client, timeout: Duration) -> Result<Vec<std::
             if !done {
                 break;
             }
-            let pods = Api::<Pod>::namespaced(client.clone(), ns)
-                .list(&ListParams::default().labels("control-plane=controller-manager"))
-                .await?;
-            let ip = pods
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none())
-                .filter_map(|p| p.status.as_ref()?.pod_ip.as_ref()?.parse().ok())
-                .next();
-            match ip {
+            match running_pod_ip(client, ns).await? {
                 Some(ip)
                     if matches!(
                         http_get_at(SocketAddr::new(ip, HEALTH_PORT), "/readyz"),

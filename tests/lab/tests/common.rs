@@ -43,6 +43,7 @@ pub fn options() -> Options {
         chaos: None,
         okd: false,
         managers_as_pods: false,
+        kill_core_pod: false,
     }
 }
 

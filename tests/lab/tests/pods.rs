@@ -1,7 +1,9 @@
 //! The lab as `make lab` runs it: a 3+2 cluster installed, scaled up by a day-2 worker and back
 //! down, with every provider running as the pod `clusterctl init` installed on the management
 //! cluster's real node — ours from the images `make images` built (`make test` builds them) —
-//! and nothing `forbidden` in our managers' logs (the lab fails on it).
+//! and nothing `forbidden` in our managers' logs (the lab fails on it). The control-plane pod is
+//! deleted once the install has started: its replacement finds the core's state on its
+//! PersistentVolumeClaim and finishes the install.
 
 #[path = "common.rs"]
 mod common;
@@ -20,6 +22,7 @@ async fn three_plus_two_with_our_managers_as_pods() {
         Options {
             topology: Topology::ThreePlusTwo,
             managers_as_pods: true,
+            kill_core_pod: true,
             timeout: std::time::Duration::from_secs(420),
             ..options()
         },
@@ -28,6 +31,24 @@ async fn three_plus_two_with_our_managers_as_pods() {
     assert_eq!(
         milestones(&report),
         [&DAY1_MILESTONES[..], &DAY2_MILESTONES[..]].concat()
+    );
+    // The control-plane pod was replaced before the cluster was installed, and came back.
+    let kill = report
+        .core_pod_kill
+        .as_ref()
+        .expect("the control-plane pod was deleted");
+    let ready = kill.ready_at.expect("its replacement became ready");
+    let installed = report
+        .milestones
+        .iter()
+        .find(|(_, m)| m == "installed")
+        .map(|(at, _)| *at)
+        .expect("installed milestone");
+    assert!(kill.killed_at <= installed && ready > kill.killed_at);
+    eprintln!(
+        "control-plane pod deleted at {:.1?}, replacement ready {:.1?} later, installed at {installed:.1?}",
+        kill.killed_at,
+        ready - kill.killed_at
     );
     // The managers' processes in their pods were found and sampled.
     assert!(report.memory.samples > 1);
