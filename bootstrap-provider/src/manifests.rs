@@ -196,6 +196,7 @@ pub fn provider_manifest() -> ProviderManifest {
         extra_service: None,
         memory_limit: "128Mi",
         data_volume: None,
+        extra_service_leader_label: None,
         webhooks: true,
         validating_webhooks: &[],
     }

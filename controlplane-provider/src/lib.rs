@@ -6,4 +6,5 @@ pub mod api;
 pub mod controller;
 pub mod conversion;
 pub mod manifests;
+pub mod serving;
 pub mod v1alpha2;

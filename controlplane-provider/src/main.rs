@@ -48,6 +48,8 @@ fn main() -> ExitCode {
         match args.assisted_core {
             CoreMode::Embedded => {
                 let listeners = Listeners::bind(&args.core).await?;
+                // Bound: the Service may send this pod the hosts' traffic now.
+                controlplane_provider::serving::claim(&leader.client).await?;
                 let core = server::run(
                     leader.client,
                     args.core,

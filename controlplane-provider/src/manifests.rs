@@ -277,6 +277,7 @@ pub fn provider_manifest() -> ProviderManifest {
                 },
             ],
         )),
+        extra_service_leader_label: Some(crate::serving::SERVING_LABEL),
         // The manager (52.6 MiB peak in the 20 × 3+2 lab run, docs/benchmarks.md) plus up to
         // two openshift-install children at about 160 MiB each (MAX_CONCURRENT_INSTALLERS).
         memory_limit: "512Mi",

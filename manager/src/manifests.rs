@@ -70,6 +70,10 @@ pub struct ProviderManifest {
     pub rules: &'static [Rule],
     /// Ports besides metrics (8080) and health (8081), exposed by an extra Service.
     pub extra_service: Option<(&'static str, &'static [ServicePort])>,
+    /// Only the leader serves the extra Service's ports: it labels its own pod
+    /// `<label>: "true"` (and takes the label off any other), and the extra Service selects it.
+    /// The leader-election Role then also allows reading and patching the namespace's pods.
+    pub extra_service_leader_label: Option<&'static str>,
     /// Memory limit of the manager container.
     pub memory_limit: &'static str,
     /// State the manager keeps in files and must not lose with its pod: a PersistentVolumeClaim
@@ -244,6 +248,13 @@ impl ProviderManifest {
             .map(|rule| json!({ "apiGroups": [rule.group], "resources": rule.resources, "verbs": rule.verbs }))
             .collect();
         let subject = json!([{ "kind": "ServiceAccount", "name": self.service_account_name(), "namespace": self.namespace }]);
+        let mut leader_rules = vec![
+            json!({ "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch", "create", "update", "patch"] }),
+        ];
+        if self.extra_service_leader_label.is_some() {
+            leader_rules
+                .push(json!({ "apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"] }));
+        }
         vec![
             json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.meta("controller-manager") }),
             json!({
@@ -260,9 +271,7 @@ impl ProviderManifest {
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                 "metadata": self.meta("leader-election-role"),
-                "rules": [
-                    { "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch", "create", "update", "patch"] }
-                ]
+                "rules": leader_rules
             }),
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
@@ -385,11 +394,15 @@ impl ProviderManifest {
             objects.extend(self.validating_webhook_configuration());
         }
         if let Some((name, extra)) = self.extra_service {
+            let mut selector = self.selector_labels();
+            if let Some(label) = self.extra_service_leader_label {
+                selector[label] = json!("true");
+            }
             objects.push(json!({
                 "apiVersion": "v1", "kind": "Service",
                 "metadata": self.meta(name),
                 "spec": {
-                    "selector": self.selector_labels(),
+                    "selector": selector,
                     "ports": extra.iter().map(|p| json!({ "name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP" })).collect::<Vec<_>>()
                 }
             }));

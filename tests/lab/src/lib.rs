@@ -140,9 +140,13 @@ pub struct Options {
     /// node of the management cluster, from the images `make images` built (root only);
     /// otherwise as processes.
     pub managers_as_pods: bool,
-    /// `--kill-core-pod` (with the managers as pods): delete the control-plane manager's pod
-    /// once the first cluster's install has started; its replacement must finish the run.
-    pub kill_core_pod: bool,
+    /// `--replicas N` (with the managers as pods): each of our Deployments runs N pods, one
+    /// leading.
+    pub replicas: u32,
+    /// `--kill-leaders` (with the managers as pods): delete each manager's leader pod once the
+    /// first cluster's install has started; a standby (or the replacement pod) must take over
+    /// and the run finish.
+    pub kill_leaders: bool,
 }
 
 /// How a run ended.
@@ -170,18 +174,20 @@ pub struct Report {
     pub duration: Duration,
     /// `--chaos`: the seed, the kills carried out and the ones the run ended before.
     pub chaos: Option<ChaosReport>,
-    /// `--kill-core-pod`: when the control-plane pod was deleted and its replacement ready.
-    pub core_pod_kill: Option<CorePodKill>,
+    /// `--kill-leaders`: when each manager's leader pod was deleted and a new leader ready.
+    pub leader_kills: Vec<LeaderKill>,
 }
 
-/// What `--kill-core-pod` did.
+/// What `--kill-leaders` did to one manager.
 #[derive(Debug, Clone)]
-pub struct CorePodKill {
-    /// The deleted pod.
+pub struct LeaderKill {
+    /// The manager (`controlplane-provider`, `bootstrap-provider`).
+    pub manager: &'static str,
+    /// The deleted leader pod.
     pub pod: String,
     /// Since the lab started.
     pub killed_at: Duration,
-    /// When the new pod's manager answered `/readyz`.
+    /// When another pod held the Lease and answered `/readyz`.
     pub ready_at: Option<Duration>,
     /// The milestone the first cluster had reached when it was deleted.
     pub after: String,
@@ -946,8 +952,15 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             let node_dir = tb.dir.join("node");
             let (files, iso_in_pod, access_in_pod) =
                 pods::stage_files(&node_dir.join("lab-files"), &iso, &workload_access)?;
-            let managers =
-                pods::start(&tb.client, &node_dir, &files, &iso_in_pod, &access_in_pod).await?;
+            let managers = pods::start(
+                &tb.client,
+                &node_dir,
+                &files,
+                &iso_in_pod,
+                &access_in_pod,
+                opts.replicas.try_into().unwrap_or(1),
+            )
+            .await?;
             return Ok((managers, client));
         }
         println!(
@@ -1751,24 +1764,27 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     });
     // When stdout is a terminal: one line per cluster at the bottom, redrawn every pass.
     let mut live = live::Live::detect();
-    let mut core_pod_kill: Option<CorePodKill> = None;
+    let mut leader_kills: Vec<LeaderKill> = Vec::new();
     let failure: Option<String> = 'run: loop {
         live.clear();
-        if let Some(k) = core_pod_kill.as_mut()
-            && k.ready_at.is_none()
-        {
-            match lab.managers.core_pod_back(&client).await {
+        for (i, k) in leader_kills.iter_mut().enumerate() {
+            if k.ready_at.is_some() {
+                continue;
+            }
+            match lab.managers.took_over(&client, i, &k.pod).await {
                 Ok(true) => {
                     k.ready_at = Some(start.elapsed());
+                    let leader = lab.managers.leader_pod(i).unwrap_or_default();
                     println!(
-                        "{} the control-plane manager's new pod is ready ({:.1}s after {} was deleted)",
+                        "{} {}: {leader} leads and is ready, {:.1}s after {} was deleted",
                         stamp(start),
+                        k.manager,
                         (start.elapsed() - k.killed_at).as_secs_f64(),
                         k.pod
                     );
                 }
                 Ok(false) => {}
-                Err(e) => break Some(format!("the control-plane pod's replacement: {e:#}")),
+                Err(e) => break 'run Some(format!("{}'s new leader: {e:#}", k.manager)),
             }
         }
         if let Some(c) = chaos.as_mut()
@@ -1866,22 +1882,28 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
                 r.reached.push(start.elapsed());
                 r.next += 1;
-                if step == Step::InstallStarted && opts.kill_core_pod && core_pod_kill.is_none() {
-                    match lab.managers.delete_core_pod(&client).await {
-                        Ok(pod) => {
-                            println!(
-                                "{} {pre}the control-plane manager's pod {pod} deleted (grace 0) mid-install; its Deployment makes a new one",
-                                stamp(start)
-                            );
-                            core_pod_kill = Some(CorePodKill {
-                                pod,
-                                killed_at: start.elapsed(),
-                                ready_at: None,
-                                after: step.title().to_owned(),
-                            });
-                        }
-                        Err(e) => {
-                            break 'run Some(format!("deleting the control-plane pod: {e:#}"));
+                if step == Step::InstallStarted && opts.kill_leaders && leader_kills.is_empty() {
+                    for (i, manager) in [managers::CONTROLPLANE, managers::BOOTSTRAP]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        match lab.managers.kill_leader(&client, i).await {
+                            Ok(pod) => {
+                                println!(
+                                    "{} {pre}{manager}: its leader pod {pod} deleted (grace 0) mid-install",
+                                    stamp(start)
+                                );
+                                leader_kills.push(LeaderKill {
+                                    manager,
+                                    pod,
+                                    killed_at: start.elapsed(),
+                                    ready_at: None,
+                                    after: step.title().to_owned(),
+                                });
+                            }
+                            Err(e) => {
+                                break 'run Some(format!("deleting {manager}'s leader pod: {e:#}"));
+                            }
                         }
                     }
                 }
@@ -2314,7 +2336,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         api,
         duration: start.elapsed(),
         chaos: chaos_report,
-        core_pod_kill,
+        leader_kills,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -2737,7 +2759,7 @@ mod tests {
                 }],
                 not_carried_out: vec![],
             }),
-            core_pod_kill: None,
+            leader_kills: Vec::new(),
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.

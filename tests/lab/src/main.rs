@@ -83,11 +83,16 @@ struct Cli {
     /// Cluster API and CAPM3 as processes too.
     #[arg(long, value_enum, value_name = "HOW", conflicts_with_all = ["chaos", "chaos_seed"])]
     managers: Option<ManagersAs>,
-    /// With the managers as pods: delete the control-plane manager's pod (grace 0) once the
-    /// first cluster's install has started; its replacement must find the core's state on its
-    /// PersistentVolumeClaim and finish the run.
+    /// With the managers as pods: how many pods each of our Deployments runs (one leads, the
+    /// others stand by).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    replicas: u32,
+    /// With the managers as pods: delete each manager's leader pod (grace 0) once the first
+    /// cluster's install has started. A standby takes the Lease over (with --replicas 2), or
+    /// the Deployment's replacement pod does; the control plane's finds the core's state on its
+    /// PersistentVolumeClaim. The run must still finish; prints how long each takeover took.
     #[arg(long)]
-    kill_core_pod: bool,
+    kill_leaders: bool,
 }
 
 /// `--managers`.
@@ -205,7 +210,8 @@ async fn run(cli: Cli) -> Result<bool> {
             cli.managers,
             cli.chaos.is_some() || cli.chaos_seed.is_some(),
         ),
-        kill_core_pod: cli.kill_core_pod,
+        replicas: cli.replicas,
+        kill_leaders: cli.kill_leaders,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

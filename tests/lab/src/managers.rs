@@ -126,31 +126,45 @@ impl Managers {
             .collect()
     }
 
-    /// Deletes the control-plane manager's pod (`--kill-core-pod`); it counts as down until
-    /// [`Managers::core_pod_back`]. Returns the pod's name.
-    pub async fn delete_core_pod(&mut self, client: &kube::Client) -> Result<String> {
-        if !self.as_pods() {
+    /// Deletes manager `i`'s leader pod (`--kill-leaders`); the manager counts as down until
+    /// [`Managers::took_over`]. Returns the pod's name.
+    pub async fn kill_leader(&mut self, client: &kube::Client, i: usize) -> Result<String> {
+        let Run::Pods(pods) = &self.run else {
             bail!("the managers run as processes: there is no pod to delete");
-        }
-        let name = crate::pods::delete_core_pod(client).await?;
-        self.down[0] = true;
+        };
+        let name = crate::pods::delete_leader(client, pods, i).await?;
+        self.down[i] = true;
         Ok(name)
     }
 
-    /// Whether the control-plane manager's new pod runs and is ready (then it counts as up).
-    pub async fn core_pod_back(&mut self, client: &kube::Client) -> Result<bool> {
+    /// Whether manager `i` leads again from a pod other than `killed` and is ready (then it
+    /// counts as up, and the lab follows the new leader).
+    pub async fn took_over(
+        &mut self,
+        client: &kube::Client,
+        i: usize,
+        killed: &str,
+    ) -> Result<bool> {
         let Run::Pods(pods) = &mut self.run else {
             return Ok(true);
         };
-        pods.refresh(client).await?;
-        let back = pods.pids()[0].is_some() && pods.ready(0);
-        if back {
-            self.down[0] = false;
-            self.restarts[0] += 1;
-            self.metrics[0] =
-                SocketAddr::new(pods.ip(0).context("pod address")?, self.metrics[0].port());
+        if !pods.took_over(client, i, killed).await? {
+            return Ok(false);
         }
-        Ok(back)
+        self.down[i] = false;
+        self.restarts[i] += 1;
+        if let Some((_, ip)) = pods.leader(i) {
+            self.metrics[i] = SocketAddr::new(*ip, self.metrics[i].port());
+        }
+        Ok(true)
+    }
+
+    /// Manager `i`'s leader pod (with the managers as pods).
+    pub fn leader_pod(&self, i: usize) -> Option<String> {
+        match &self.run {
+            Run::Pods(pods) => pods.leader(i).map(|(name, _)| name.clone()),
+            Run::Processes { .. } => None,
+        }
     }
 
     /// True when the managers run as pods.

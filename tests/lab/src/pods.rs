@@ -10,12 +10,13 @@
 //!   through which the simulated hosts reach the agent API and the image server at the node's
 //!   address, and the flags that publish those URLs (what a site's hub exposes; docs/lab.md).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -48,12 +49,12 @@ const HEALTH_PORT: u16 = 8081;
 pub struct Pods {
     /// kubelet's pod log directory on the node.
     pod_logs: PathBuf,
-    /// Each manager's pod IP.
-    ips: Vec<std::net::IpAddr>,
+    /// Each manager's leader: its pod's name and address.
+    leaders: Vec<(String, IpAddr)>,
 }
 
 impl Pods {
-    /// The managers' container logs as kubelet writes them.
+    /// The managers' container logs as kubelet writes them (every replica's).
     pub fn logs(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let Ok(entries) = std::fs::read_dir(&self.pod_logs) else {
@@ -73,18 +74,21 @@ impl Pods {
         out
     }
 
-    /// Each manager's process id on this machine, if it runs.
+    /// Each manager's leader's process id on this machine, if it runs.
     pub fn pids(&self) -> Vec<Option<u32>> {
-        DEPLOYMENTS.iter().map(|(ns, _)| manager_pid(ns)).collect()
+        self.leaders
+            .iter()
+            .map(|(pod, _)| manager_pid(pod))
+            .collect()
     }
 
-    /// Fails if a manager's process is gone (kubelet would restart it; the lab does not expect
-    /// that to be needed), but for those the lab took `down` itself.
+    /// Fails if a manager's leader process is gone, but for those the lab took `down` itself.
     pub fn check_running(&self, down: &[bool]) -> Result<()> {
-        for (i, ((ns, d), pid)) in DEPLOYMENTS.iter().zip(self.pids()).enumerate() {
+        for (i, ((ns, _), pid)) in DEPLOYMENTS.iter().zip(self.pids()).enumerate() {
             if pid.is_none() && !down.get(i).copied().unwrap_or(false) {
                 bail!(
-                    "the manager of {ns}/{d} is not running; its log: {:?}",
+                    "the leader of {ns} ({}) is not running; the logs: {:?}",
+                    self.leaders[i].0,
                     self.logs()
                 );
             }
@@ -92,73 +96,96 @@ impl Pods {
         Ok(())
     }
 
-    /// Re-reads the managers' pod addresses (after a pod was replaced); a manager without a
-    /// running pod keeps its old one.
-    pub async fn refresh(&mut self, client: &Client) -> Result<()> {
-        for (i, (ns, _)) in DEPLOYMENTS.iter().enumerate() {
-            if let Some(ip) = running_pod_ip(client, ns).await?
-                && let Some(slot) = self.ips.get_mut(i)
-            {
-                *slot = ip;
-            }
-        }
-        Ok(())
+    /// Manager `i`'s leader pod's name and address.
+    pub fn leader(&self, i: usize) -> Option<&(String, IpAddr)> {
+        self.leaders.get(i)
     }
 
-    /// Manager `i`'s pod address.
-    pub fn ip(&self, i: usize) -> Option<std::net::IpAddr> {
-        self.ips.get(i).copied()
-    }
-
-    /// Whether manager `i` answers `/readyz` on its pod's address.
+    /// Whether manager `i`'s leader answers `/readyz` on its pod's address.
     pub fn ready(&self, i: usize) -> bool {
-        self.ips.get(i).is_some_and(|ip| {
-            matches!(
-                http_get_at(SocketAddr::new(*ip, HEALTH_PORT), "/readyz"),
-                Ok((200, _))
-            )
-        })
+        self.leaders.get(i).is_some_and(|(_, ip)| serves_ready(*ip))
+    }
+
+    /// Whether manager `i` has a new leader (not `killed`) that runs and is ready; if so it
+    /// becomes the one the lab follows.
+    pub async fn took_over(&mut self, client: &Client, i: usize, killed: &str) -> Result<bool> {
+        let (ns, _) = DEPLOYMENTS[i];
+        match ready_leader(client, ns).await? {
+            Some((pod, ip)) if pod != killed => {
+                self.leaders[i] = (pod, ip);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 
-/// The address of the running, not deleted manager pod in `ns`, if any.
-async fn running_pod_ip(client: &Client, ns: &str) -> Result<Option<std::net::IpAddr>> {
-    let pods = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("control-plane=controller-manager"))
-        .await?;
-    Ok(pods
-        .items
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .find_map(|p| p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()))
+fn serves_ready(ip: IpAddr) -> bool {
+    matches!(
+        http_get_at(SocketAddr::new(ip, HEALTH_PORT), "/readyz"),
+        Ok((200, _))
+    )
 }
 
-/// Deletes the control-plane manager's pod at once (grace period 0, as a node failure would
-/// end it); its Deployment makes a new one, which must find the core's state on its volume.
-/// Returns the deleted pod's name.
-pub async fn delete_core_pod(client: &Client) -> Result<String> {
-    let (ns, _) = DEPLOYMENTS[0];
-    let api = Api::<Pod>::namespaced(client.clone(), ns);
-    let pods = api
-        .list(&ListParams::default().labels("control-plane=controller-manager"))
+/// The pod holding `ns`'s leader Lease, if it runs (not being deleted), has an address and
+/// answers `/readyz`.
+async fn ready_leader(client: &Client, ns: &str) -> Result<Option<(String, IpAddr)>> {
+    let leases = Api::<Lease>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
         .await?;
-    let pod = pods
+    let Some(holder) = leases
         .items
         .iter()
-        .find(|p| p.metadata.deletion_timestamp.is_none())
-        .context("no control-plane manager pod to delete")?;
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    api.delete(&name, &kube::api::DeleteParams::default().grace_period(0))
+        .find_map(|l| l.spec.as_ref()?.holder_identity.clone())
+    else {
+        return Ok(None);
+    };
+    let Some(pod) = Api::<Pod>::namespaced(client.clone(), ns)
+        .get_opt(&holder)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let running = pod.metadata.deletion_timestamp.is_none()
+        && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    let ip = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.as_ref())
+        .and_then(|ip| ip.parse::<IpAddr>().ok());
+    Ok(match ip {
+        Some(ip) if running && serves_ready(ip) => Some((holder, ip)),
+        _ => None,
+    })
+}
+
+/// Ends manager `i`'s leader as a node failure would: its process SIGKILLed (it cannot release
+/// its Lease), then its pod deleted at once (grace period 0). A standby takes the Lease over
+/// once it expires, or the Deployment's new pod does, which (for the control plane) must find
+/// the core's state on its volume.
+pub async fn delete_leader(client: &Client, pods: &Pods, i: usize) -> Result<String> {
+    let (ns, _) = DEPLOYMENTS[i];
+    let (name, _) = pods.leader(i).context("no leader known")?;
+    if let Some(pid) = manager_pid(name) {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .context("running kill")?;
+        if !status.success() {
+            bail!("kill -KILL {pid} ({ns}/{name}) failed");
+        }
+    }
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .delete(name, &kube::api::DeleteParams::default().grace_period(0))
         .await
         .with_context(|| format!("deleting pod {ns}/{name}"))?;
-    Ok(name)
+    Ok(name.clone())
 }
 
-/// The pid of the process `/usr/local/bin/manager` (our images' entrypoint) whose
-/// `POD_NAMESPACE` is `ns`.
-fn manager_pid(ns: &str) -> Option<u32> {
-    let want = format!("POD_NAMESPACE={ns}");
+/// The pid of the process `/usr/local/bin/manager` (our images' entrypoint) of pod `pod`
+/// (its `POD_NAME`).
+fn manager_pid(pod: &str) -> Option<u32> {
+    let want = format!("POD_NAME={pod}");
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -222,9 +249,11 @@ async fn expose_core(client: &Client) -> Result<(String, String)> {
         "metadata": {"name": NODEPORT_SERVICE, "namespace": ns},
         "spec": {
             "type": "NodePort",
+            // As the release's assisted-core Service: only the leader serves.
             "selector": {
                 "cluster.x-k8s.io/provider": "control-plane-openshift-assisted",
                 "control-plane": "controller-manager",
+                "assisted-core.openshift-assisted.io/serving": "true",
             },
             "ports": [
                 {"name": "agent-api", "port": 8090, "targetPort": "agent-api"},
@@ -269,6 +298,7 @@ pub async fn start(
     files_dir: &Path,
     iso_in_pod: &Path,
     workload: &WorkloadAccess,
+    replicas: i32,
 ) -> Result<Managers> {
     let (agent_api_url, images_url) = expose_core(client).await?;
     let (ns, name) = DEPLOYMENTS[0];
@@ -297,7 +327,7 @@ pub async fn start(
         .as_array_mut()
         .context("volumeMounts")?
         .push(json!({"name": "lab-files", "mountPath": FILES_IN_POD, "readOnly": true}));
-    let patch = json!({"spec": {"template": {"spec": {
+    let patch = json!({"spec": {"replicas": replicas, "template": {"spec": {
         "containers": [{"name": "manager", "args": args, "volumeMounts": mounts}],
         "volumes": [{"name": "lab-files", "hostPath": {"path": files_dir, "type": "Directory"}}],
     }}}});
@@ -305,64 +335,72 @@ pub async fn start(
         .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
         .await
         .context("giving the control-plane Deployment the lab's flags")?;
+    let (bns, bname) = DEPLOYMENTS[1];
+    Api::<Deployment>::namespaced(client.clone(), bns)
+        .patch(
+            bname,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .with_context(|| format!("scaling {bns}/{bname} to {replicas}"))?;
 
-    let ips = wait_rolled_out(client, Duration::from_secs(180)).await?;
+    let leaders = wait_rolled_out(client, replicas, Duration::from_secs(180)).await?;
     Ok(Managers {
         down: vec![false; 2],
         restarts: vec![0; 2],
+        metrics: leaders
+            .iter()
+            .map(|(_, ip)| SocketAddr::new(*ip, METRICS_PORT))
+            .collect(),
         run: Run::Pods(Pods {
             pod_logs: node_dir.join("pod-logs"),
-            ips: ips.clone(),
+            leaders,
         }),
         agent_api_url,
         webhooks: Vec::new(),
-        metrics: ips
-            .iter()
-            .map(|ip| SocketAddr::new(*ip, METRICS_PORT))
-            .collect(),
         keys_namespace: ns.to_owned(),
     })
 }
 
-/// Waits until each of our Deployments has one updated, ready pod and no other, and that pod
-/// answers `/readyz`; returns their IPs, control plane first.
-async fn wait_rolled_out(client: &Client, timeout: Duration) -> Result<Vec<std::net::IpAddr>> {
+/// Waits until each of our Deployments has `replicas` updated, available pods and no other,
+/// and its leader's pod answers `/readyz`; returns the leaders, control plane first.
+async fn wait_rolled_out(
+    client: &Client,
+    replicas: i32,
+    timeout: Duration,
+) -> Result<Vec<(String, IpAddr)>> {
     let start = Instant::now();
     loop {
-        let mut ips = Vec::new();
+        let mut leaders = Vec::new();
         for (ns, name) in DEPLOYMENTS {
             let d = Api::<Deployment>::namespaced(client.clone(), ns)
                 .get(name)
                 .await?;
             let status = d.status.clone().unwrap_or_default();
             let done = status.observed_generation == d.metadata.generation
-                && status.updated_replicas == Some(1)
-                && status.available_replicas == Some(1)
-                && status.replicas == Some(1);
+                && status.updated_replicas == Some(replicas)
+                && status.available_replicas == Some(replicas)
+                && status.replicas == Some(replicas);
             if !done {
                 break;
             }
-            match running_pod_ip(client, ns).await? {
-                Some(ip)
-                    if matches!(
-                        http_get_at(SocketAddr::new(ip, HEALTH_PORT), "/readyz"),
-                        Ok((200, _))
-                    ) =>
-                {
-                    ips.push(ip)
-                }
-                _ => break,
+            match ready_leader(client, ns).await? {
+                Some(leader) => leaders.push(leader),
+                None => break,
             }
         }
-        if ips.len() == DEPLOYMENTS.len() {
-            return Ok(ips);
+        if leaders.len() == DEPLOYMENTS.len() {
+            return Ok(leaders);
         }
         if start.elapsed() > timeout {
             let names: Vec<String> = DEPLOYMENTS
                 .iter()
                 .map(|(ns, d)| format!("{ns}/{d}"))
                 .collect();
-            bail!("our managers' pods ({names:?}) not rolled out and ready after {timeout:?}");
+            bail!(
+                "our managers' pods ({names:?}) not rolled out to {replicas} replicas with a ready leader after {timeout:?}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -407,7 +445,7 @@ mod tests {
     fn logs_of_a_missing_directory_are_none() {
         let pods = Pods {
             pod_logs: PathBuf::from("/nonexistent"),
-            ips: Vec::new(),
+            leaders: Vec::new(),
         };
         assert!(pods.logs().is_empty());
     }

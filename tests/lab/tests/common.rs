@@ -43,7 +43,8 @@ pub fn options() -> Options {
         chaos: None,
         okd: false,
         managers_as_pods: false,
-        kill_core_pod: false,
+        replicas: 1,
+        kill_leaders: false,
     }
 }
 
