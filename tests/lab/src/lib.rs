@@ -402,6 +402,17 @@ mod report_json {
         pub memory: Memory<'a>,
         pub api_requests: Option<ApiRequests<'a>>,
         pub chaos: Option<Chaos<'a>>,
+        /// `--kill-leaders`; empty otherwise.
+        pub leader_kills: Vec<LeaderKill<'a>>,
+    }
+
+    #[derive(Serialize)]
+    pub struct LeaderKill<'a> {
+        pub manager: &'a str,
+        pub pod: &'a str,
+        pub after: &'a str,
+        pub killed_seconds: f64,
+        pub new_leader_ready_seconds: Option<f64>,
     }
 
     #[derive(Serialize)]
@@ -690,6 +701,17 @@ impl Report {
                 kills: &c.kills,
                 not_carried_out: &c.not_carried_out,
             }),
+            leader_kills: self
+                .leader_kills
+                .iter()
+                .map(|k| report_json::LeaderKill {
+                    manager: k.manager,
+                    pod: &k.pod,
+                    after: &k.after,
+                    killed_seconds: secs(k.killed_at),
+                    new_leader_ready_seconds: k.ready_at.map(secs),
+                })
+                .collect(),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
         serde_json::to_string_pretty(&report).unwrap_or_default()
