@@ -7,8 +7,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
-    EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Rule, UPDATE, Variable,
-    WRITE_STATUS,
+    EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule, UPDATE,
+    Variable, WRITE_STATUS,
 };
 
 use crate::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
@@ -194,7 +194,16 @@ pub fn provider_manifest() -> ProviderManifest {
         crds: crds(),
         rules: RBAC_RULES,
         extra_service: None,
-        memory_limit: "128Mi",
+        // Measured (docs/benchmarks.md, "Our managers as pods"): as a pod through 10 × 3+2
+        // (60 hosts), 34m CPU on average, 61m at most over 10 s, 36.8 MiB peak RSS (idle 13.8);
+        // 41.6 MiB peak at 20 × 3+2. Requests cover that load; the limits are three times the
+        // largest peak, for bursts (a mass scale-down) and growth.
+        resources: Resources {
+            cpu_request: "50m",
+            memory_request: "48Mi",
+            cpu_limit: "500m",
+            memory_limit: "128Mi",
+        },
         data_volume: None,
         extra_service_leader_label: None,
         webhooks: true,

@@ -74,8 +74,8 @@ pub struct ProviderManifest {
     /// `<label>: "true"` (and takes the label off any other), and the extra Service selects it.
     /// The leader-election Role then also allows reading and patching the namespace's pods.
     pub extra_service_leader_label: Option<&'static str>,
-    /// Memory limit of the manager container.
-    pub memory_limit: &'static str,
+    /// The manager container's requests and limits.
+    pub resources: Resources,
     /// State the manager keeps in files and must not lose with its pod: a PersistentVolumeClaim
     /// mounted there.
     pub data_volume: Option<DataVolume>,
@@ -96,6 +96,17 @@ pub struct DataVolume {
     pub name: &'static str,
     pub mount_path: &'static str,
     pub size: Variable,
+}
+
+/// A container's requests and limits (Kubernetes quantities). Each provider sets them from the
+/// lab's measurements of its manager running as a pod (docs/benchmarks.md, "Our managers as
+/// pods").
+#[derive(Debug, Clone, Copy)]
+pub struct Resources {
+    pub cpu_request: &'static str,
+    pub memory_request: &'static str,
+    pub cpu_limit: &'static str,
+    pub memory_limit: &'static str,
 }
 
 /// The numeric user (and group) our images and Deployments run as.
@@ -345,8 +356,8 @@ impl ProviderManifest {
                             "livenessProbe": probe("/healthz"),
                             "readinessProbe": probe("/readyz"),
                             "resources": {
-                                "requests": { "cpu": "10m", "memory": "64Mi" },
-                                "limits": { "cpu": "500m", "memory": self.memory_limit }
+                                "requests": { "cpu": self.resources.cpu_request, "memory": self.resources.memory_request },
+                                "limits": { "cpu": self.resources.cpu_limit, "memory": self.resources.memory_limit }
                             },
                             "securityContext": {
                                 "allowPrivilegeEscalation": false,
