@@ -20,6 +20,7 @@
 #     manifests/capi/crd/*.yaml               CAPI core CRD bases
 #     manifests/cert-manager/cert-manager.yaml   cert-manager's chart rendered as its release does
 #     manifests/capm3/infrastructure-components.yaml   CAPM3 rendered with kustomize
+#     manifests/bmo/baremetal-operator.yaml   baremetal-operator's config/default rendered
 #     manifests/bmo/crd/*.yaml                BMO CRD bases
 #     versions.env                            what was built
 #     .complete                               written last; the harness only uses a complete dir
@@ -174,6 +175,16 @@ capm3_image=quay.io/metal3-io/cluster-api-provider-metal3:$capm3_version
 		>"$m/capm3/infrastructure-components.yaml"
 cp "$capm3_dir/metadata.yaml" "$m/capm3/metadata.yaml"
 cp "$bmo_dir"/config/base/crds/bases/*.yaml "$m/bmo/crd/"
+# baremetal-operator as its config/namespace and config/default render it (webhooks, cert-manager
+# certificate), with the image of the version built here, pulled only if not present.
+bmo_image=quay.io/metal3-io/baremetal-operator:$bmo_version
+{
+	"$out/bin/kustomize" build "$bmo_dir/config/namespace"
+	echo "---"
+	"$out/bin/kustomize" build "$bmo_dir/config/default"
+} | sed -e "s#image: quay.io/metal3-io/baremetal-operator\$#image: $bmo_image#" \
+	-e 's#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#' \
+	>"$m/bmo/baremetal-operator.yaml"
 chmod -R u+w "$m"
 echo "testbed:   manifests collected in $(($(now) - t))s"
 
@@ -197,6 +208,7 @@ image() {
 image pause localhost/capoa-testbed/pause:$k8s_version /pause 65535
 image capi-manager "$capi_image" /manager 65532
 image capm3-manager "$capm3_image" /manager 65532
+image baremetal-operator "$bmo_image" /baremetal-operator 65532
 for c in controller webhook cainjector; do
 	image "cert-manager-$c" "quay.io/jetstack/cert-manager-$c:$certmanager_version" "/app/cmd/$c/$c" 1000
 done

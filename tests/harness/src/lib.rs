@@ -129,8 +129,8 @@ impl TestbedBuilder {
     /// and kube-scheduler, the apiserver on [`node::NODE_IP`], kube-controller-manager with
     /// every default controller. Combined with [`TestbedBuilder::clusterctl_init`],
     /// `clusterctl init` also installs cert-manager, and Cluster API, CAPM3, cert-manager and
-    /// our providers run as the pods their manifests describe (baremetal-operator stays a
-    /// process). The node has the images build.sh wrote and those of
+    /// our providers run as the pods their manifests describe, and baremetal-operator (fixture
+    /// provisioner) as the pod of its own manifests. The node has the images build.sh wrote and those of
     /// [`TestbedBuilder::node_images`].
     pub fn node(mut self) -> Self {
         self.node = true;
@@ -274,8 +274,9 @@ impl Testbed {
             self.installed_by_clusterctl = true;
         }
         if opts.node && opts.clusterctl_init {
-            // Cluster API and CAPM3 run as pods; baremetal-operator is not a clusterctl provider.
-            metal3::start_bmo(self).await?;
+            // Cluster API and CAPM3 run as pods; baremetal-operator, not a clusterctl provider,
+            // from its own manifests.
+            metal3::start_bmo_pod(self).await?;
         } else {
             if opts.capi {
                 capi::start(self).await?;

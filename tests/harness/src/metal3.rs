@@ -52,6 +52,40 @@ pub(crate) async fn start_bmo(tb: &mut Testbed) -> Result<()> {
     .await
 }
 
+/// The namespace and Deployment of baremetal-operator's rendered manifests.
+pub const BMO_DEPLOYMENT: (&str, &str) = (
+    "baremetal-operator-system",
+    "baremetal-operator-controller-manager",
+);
+
+/// baremetal-operator as the pod its own manifests describe (`config/default`, rendered by
+/// build.sh: its CRDs, RBAC, webhooks and cert-manager certificate), with `--test-mode` added:
+/// the fixture provisioner, as [`start_bmo`] runs it. Waits until the Deployment is Available.
+/// Needs a node and cert-manager ([`crate::TestbedBuilder::node`] with `clusterctl_init`).
+pub(crate) async fn start_bmo_pod(tb: &mut Testbed) -> Result<()> {
+    let path = tb.cache.manifests().join("bmo/baremetal-operator.yaml");
+    let (crds, mut rest): (Vec<Value>, Vec<Value>) = resources::load_yaml_path(&path)?
+        .into_iter()
+        .partition(|d| kind_of(d) == "CustomResourceDefinition");
+    resources::install_crds(&tb.client, crds).await?;
+    let mut patched = false;
+    for d in rest.iter_mut().filter(|d| kind_of(d) == "Deployment") {
+        if let Some(args) = d
+            .pointer_mut("/spec/template/spec/containers/0/args")
+            .and_then(Value::as_array_mut)
+        {
+            args.push(Value::from("--test-mode"));
+            patched = true;
+        }
+    }
+    if !patched {
+        bail!("no Deployment with args in {}", path.display());
+    }
+    resources::apply_all(&tb.client, rest).await?;
+    let (ns, name) = BMO_DEPLOYMENT;
+    resources::wait_deployment_available(&tb.client, ns, name, Duration::from_secs(180)).await
+}
+
 /// Starts the CAPM3 manager as a process, its webhooks on loopback.
 async fn start_capm3(tb: &mut Testbed) -> Result<()> {
     let manifests = tb.cache.manifests();

@@ -197,3 +197,30 @@ pub async fn apply_all(client: &Client, objs: Vec<Value>) -> Result<Vec<DynamicO
     }
     Ok(out)
 }
+
+/// Waits until Deployment `ns/name` has all its replicas updated and available.
+pub async fn wait_deployment_available(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    loop {
+        if let Some(d) = api.get_opt(name).await? {
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let status = d.status.clone().unwrap_or_default();
+            if status.observed_generation == d.metadata.generation
+                && status.updated_replicas == Some(want)
+                && status.available_replicas == Some(want)
+            {
+                return Ok(());
+            }
+        }
+        if start.elapsed() > timeout {
+            bail!("Deployment {ns}/{name} not available after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

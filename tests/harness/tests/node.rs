@@ -1,6 +1,6 @@
 //! Runs as shipped: `clusterctl init` on a testbed with a real node installs cert-manager,
-//! Cluster API, CAPM3 and our two providers, and every one of them runs as the pod its
-//! manifests describe — our managers from the images `make images` built, with their generated
+//! Cluster API, CAPM3 and our two providers (and the harness baremetal-operator from its own
+//! manifests), and every one of them runs as the pod its manifests describe — our managers from the images `make images` built, with their generated
 //! ServiceAccounts and RBAC, probes, Services, and webhooks served through those Services with
 //! certificates cert-manager issued and its CA injector put in place.
 
@@ -150,9 +150,14 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
         "node: all Available after {:.0?}: {names:?}",
         started.elapsed()
     );
-    for ns in ["cert-manager", "capi-system", "capm3-system"]
-        .iter()
-        .chain(OUR_NAMESPACES)
+    for ns in [
+        "cert-manager",
+        "capi-system",
+        "capm3-system",
+        "baremetal-operator-system",
+    ]
+    .iter()
+    .chain(OUR_NAMESPACES)
     {
         assert!(
             names.iter().any(|n| n.starts_with(&format!("{ns}/"))),
@@ -266,7 +271,13 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
             s.kind == "ServiceAccount"
                 && s.namespace.as_deref().is_some_and(|n| {
                     OUR_NAMESPACES.contains(&n)
-                        || ["capi-system", "capm3-system", "cert-manager"].contains(&n)
+                        || [
+                            "capi-system",
+                            "capm3-system",
+                            "cert-manager",
+                            "baremetal-operator-system",
+                        ]
+                        .contains(&n)
                 })
         });
         if provider_sa {

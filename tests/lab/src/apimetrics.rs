@@ -363,7 +363,7 @@ pub fn clients(by_flow_schema: &BTreeMap<String, f64>, ours: &[(&str, &str)]) ->
         named.extend([reads, all]);
     }
     out.push(ClientCount {
-        name: "system:masters: kube-controller-manager, the apiserver itself, the testbed harness, baremetal-operator, and Cluster API and CAPM3 when they run as processes".into(),
+        name: "system:masters: kube-controller-manager, the apiserver itself, the testbed harness, and Cluster API, CAPM3 and baremetal-operator when they run as processes".into(),
         requests: count(EXEMPT),
         reads: None,
     });
@@ -382,7 +382,7 @@ pub fn clients(by_flow_schema: &BTreeMap<String, f64>, ours: &[(&str, &str)]) ->
             .join(", ");
         out.push(ClientCount {
             name: format!(
-                "other FlowSchemas ({schemas}; `service-accounts`: the pods' own, such as Cluster API's, CAPM3's and cert-manager's when they run as pods)"
+                "other FlowSchemas ({schemas}; `service-accounts`: the pods' own, such as Cluster API's, CAPM3's, baremetal-operator's and cert-manager's when they run as pods)"
             ),
             requests: other,
             reads: None,

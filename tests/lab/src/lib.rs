@@ -873,7 +873,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             );
         }
         println!(
-            "{} starting the management cluster with a node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd; `clusterctl init` of cert-manager, Cluster API, CAPM3 (metal3) and our two providers, all as pods (ours from `make images`); baremetal-operator as a process",
+            "{} starting the management cluster with a node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd; `clusterctl init` of cert-manager, Cluster API, CAPM3 (metal3) and our two providers, all as pods (ours from `make images`), and baremetal-operator (fixture provisioner) as the pod of its own manifests",
             stamp(start)
         );
         builder = builder.node().node_images(testbed::cache::our_images()?);
