@@ -7,10 +7,15 @@ use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     DataVolume, EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule,
-    ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS,
+    ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS, required_variable,
 };
 
 use crate::api::OpenshiftAssistedControlPlane;
+
+/// The clusterctl variable with the agent API's URL as the site's hosts reach it.
+pub const AGENT_API_URL_VARIABLE: &str = "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL";
+/// The clusterctl variable with the image server's URL as the site's BMCs reach it.
+pub const IMAGES_URL_VARIABLE: &str = "OPENSHIFT_ASSISTED_CORE_IMAGES_URL";
 
 pub const NAME: &str = "controlplane-provider";
 /// Same Lease name as CAPOA's control-plane manager, so the two never run at once by accident.
@@ -211,24 +216,15 @@ pub fn provider_manifest() -> ProviderManifest {
                 }
                 .reference()
             ),
-            // What hosts and BMCs reach: set these to an address routable from the bare-metal
-            // network (a LoadBalancer or NodePort in front of the assisted-core Service).
+            // What hosts and BMCs reach: an address routable from the bare-metal network (a
+            // LoadBalancer, NodePort or Route in front of the assisted-core Service). No default:
+            // the cluster's own Service address is one no host can reach, so clusterctl refuses
+            // to install until they are given.
             format!(
                 "--agent-api-url={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL",
-                    default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090"
-                }
-                .reference()
+                required_variable(AGENT_API_URL_VARIABLE)
             ),
-            format!(
-                "--images-url={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_IMAGES_URL",
-                    default: "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091"
-                }
-                .reference()
-            ),
+            format!("--images-url={}", required_variable(IMAGES_URL_VARIABLE)),
             format!(
                 "--install-backend={}",
                 Variable {

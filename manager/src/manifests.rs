@@ -51,6 +51,12 @@ impl Variable {
     }
 }
 
+/// A clusterctl variable without a default, written as `${NAME}`: `clusterctl init` refuses to
+/// install the provider until it is set ("value for variables [NAME] is not set").
+pub fn required_variable(name: &str) -> String {
+    format!("${{{name}}}")
+}
+
 /// What a provider's release is made of.
 pub struct ProviderManifest {
     /// Short name used in file names, e.g. `bootstrap`.

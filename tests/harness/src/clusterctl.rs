@@ -30,6 +30,21 @@ pub const PROVIDER: &str = "openshift-assisted";
 /// CAPM3's clusterctl name.
 pub const METAL3: &str = "metal3";
 
+/// The variables our control-plane components require (they have no default), set unless a
+/// test gives its own: the agent API's and image server's URLs as a site's hosts would reach
+/// them. Here, the in-cluster Service: nothing but the lab's pods mode reaches the core through
+/// them, and it sets its own.
+pub const DEFAULT_VARIABLES: &[(&str, &str)] = &[
+    (
+        "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL",
+        "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090",
+    ),
+    (
+        "OPENSHIFT_ASSISTED_CORE_IMAGES_URL",
+        "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091",
+    ),
+];
+
 pub struct Clusterctl {
     pub bin: PathBuf,
     /// The clusterctl configuration file (`--config`).
@@ -46,8 +61,23 @@ pub struct Clusterctl {
 }
 
 impl Clusterctl {
-    /// Assembles the repository from `config/release/` and the cache, inside the testbed directory.
+    /// Assembles the repository from `config/release/` and the cache, inside the testbed
+    /// directory, with the testbed's clusterctl variables ([`crate::TestbedBuilder::clusterctl_variable`],
+    /// else [`DEFAULT_VARIABLES`]).
     pub fn new(tb: &Testbed) -> Result<Clusterctl> {
+        let mut variables: Vec<(String, String)> = DEFAULT_VARIABLES
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        for (k, v) in &tb.clusterctl_variables {
+            variables.retain(|(name, _)| name != k);
+            variables.push((k.clone(), v.clone()));
+        }
+        Clusterctl::with_variables(tb, &variables)
+    }
+
+    /// As [`Clusterctl::new`], with exactly `variables` in `clusterctl.yaml`.
+    pub fn with_variables(tb: &Testbed, variables: &[(String, String)]) -> Result<Clusterctl> {
         let base = tb.dir.join("clusterctl");
         let repo = base.join("repo");
         let home = base.join("home");
@@ -96,6 +126,11 @@ impl Clusterctl {
         } else {
             "cert-manager:\n  externallyProvisioned: \"true\"\n  timeout: 2m\n".to_owned()
         };
+        // clusterctl reads its variables from the top-level keys of its configuration file.
+        let variables: String = variables
+            .iter()
+            .map(|(k, v)| format!("{k}: {}\n", serde_json::Value::from(v.as_str())))
+            .collect();
         let config = base.join("clusterctl.yaml");
         std::fs::write(
             &config,
@@ -106,6 +141,7 @@ impl Clusterctl {
                  - name: {PROVIDER}\n  type: ControlPlaneProvider\n  url: {}\n\
                  - name: {METAL3}\n  type: InfrastructureProvider\n  url: {}\n\
                  {cert_manager}\
+                 {variables}\
                  overridesFolder: {}\n",
                 url(&core, "core-components.yaml"),
                 url(&bootstrap, "bootstrap-components.yaml"),

@@ -62,6 +62,7 @@ pub struct TestbedBuilder {
     node: bool,
     node_images: Vec<PathBuf>,
     listen: Option<String>,
+    clusterctl_variables: Vec<(String, String)>,
 }
 
 impl TestbedBuilder {
@@ -145,6 +146,14 @@ impl TestbedBuilder {
         self
     }
 
+    /// A variable for `clusterctl init` (written into its configuration file), replacing the
+    /// default of [`clusterctl::DEFAULT_VARIABLES`] of the same name.
+    pub fn clusterctl_variable(mut self, name: &str, value: &str) -> Self {
+        self.clusterctl_variables
+            .push((name.to_owned(), value.to_owned()));
+        self
+    }
+
     /// OCI archives to import into the node's containerd (our managers' images, say).
     pub fn node_images(mut self, archives: impl IntoIterator<Item = PathBuf>) -> Self {
         self.node_images.extend(archives);
@@ -180,6 +189,8 @@ pub struct Testbed {
     node: Option<node::NodeHost>,
     /// The apiserver's address.
     address: String,
+    /// [`TestbedBuilder::clusterctl_variable`]s.
+    pub(crate) clusterctl_variables: Vec<(String, String)>,
 }
 
 impl Testbed {
@@ -222,6 +233,7 @@ impl Testbed {
                 (Some(a), false) => a.clone(),
                 (None, false) => "127.0.0.1".to_owned(),
             },
+            clusterctl_variables: opts.clusterctl_variables.clone(),
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),

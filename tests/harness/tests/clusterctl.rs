@@ -205,3 +205,44 @@ spec:
     .await
     .expect("objects admitted by the re-pointed webhooks");
 }
+
+/// Where the site's hosts reach the core has no default (the cluster's own Service is not
+/// reachable from a bare-metal network): `clusterctl init` of our control plane refuses until
+/// `OPENSHIFT_ASSISTED_CORE_AGENT_API_URL` and `OPENSHIFT_ASSISTED_CORE_IMAGES_URL` are set,
+/// naming them, and installs nothing of it.
+#[tokio::test]
+async fn clusterctl_init_names_the_site_urls_it_needs() {
+    if testbed::skip() {
+        return;
+    }
+    let tb = Testbed::builder().start().await.expect("start testbed");
+    Clusterctl::install_cert_manager_crds(&tb)
+        .await
+        .expect("install cert-manager CRDs");
+    let clusterctl =
+        Clusterctl::with_variables(&tb, &[]).expect("assemble the local clusterctl repository");
+    let err = clusterctl
+        .run(&[
+            "init",
+            "--core",
+            "cluster-api",
+            "--bootstrap",
+            PROVIDER,
+            "--control-plane",
+            PROVIDER,
+        ])
+        .await
+        .expect_err("clusterctl init without the site URLs fails");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("OPENSHIFT_ASSISTED_CORE_AGENT_API_URL")
+            && msg.contains("OPENSHIFT_ASSISTED_CORE_IMAGES_URL")
+            && msg.contains("not set"),
+        "clusterctl names the missing variables: {msg}"
+    );
+    let (crds, _) = provider_objects(&tb.client, &format!("control-plane-{PROVIDER}")).await;
+    assert!(
+        crds.is_empty(),
+        "nothing of the control plane installed: {crds:?}"
+    );
+}

@@ -876,7 +876,13 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             "{} starting the management cluster with a node: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd; `clusterctl init` of cert-manager, Cluster API, CAPM3 (metal3) and our two providers, all as pods (ours from `make images`), and baremetal-operator (fixture provisioner) as the pod of its own manifests",
             stamp(start)
         );
-        builder = builder.node().node_images(testbed::cache::our_images()?);
+        // Where the site's hosts reach the core: required by `clusterctl init`.
+        let (agent_api_url, images_url) = pods::site_urls();
+        builder = builder
+            .node()
+            .node_images(testbed::cache::our_images()?)
+            .clusterctl_variable("OPENSHIFT_ASSISTED_CORE_AGENT_API_URL", &agent_api_url)
+            .clusterctl_variable("OPENSHIFT_ASSISTED_CORE_IMAGES_URL", &images_url);
         // The control-plane pod's lab backend reaches the workload apiserver at the node's
         // address.
         workload_builder = workload_builder.listen_on(testbed::node::NODE_IP);

@@ -8,7 +8,8 @@
 //!   volume — a real site uses the default installer backend and OS images over HTTPS;
 //! - a NodePort Service [`NODEPORT_SERVICE`] in front of the assisted-core Service's ports,
 //!   through which the simulated hosts reach the agent API and the image server at the node's
-//!   address, and the flags that publish those URLs (what a site's hub exposes; docs/lab.md).
+//!   address (what a site's hub exposes; docs/lab.md); their URLs ([`site_urls`]) are the
+//!   variables `clusterctl init` requires.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,19 @@ pub const DEPLOYMENTS: [(&str, &str); 2] = [
 ];
 /// The NodePort Service the lab puts in front of the embedded core's agent API and images.
 pub const NODEPORT_SERVICE: &str = "capoa-lab-assisted-core";
+/// Its node ports: fixed, so that the URLs are known before `clusterctl init`, which needs them.
+pub const AGENT_API_NODE_PORT: u16 = 30890;
+pub const IMAGES_NODE_PORT: u16 = 30891;
+
+/// The agent API's and image server's URLs as the site's hosts reach them: the node's address
+/// and [`NODEPORT_SERVICE`]'s ports. The lab gives them to `clusterctl init` as
+/// `OPENSHIFT_ASSISTED_CORE_AGENT_API_URL` and `OPENSHIFT_ASSISTED_CORE_IMAGES_URL`.
+pub fn site_urls() -> (String, String) {
+    (
+        format!("http://{NODE_IP}:{AGENT_API_NODE_PORT}"),
+        format!("http://{NODE_IP}:{IMAGES_NODE_PORT}"),
+    )
+}
 /// Where the lab's files appear in the control-plane pod.
 const FILES_IN_POD: &str = "/lab";
 const METRICS_PORT: u16 = 8080;
@@ -238,9 +252,9 @@ pub fn stage_files(
     ))
 }
 
-/// The NodePort Service in front of the core's agent API and images; returns their URLs at the
-/// node's address.
-async fn expose_core(client: &Client) -> Result<(String, String)> {
+/// The NodePort Service in front of the core's agent API and images, on the ports of
+/// [`site_urls`].
+async fn expose_core(client: &Client) -> Result<()> {
     let (ns, _) = DEPLOYMENTS[0];
     let api = Api::<Service>::namespaced(client.clone(), ns);
     let svc: Service = serde_json::from_value(json!({
@@ -256,27 +270,15 @@ async fn expose_core(client: &Client) -> Result<(String, String)> {
                 "assisted-core.openshift-assisted.io/serving": "true",
             },
             "ports": [
-                {"name": "agent-api", "port": 8090, "targetPort": "agent-api"},
-                {"name": "images", "port": 8091, "targetPort": "images"},
+                {"name": "agent-api", "port": 8090, "targetPort": "agent-api", "nodePort": AGENT_API_NODE_PORT},
+                {"name": "images", "port": 8091, "targetPort": "images", "nodePort": IMAGES_NODE_PORT},
             ],
         },
     }))?;
-    let svc = api
-        .create(&PostParams::default(), &svc)
+    api.create(&PostParams::default(), &svc)
         .await
         .context("creating the NodePort Service of the core")?;
-    let port = |name: &str| -> Result<i32> {
-        svc.spec
-            .as_ref()
-            .and_then(|s| s.ports.as_ref())
-            .and_then(|ps| ps.iter().find(|p| p.name.as_deref() == Some(name)))
-            .and_then(|p| p.node_port)
-            .with_context(|| format!("the NodePort Service has no node port for {name}"))
-    };
-    Ok((
-        format!("http://{NODE_IP}:{}", port("agent-api")?),
-        format!("http://{NODE_IP}:{}", port("images")?),
-    ))
+    Ok(())
 }
 
 /// `args` with every flag of `extra` replaced by its value there (flags are `--name=value`).
@@ -300,7 +302,8 @@ pub async fn start(
     workload: &WorkloadAccess,
     replicas: i32,
 ) -> Result<Managers> {
-    let (agent_api_url, images_url) = expose_core(client).await?;
+    expose_core(client).await?;
+    let (agent_api_url, _) = site_urls();
     let (ns, name) = DEPLOYMENTS[0];
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
     let d = deployments
@@ -313,14 +316,11 @@ pub async fn start(
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|s| s.containers.iter().find(|c| c.name == "manager"))
         .context("the control-plane Deployment has no container `manager`")?;
-    let mut extra = crate::managers::lab_core_args(
+    // The URLs came from `clusterctl init`'s variables; the lab backend's flags come here.
+    let extra = crate::managers::lab_core_args(
         workload,
         &crate::managers::os_images(&format!("file://{}", iso_in_pod.display())),
     );
-    extra.extend([
-        format!("--agent-api-url={agent_api_url}"),
-        format!("--images-url={images_url}"),
-    ]);
     let args = with_flags(container.args.as_deref().unwrap_or_default(), &extra);
     let mut mounts = serde_json::to_value(container.volume_mounts.clone().unwrap_or_default())?;
     mounts
