@@ -534,17 +534,7 @@ impl Testbed {
     /// client from it (`manager::runtime::client_from_config`). A user named
     /// `system:serviceaccount:<namespace>:<name>` is bound by RBAC as that ServiceAccount.
     pub async fn config_as(&self, user: &str, group: Option<&str>) -> Result<kube::Config> {
-        let pair = self.ca.client(user, group)?;
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let kubeconfig = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
-             users:\n- name: u\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n\
-             contexts:\n- name: u\n  context:\n    cluster: testbed\n    user: u\ncurrent-context: u\n",
-            self.server,
-            b64(&self.ca.cert_pem),
-            b64(&pair.cert_pem),
-            b64(&pair.key_pem),
-        );
+        let kubeconfig = self.kubeconfig_as(user, group)?;
         kube::Config::from_custom_kubeconfig(
             Kubeconfig::from_yaml(&kubeconfig)?,
             &KubeConfigOptions::default(),
@@ -560,9 +550,17 @@ impl Testbed {
         user: &str,
         group: Option<&str>,
     ) -> Result<PathBuf> {
+        let kubeconfig = self.kubeconfig_as(user, group)?;
+        std::fs::write(path, kubeconfig).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path.to_owned())
+    }
+
+    /// A kubeconfig (YAML) for `user` in `group`, authenticated by a new certificate of the
+    /// testbed CA.
+    fn kubeconfig_as(&self, user: &str, group: Option<&str>) -> Result<String> {
         let pair = self.ca.client(user, group)?;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let kubeconfig = format!(
+        Ok(format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
              users:\n- name: u\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n\
              contexts:\n- name: u\n  context:\n    cluster: testbed\n    user: u\ncurrent-context: u\n",
@@ -570,9 +568,7 @@ impl Testbed {
             b64(&self.ca.cert_pem),
             b64(&pair.cert_pem),
             b64(&pair.key_pem),
-        );
-        std::fs::write(path, kubeconfig).with_context(|| format!("writing {}", path.display()))?;
-        Ok(path.to_owned())
+        ))
     }
 
     /// True when the testbed has a node ([`TestbedBuilder::node`]).
