@@ -30,6 +30,17 @@ pub const PROVIDER: &str = "openshift-assisted";
 /// CAPM3's clusterctl name.
 pub const METAL3: &str = "metal3";
 
+/// `clusterctl init` of Cluster API core and our two providers (no infrastructure provider).
+pub const INIT_OUR_PROVIDERS: &[&str] = &[
+    "init",
+    "--core",
+    "cluster-api",
+    "--bootstrap",
+    PROVIDER,
+    "--control-plane",
+    PROVIDER,
+];
+
 /// The variables our control-plane components require (they have no default), set unless a
 /// test gives its own: the agent API's and image server's URLs as a site's hosts would reach
 /// them. Here, the in-cluster Service: nothing but the lab's pods mode reaches the core through

@@ -7,7 +7,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use testbed::Testbed;
-use testbed::clusterctl::{Clusterctl, PROVIDER};
+use testbed::clusterctl::{Clusterctl, INIT_OUR_PROVIDERS, PROVIDER};
 
 async fn provider_objects(client: &Client, label: &str) -> (Vec<String>, Vec<String>) {
     let lp = ListParams::default().labels(&format!("cluster.x-k8s.io/provider={label}"));
@@ -44,15 +44,7 @@ async fn clusterctl_init_installs_our_providers() {
         .expect("install cert-manager CRDs");
     let clusterctl = Clusterctl::new(&tb).expect("assemble the local clusterctl repository");
     clusterctl
-        .run(&[
-            "init",
-            "--core",
-            "cluster-api",
-            "--bootstrap",
-            PROVIDER,
-            "--control-plane",
-            PROVIDER,
-        ])
+        .run(INIT_OUR_PROVIDERS)
         .await
         .expect("clusterctl init");
 
@@ -222,15 +214,7 @@ async fn clusterctl_init_names_the_site_urls_it_needs() {
     let clusterctl =
         Clusterctl::with_variables(&tb, &[]).expect("assemble the local clusterctl repository");
     let err = clusterctl
-        .run(&[
-            "init",
-            "--core",
-            "cluster-api",
-            "--bootstrap",
-            PROVIDER,
-            "--control-plane",
-            PROVIDER,
-        ])
+        .run(INIT_OUR_PROVIDERS)
         .await
         .expect_err("clusterctl init without the site URLs fails");
     let msg = format!("{err:#}");
