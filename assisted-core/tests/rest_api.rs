@@ -155,7 +155,8 @@ async fn start() -> Api {
     // The production server loop (header-read timeout included); never shut down here.
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        assisted_core::service::server::serve(listener, app, HEADER_READ_TIMEOUT, shutdown).await;
+        assisted_core::service::server::serve(listener, app, None, HEADER_READ_TIMEOUT, shutdown)
+            .await;
         drop(stop);
     });
     Api {

@@ -208,5 +208,7 @@ pub fn provider_manifest() -> ProviderManifest {
         extra_service_leader_label: None,
         webhooks: true,
         validating_webhooks: &[],
+        namespace_rules: &[],
+        extra_objects: Vec::new(),
     }
 }

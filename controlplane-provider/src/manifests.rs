@@ -225,6 +225,25 @@ pub fn provider_manifest() -> ProviderManifest {
                 required_variable(AGENT_API_URL_VARIABLE)
             ),
             format!("--images-url={}", required_variable(IMAGES_URL_VARIABLE)),
+            // An https URL is served with a certificate cert-manager issues for its host; by
+            // default from the core's own CA (below), or from the site's issuer.
+            format!(
+                "--tls-issuer={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER",
+                    default: CORE_CA_ISSUER,
+                }
+                .reference()
+            ),
+            format!(
+                "--tls-issuer-kind={}",
+                Variable {
+                    name: "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER_KIND",
+                    default: "Issuer",
+                }
+                .reference()
+            ),
+            format!("--tls-secret={CORE_TLS_SECRET}"),
             format!(
                 "--install-backend={}",
                 Variable {
@@ -304,5 +323,46 @@ pub fn provider_manifest() -> ProviderManifest {
             version: "v1alpha3",
             resource: "openshiftassistedcontrolplanes",
         }],
+        // The core writes the Certificate of its https listeners (`assisted_core::service::tls`).
+        namespace_rules: &[Rule {
+            group: "cert-manager.io",
+            resources: &["certificates"],
+            verbs: &["get", "create", "patch"],
+        }],
+        extra_objects: core_ca(),
     }
+}
+
+/// The Issuer of the core's serving certificate unless the site names its own.
+pub const CORE_CA_ISSUER: &str = "capoa-controlplane-assisted-core-ca-issuer";
+/// The Certificate (and Secret) the core serves its https listeners with.
+pub const CORE_TLS_SECRET: &str = "capoa-controlplane-assisted-core-tls";
+/// The Secret of the core's own CA.
+pub const CORE_CA_SECRET: &str = "capoa-controlplane-assisted-core-ca";
+
+/// The core's own CA: a self-signed CA certificate (cert-manager, ten years: every discovery
+/// image carries it, and a new CA means new images) and the Issuer that signs the serving
+/// certificate with it.
+fn core_ca() -> Vec<serde_json::Value> {
+    let labels =
+        serde_json::json!({ "cluster.x-k8s.io/provider": "control-plane-openshift-assisted" });
+    vec![
+        serde_json::json!({
+            "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+            "metadata": { "name": CORE_CA_SECRET, "namespace": NAMESPACE, "labels": labels },
+            "spec": {
+                "isCA": true,
+                "commonName": "assisted-core CA",
+                "duration": "87600h",
+                "secretName": CORE_CA_SECRET,
+                "privateKey": { "algorithm": "ECDSA", "size": 256 },
+                "issuerRef": { "kind": "Issuer", "name": "capoa-controlplane-selfsigned-issuer" }
+            }
+        }),
+        serde_json::json!({
+            "apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+            "metadata": { "name": CORE_CA_ISSUER, "namespace": NAMESPACE, "labels": labels },
+            "spec": { "ca": { "secretName": CORE_CA_SECRET } }
+        }),
+    ]
 }

@@ -91,6 +91,10 @@ pub struct ProviderManifest {
     pub webhooks: bool,
     /// Validating admission webhooks the manager serves (a ValidatingWebhookConfiguration).
     pub validating_webhooks: &'static [ValidatingWebhook],
+    /// What the manager may do in its own namespace only (added to the leader-election Role).
+    pub namespace_rules: &'static [Rule],
+    /// Further objects of the release (in the manager's namespace), written after the rest.
+    pub extra_objects: Vec<Value>,
 }
 
 /// A manager's persistent state: a PersistentVolumeClaim `<prefix><name>` (ReadWriteOnce, the
@@ -272,6 +276,11 @@ impl ProviderManifest {
             leader_rules
                 .push(json!({ "apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"] }));
         }
+        leader_rules.extend(
+            self.namespace_rules
+                .iter()
+                .map(|rule| json!({ "apiGroups": [rule.group], "resources": rule.resources, "verbs": rule.verbs })),
+        );
         vec![
             json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.meta("controller-manager") }),
             json!({
@@ -424,6 +433,7 @@ impl ProviderManifest {
                 }
             }));
         }
+        objects.extend(self.extra_objects.iter().cloned());
         objects
     }
 

@@ -202,20 +202,41 @@ impl CertificateFiles {
 }
 
 fn load(dir: &Path) -> Result<CertifiedKey, String> {
-    let cert_path = dir.join(CERT_FILE);
-    let key_path = dir.join(KEY_FILE);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
-        .map_err(|e| format!("{}: {e}", cert_path.display()))?
+    let read = |f: &str| {
+        let path = dir.join(f);
+        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    certified_key(&read(CERT_FILE)?, &read(KEY_FILE)?)
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// A certificate chain and its private key, both PEM, as rustls serves them.
+pub fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", cert_path.display()))?;
+        .map_err(|e| format!("{CERT_FILE}: {e}"))?;
     if chain.is_empty() {
-        return Err(format!("{} holds no certificate", cert_path.display()));
+        return Err(format!("{CERT_FILE} holds no certificate"));
     }
-    let key = PrivateKeyDer::from_pem_file(&key_path)
-        .map_err(|e| format!("{}: {e}", key_path.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("{KEY_FILE}: {e}"))?;
     let signing = rustls::crypto::ring::sign::any_supported_type(&key)
-        .map_err(|e| format!("{}: {e}", key_path.display()))?;
+        .map_err(|e| format!("{KEY_FILE}: {e}"))?;
     Ok(CertifiedKey::new(chain, signing))
+}
+
+/// An HTTP/1.1 TLS acceptor serving whatever certificate `resolver` gives (no client auth).
+pub fn tls_acceptor(
+    resolver: Arc<dyn ResolvesServerCert>,
+) -> Result<tokio_rustls::TlsAcceptor, String> {
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_no_client_auth()
+    .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 impl ResolvesServerCert for CertificateFiles {
@@ -237,23 +258,13 @@ pub async fn serve_tls(
     router: Router,
     shutdown: watch::Receiver<bool>,
 ) {
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map(|b| {
-        b.with_no_client_auth()
-            .with_cert_resolver(Arc::new(CertificateFiles::new(cert_dir)))
-    });
-    let mut config = match config {
-        Ok(c) => c,
+    let acceptor = match tls_acceptor(Arc::new(CertificateFiles::new(cert_dir))) {
+        Ok(a) => a,
         Err(e) => {
             tracing::error!(error = %e, "cannot configure TLS for the webhook server");
             return;
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     crate::http::serve(
         listener,
         router,

@@ -14,3 +14,4 @@ pub mod private_fs;
 pub mod release;
 pub mod server;
 pub mod store;
+pub mod tls;

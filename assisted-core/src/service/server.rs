@@ -19,6 +19,7 @@ use super::image_server::{self, ImageServerState};
 use super::images::{OsImage, OsImageCache};
 use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, OpenshiftInstallBackend};
 use super::store::Store;
+use super::tls::{self, CertificateNames, ServingCertificate, TlsSettings, certificate_names};
 use super::{monitor, persister};
 use crate::domain::Config;
 use manager::runtime::SharedRegistry;
@@ -105,6 +106,15 @@ pub struct CoreArgs {
     /// Host disconnection timeout in seconds (upstream: 180).
     #[arg(long, default_value_t = 180)]
     pub host_disconnection_timeout_seconds: u64,
+    /// The cert-manager issuer of the serving certificate, needed when a URL above is https:
+    /// the core asks it for a certificate naming those URLs' hosts (see `service::tls`).
+    #[arg(long)]
+    pub tls_issuer: Option<String>,
+    #[arg(long, default_value = "Issuer", value_parser = ["Issuer", "ClusterIssuer"])]
+    pub tls_issuer_kind: String,
+    /// Name of the Certificate and of its Secret, in the manager's namespace (`POD_NAMESPACE`).
+    #[arg(long, default_value = "assisted-core-tls")]
+    pub tls_secret: String,
 }
 
 impl CoreArgs {
@@ -121,6 +131,36 @@ impl CoreArgs {
             images: or_local(&self.images_url, self.images_bind_address),
         }
     }
+}
+
+/// Where the serving certificate comes from, when a public URL is https: `None` when none is.
+/// An https URL without `--tls-issuer` is refused at startup, with what to set.
+pub fn tls_plan(
+    args: &CoreArgs,
+    urls: &ServiceUrls,
+) -> anyhow::Result<Option<(TlsSettings, CertificateNames)>> {
+    let names = certificate_names(urls)
+        .map_err(|e| anyhow::anyhow!("--agent-api-url/--images-url: {e}"))?;
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let Some(issuer) = args.tls_issuer.clone() else {
+        anyhow::bail!(
+            "the agent API or image URL is https ({}, {}) but no --tls-issuer names the \
+             cert-manager issuer of its certificate",
+            urls.agent_api,
+            urls.images
+        );
+    };
+    Ok(Some((
+        TlsSettings {
+            namespace: args.keys_namespace.clone(),
+            secret: args.tls_secret.clone(),
+            issuer,
+            issuer_kind: args.tls_issuer_kind.clone(),
+        },
+        names,
+    )))
 }
 
 /// Bound listeners, so callers (tests) can learn the ports before the core runs.
@@ -220,6 +260,16 @@ pub async fn run(
     });
     let signer = keys.clone();
     let urls = args.urls();
+    let tls = tls_plan(&args, &urls)?;
+    let serving = tls.as_ref().map(|_| Arc::new(ServingCertificate::new()));
+    let acceptor = match &serving {
+        Some(s) => Some(manager::webhook::tls_acceptor(s.clone()).map_err(|e| {
+            anyhow::anyhow!("configuring TLS for the agent API and image server: {e}")
+        })?),
+        None => None,
+    };
+    let acceptor_for = |url: &str| acceptor.clone().filter(|_| url.starts_with("https://"));
+    let k8s = client.clone();
     let ctx = Arc::new(Context::new(
         client,
         store.clone(),
@@ -230,6 +280,7 @@ pub async fn run(
             urls: urls.clone(),
             agent_image: args.agent_image.clone(),
             os_images: os_images.clone(),
+            serving: serving.clone(),
         },
         &registry,
     ));
@@ -251,20 +302,28 @@ pub async fn run(
         os_images: Arc::new(os_images),
     });
     tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
+    let certificate = async {
+        if let (Some((settings, names)), Some(serving)) = (tls, serving) {
+            tls::run(k8s, settings, names, serving, shutdown.clone()).await;
+        }
+    };
     tokio::join!(
         serve(
             listeners.agent_api,
             api,
+            acceptor_for(&urls.agent_api),
             HEADER_READ_TIMEOUT,
             shutdown.clone()
         ),
         serve(
             listeners.images,
             images,
+            acceptor_for(&urls.images),
             HEADER_READ_TIMEOUT,
             shutdown.clone()
         ),
         controllers::run(ctx, dirty, shutdown.clone()),
+        certificate,
     );
     Ok(())
 }
@@ -273,16 +332,17 @@ pub async fn run(
 /// limit, a client that opens a connection and never finishes its headers holds it for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves `router` on `listener` over HTTP/1.1 until `shutdown`, closing connections whose
+/// Serves `router` on `listener` over HTTP/1.1 (in TLS when `tls` is given) until `shutdown`, closing connections whose
 /// request head does not arrive within `header_read_timeout` (`axum::serve` sets no such limit).
 /// On shutdown, requests in flight finish and idle connections close.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     header_read_timeout: Duration,
     shutdown: watch::Receiver<bool>,
 ) {
-    manager::http::serve(listener, router, None, header_read_timeout, shutdown).await;
+    manager::http::serve(listener, router, tls, header_read_timeout, shutdown).await;
 }
 
 #[cfg(test)]
@@ -294,6 +354,47 @@ mod tests {
 
     use super::*;
 
+    fn core_args(flags: &[&str]) -> CoreArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            core: CoreArgs,
+        }
+        let argv = std::iter::once("core").chain(flags.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(argv).unwrap().core
+    }
+
+    #[test]
+    fn an_https_url_needs_an_issuer_and_gets_a_certificate_for_its_host() {
+        let args = core_args(&[
+            "--agent-api-url=https://10.244.0.1:30890",
+            "--images-url=http://10.244.0.1:30891",
+        ]);
+        let e = tls_plan(&args, &args.urls()).unwrap_err().to_string();
+        assert!(
+            e.contains("--tls-issuer") && e.contains("https://10.244.0.1:30890"),
+            "{e}"
+        );
+
+        let args = core_args(&[
+            "--agent-api-url=https://10.244.0.1:30890",
+            "--tls-issuer=core-ca",
+            "--keys-namespace=capoa-controlplane-system",
+        ]);
+        let (settings, names) = tls_plan(&args, &args.urls()).unwrap().unwrap();
+        assert_eq!(settings.issuer, "core-ca");
+        assert_eq!(settings.issuer_kind, "Issuer");
+        assert_eq!(settings.namespace, "capoa-controlplane-system");
+        // The images URL defaulted to plain http on its bind address: only the agent API's host.
+        assert_eq!(names.ip_addresses, ["10.244.0.1"]);
+
+        // All http: no TLS, the issuer is not needed.
+        let args = core_args(&["--agent-api-url=http://a:1", "--images-url=http://a:2"]);
+        assert!(tls_plan(&args, &args.urls()).unwrap().is_none());
+        let args = core_args(&["--agent-api-url=ftp://a:1"]);
+        assert!(tls_plan(&args, &args.urls()).is_err());
+    }
+
     #[tokio::test]
     async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -303,6 +404,7 @@ mod tests {
         let server = tokio::spawn(serve(
             listener,
             router,
+            None,
             Duration::from_millis(300),
             shutdown,
         ));

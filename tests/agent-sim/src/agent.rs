@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::client::{CallError, api_url, body_excerpt, call};
+use crate::client::{CallError, Trust, api_url, body_excerpt, call};
 use crate::profile::HostProfile;
 use crate::reply::{ReplyCtx, step_reply};
 use crate::stages::{self, InstallRole};
@@ -47,6 +47,8 @@ pub struct AgentConfig {
     pub bootstrap_wait_timeout: Duration,
     /// Added to the host clock sent as `timestamp` (simulates clock skew).
     pub clock_skew_secs: i64,
+    /// The CA the agent verifies an https service with (its ignition's `--cacert`).
+    pub trust: Trust,
 }
 
 impl AgentConfig {
@@ -70,6 +72,7 @@ impl AgentConfig {
             bootstrap_waits_for_masters: true,
             bootstrap_wait_timeout: Duration::from_secs(300),
             clock_skew_secs: 0,
+            trust: Trust::none(),
         }
     }
 
@@ -257,7 +260,15 @@ impl Session<'_> {
         });
         let mut attempt = 0;
         loop {
-            match call(Method::POST, &url, &self.cfg.token, Some(&body)).await {
+            match call(
+                &self.cfg.trust,
+                Method::POST,
+                &url,
+                &self.cfg.token,
+                Some(&body),
+            )
+            .await
+            {
                 Ok((s, b)) if s.is_success() => {
                     let host: HostView = serde_json::from_slice(&b).unwrap_or_default();
                     self.rep.emit(AgentEvent::Registered {
@@ -305,7 +316,7 @@ impl Session<'_> {
                 self.cfg.infra_env_id,
                 self.cfg.host_id()
             ));
-            match call(Method::GET, &url, &self.cfg.token, None).await {
+            match call(&self.cfg.trust, Method::GET, &url, &self.cfg.token, None).await {
                 Ok((s, b)) if s.is_success() => match serde_json::from_slice::<Steps>(&b) {
                     Ok(steps) => return Ok(Some(steps)),
                     Err(e) => self.rep.emit(AgentEvent::Error(format!(
@@ -342,7 +353,15 @@ impl Session<'_> {
         let body = serde_json::to_value(reply).map_err(|e| AgentError::Config(e.to_string()))?;
         // A lost reply is harmless (the step is asked again), so a few tries are enough.
         for attempt in 0..3 {
-            match call(Method::POST, &url, &self.cfg.token, Some(&body)).await {
+            match call(
+                &self.cfg.trust,
+                Method::POST,
+                &url,
+                &self.cfg.token,
+                Some(&body),
+            )
+            .await
+            {
                 Ok((s, _)) if s.is_success() => {
                     self.rep
                         .emit(AgentEvent::StepReplied(reply.step_type.clone()));
@@ -542,7 +561,8 @@ impl Installer {
         let deadline = tokio::time::Instant::now() + INSTALLER_RETRY_WINDOW;
         let mut attempt = 0;
         loop {
-            let last = match call(method.clone(), url, &self.cfg.token, body).await {
+            let last = match call(&self.cfg.trust, method.clone(), url, &self.cfg.token, body).await
+            {
                 Ok((s, _)) if s.is_success() => return Ok(()),
                 Ok((s, b)) if s.is_client_error() => {
                     return Err(format!("refused: {s}: {}", body_excerpt(&b)));
@@ -587,7 +607,8 @@ impl Installer {
         let deadline = tokio::time::Instant::now() + self.cfg.bootstrap_wait_timeout;
         let me = self.cfg.host_id();
         while tokio::time::Instant::now() < deadline {
-            let ready = match call(Method::GET, &url, &self.cfg.token, None).await {
+            let ready = match call(&self.cfg.trust, Method::GET, &url, &self.cfg.token, None).await
+            {
                 Ok((s, b)) if s.is_success() => {
                     let hosts: Vec<HostView> = serde_json::from_slice(&b).unwrap_or_default();
                     masters_rebooted(&hosts, me)

@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::agent::scaled;
-use crate::client::{CallError, api_url, body_excerpt, call};
+use crate::client::{CallError, Trust, api_url, body_excerpt, call};
 use crate::stages::{self, InstallRole};
 use crate::wire::{ClusterView, HostView, OperatorView};
 
@@ -64,6 +64,8 @@ pub struct InstallerController {
     /// The new cluster's API, to put each host's `node_labels` on its Node (as upstream's
     /// controller does). Without it no Node is labelled.
     pub workload: Option<kube::Client>,
+    /// The CA an https service is verified with.
+    pub trust: Trust,
 }
 
 /// The Node name of a host: its requested hostname, else the inventory's, lowercased (as the
@@ -152,7 +154,13 @@ impl InstallerController {
             timeout: Duration::from_secs(600),
             operator_version: "4.20.0".into(),
             workload: None,
+            trust: Trust::none(),
         }
+    }
+
+    pub fn with_trust(mut self, trust: Trust) -> Self {
+        self.trust = trust;
+        self
     }
 
     pub fn with_workload(mut self, client: kube::Client) -> Self {
@@ -226,7 +234,7 @@ impl InstallerController {
         url: &str,
         body: Option<&Value>,
     ) -> Result<Option<bytes::Bytes>, ControllerError> {
-        match call(method, url, &self.token, body).await {
+        match call(&self.trust, method, url, &self.token, body).await {
             Ok((s, b)) if s.is_success() => Ok(Some(b)),
             Ok((s, b)) if s.is_client_error() => Err(ControllerError::Refused {
                 what: what.to_string(),

@@ -23,7 +23,7 @@ pub mod stages;
 pub mod wire;
 
 pub use agent::{AgentConfig, AgentEvent, AgentOutcome, AgentStatus, Host, run};
-pub use client::call;
+pub use client::{Trust, call};
 pub use controller::{ControllerReport, InstallerController};
 pub use kubelet::{Kubelet, KubeletReport};
 pub use profile::{HostProfile, inventory_json};

@@ -770,9 +770,15 @@ spec:
             agent.name_any()
         ),
     );
-    let (status, body) = agent_sim::call(http::Method::GET, &url, &discovery.token, None)
-        .await
-        .expect("download the host's ignition");
+    let (status, body) = agent_sim::call(
+        &agent_sim::Trust::none(),
+        http::Method::GET,
+        &url,
+        &discovery.token,
+        None,
+    )
+    .await
+    .expect("download the host's ignition");
     assert!(status.is_success(), "{status}");
     let ignition: serde_json::Value = serde_json::from_slice(&body).expect("ignition JSON");
     let units: Vec<&str> = ignition["systemd"]["units"]

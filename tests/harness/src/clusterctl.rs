@@ -48,11 +48,11 @@ pub const INIT_OUR_PROVIDERS: &[&str] = &[
 pub const DEFAULT_VARIABLES: &[(&str, &str)] = &[
     (
         "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL",
-        "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090",
+        "https://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090",
     ),
     (
         "OPENSHIFT_ASSISTED_CORE_IMAGES_URL",
-        "http://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091",
+        "https://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8091",
     ),
 ];
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DynamicObject, ListParams, LogParams, PostParams};
@@ -16,6 +16,73 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
+
+/// Waits (up to 2 minutes) until Secret `ns/name` holds `key`; returns it as text.
+async fn wait_secret_key(client: &Client, ns: &str, name: &str, key: &str) -> String {
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    loop {
+        let value = secrets
+            .get_opt(name)
+            .await
+            .expect("read the Secret")
+            .and_then(|s| s.data?.get(key).map(|b| b.0.clone()))
+            .filter(|b| !b.is_empty());
+        if let Some(v) = value {
+            return String::from_utf8(v).expect("PEM text");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "Secret {ns}/{name} has no {key} after 2 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// `GET path` over TLS at `addr`, the server verified as `server_name` with `ca_pem` only; the
+/// whole answer (status line, headers, body).
+async fn https_get(
+    addr: std::net::SocketAddr,
+    server_name: &str,
+    ca_pem: &str,
+    path: &str,
+) -> Result<String, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots
+            .add(cert.map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let name = ServerName::try_from(server_name.to_owned()).map_err(|e| e.to_string())?;
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS with {addr} as {server_name}: {e}"))?;
+    let request =
+        format!("GET {path} HTTP/1.1\r\nhost: {server_name}\r\nconnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
 
 /// Our providers' namespaces, as `config/release/` names them.
 const OUR_NAMESPACES: &[&str] = &["capoa-bootstrap-system", "capoa-controlplane-system"];
@@ -259,7 +326,40 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
         "the refusal names the field: {msg}"
     );
 
-    // 3. No cluster-admin for any provider: every binding of their ServiceAccounts is to a role
+    // 3. The core's agent API speaks TLS with the certificate cert-manager issued for the host
+    //    of its URL (the harness's default: the Service's DNS name), from the core's own CA.
+    let core_ns = "capoa-controlplane-system";
+    wait_service_ready(&tb.client, core_ns, "capoa-controlplane-assisted-core").await;
+    let ca = wait_secret_key(
+        &tb.client,
+        core_ns,
+        "capoa-controlplane-assisted-core-tls",
+        "ca.crt",
+    )
+    .await;
+    let service = Api::<Service>::namespaced(tb.client.clone(), core_ns)
+        .get("capoa-controlplane-assisted-core")
+        .await
+        .expect("the core's Service");
+    let cluster_ip: std::net::IpAddr = service
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("a ClusterIP")
+        .parse()
+        .expect("an IP");
+    let name = "capoa-controlplane-assisted-core.capoa-controlplane-system.svc";
+    let addr = std::net::SocketAddr::new(cluster_ip, 8090);
+    let answer = https_get(addr, name, &ca, "/api/assisted-install/v2/openapi.yaml")
+        .await
+        .expect("the agent API over TLS, verified with the CA in the Secret");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:.200}");
+    let other_name = https_get(addr, "elsewhere.example.com", &ca, "/").await;
+    assert!(
+        other_name.is_err(),
+        "the certificate names the URL's host only"
+    );
+
+    // 4. No cluster-admin for any provider: every binding of their ServiceAccounts is to a role
     //    their manifests define.
     let bindings = Api::<ClusterRoleBinding>::all(tb.client.clone())
         .list(&ListParams::default())
@@ -290,7 +390,7 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
         }
     }
 
-    // 4. Each of our managers leads through its Lease, has not restarted, and its log has no
+    // 5. Each of our managers leads through its Lease, has not restarted, and its log has no
     //    `forbidden`: a missing RBAC rule fails here instead of being retried in silence.
     for ns in OUR_NAMESPACES {
         let leases = Api::<Lease>::namespaced(tb.client.clone(), ns)

@@ -1051,14 +1051,14 @@ async fn scale_workers(client: &Client, spec: &ClusterSpec, replicas: u32) -> Re
 async fn installer_controller(
     client: &Client,
     workload: &Client,
-    agent_api_url: &str,
-    keys_namespace: &str,
+    managers: &Managers,
     spec: &ClusterSpec,
     timeout: Duration,
     speed: Speed,
 ) -> Result<JoinHandle<Result<()>>> {
-    let (cluster_id, token) = cluster_token(client, keys_namespace, spec).await?;
-    let controller = InstallerController::new(agent_api_url, cluster_id, &token)
+    let (cluster_id, token) = cluster_token(client, &managers.keys_namespace, spec).await?;
+    let controller = InstallerController::new(&managers.agent_api_url, cluster_id, &token)
+        .with_trust(managers.trust.clone())
         .with_speed(speed.factor())
         .with_timeout(timeout)
         .with_workload(workload.clone());
@@ -1102,14 +1102,14 @@ async fn cluster_token(
 /// token) and the release image of the ClusterImageSet its AgentClusterInstall refers to.
 async fn install_check(
     client: &Client,
-    agent_api_url: &str,
-    keys_namespace: &str,
+    managers: &Managers,
     spec: &ClusterSpec,
     aci: Option<&assisted_core::api::agentclusterinstall::AgentClusterInstall>,
 ) -> Result<InstallCheck> {
-    let (cluster_id, token) = cluster_token(client, keys_namespace, spec).await?;
-    let url = agent_sim::client::api_url(agent_api_url, &format!("/clusters/{cluster_id}"));
-    let (status, body) = agent_sim::call(http::Method::GET, &url, &token, None)
+    let (cluster_id, token) = cluster_token(client, &managers.keys_namespace, spec).await?;
+    let url =
+        agent_sim::client::api_url(&managers.agent_api_url, &format!("/clusters/{cluster_id}"));
+    let (status, body) = agent_sim::call(&managers.trust, http::Method::GET, &url, &token, None)
         .await
         .map_err(|e| anyhow!("GET {url}: {e}"))?;
     if !status.is_success() {
@@ -1533,7 +1533,13 @@ fn describe_file(f: &ClusterFile, plan: &Plan, start: Instant) {
 }
 
 impl ClusterRun {
-    fn new(plan: Plan, client: &Client, workload: &Client, speed: Speed) -> ClusterRun {
+    fn new(
+        plan: Plan,
+        client: &Client,
+        workload: &Client,
+        speed: Speed,
+        bmc_trust: &agent_sim::Trust,
+    ) -> ClusterRun {
         let Plan {
             spec,
             servers,
@@ -1557,6 +1563,7 @@ impl ClusterRun {
             &servers,
             reply_ctx,
             speed.factor(),
+            bmc_trust.clone(),
         );
         ClusterRun {
             spec,
@@ -1727,6 +1734,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             &client,
             &lab.workload.client,
             opts.speed,
+            &lab.managers.trust,
         ));
     }
     if n == 1 {
@@ -1876,8 +1884,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 match installer_controller(
                     &client,
                     &lab.workload.client,
-                    &lab.managers.agent_api_url,
-                    &lab.managers.keys_namespace,
+                    &lab.managers,
                     &r.spec,
                     left,
                     opts.speed,
@@ -1950,14 +1957,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     // The core may be down a moment (`--chaos`): tried for up to 30 s.
                     let mut tries = 0;
                     let checked = loop {
-                        let c = install_check(
-                            &client,
-                            &lab.managers.agent_api_url,
-                            &lab.managers.keys_namespace,
-                            &r.spec,
-                            r.snap.aci.as_ref(),
-                        )
-                        .await;
+                        let c = install_check(&client, &lab.managers, &r.spec, r.snap.aci.as_ref())
+                            .await;
                         tries += 1;
                         if c.is_ok() || tries >= 30 {
                             break c;

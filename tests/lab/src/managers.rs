@@ -50,6 +50,9 @@ pub struct Managers {
     pub restarts: Vec<u32>,
     /// The agent REST API as hosts reach it.
     pub agent_api_url: String,
+    /// The CA the site's operator trusts the core's https listeners with (the BMCs, the
+    /// installer-controller, the lab's own checks); hosts get theirs from their ignition.
+    pub trust: agent_sim::Trust,
     /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
     pub webhooks: Vec<(&'static str, u16, PathBuf)>,
     /// Each manager's `/metrics` address, control plane first.
@@ -345,6 +348,7 @@ pub async fn start(
         restarts: vec![0; procs.len()],
         run: Run::Processes { procs, launches },
         agent_api_url: format!("http://{agent_api}"),
+        trust: agent_sim::Trust::none(),
         webhooks,
         metrics,
         keys_namespace: "default".into(),

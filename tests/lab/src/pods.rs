@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -45,14 +45,47 @@ pub const NODEPORT_SERVICE: &str = "capoa-lab-assisted-core";
 pub const AGENT_API_NODE_PORT: u16 = 30890;
 pub const IMAGES_NODE_PORT: u16 = 30891;
 
-/// The agent API's and image server's URLs as the site's hosts reach them: the node's address
-/// and [`NODEPORT_SERVICE`]'s ports. The lab gives them to `clusterctl init` as
-/// `OPENSHIFT_ASSISTED_CORE_AGENT_API_URL` and `OPENSHIFT_ASSISTED_CORE_IMAGES_URL`.
+/// The agent API's and image server's URLs as the site's hosts reach them: https on the node's
+/// address and [`NODEPORT_SERVICE`]'s ports. The lab gives them to `clusterctl init` as
+/// `OPENSHIFT_ASSISTED_CORE_AGENT_API_URL` and `OPENSHIFT_ASSISTED_CORE_IMAGES_URL`; the core
+/// then has cert-manager issue a certificate for that address.
 pub fn site_urls() -> (String, String) {
     (
-        format!("http://{NODE_IP}:{AGENT_API_NODE_PORT}"),
-        format!("http://{NODE_IP}:{IMAGES_NODE_PORT}"),
+        format!("https://{NODE_IP}:{AGENT_API_NODE_PORT}"),
+        format!("https://{NODE_IP}:{IMAGES_NODE_PORT}"),
     )
+}
+
+/// The Secret of the core's serving certificate as released (`--tls-secret`); its `ca.crt` is
+/// what a site's operator gives the BMCs.
+pub const CORE_TLS_SECRET: &str = "capoa-controlplane-assisted-core-tls";
+
+/// The CA of the core's serving certificate, once cert-manager has issued it.
+async fn core_trust(client: &Client, timeout: Duration) -> Result<agent_sim::Trust> {
+    let ns = DEPLOYMENTS[0].0;
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    loop {
+        let ca = secrets
+            .get_opt(CORE_TLS_SECRET)
+            .await
+            .with_context(|| format!("reading Secret {ns}/{CORE_TLS_SECRET}"))?
+            .and_then(|s| s.data?.get("ca.crt").map(|b| b.0.clone()))
+            .filter(|b| !b.is_empty());
+        if let Some(ca) = ca {
+            let ca = String::from_utf8(ca).context("the core's ca.crt is not PEM")?;
+            return Ok(agent_sim::Trust::ca(ca));
+        }
+        if start.elapsed() > timeout {
+            bail!(
+                "cert-manager issued no serving certificate for the core within {}s (Secret \
+                 {ns}/{CORE_TLS_SECRET} has no ca.crt; see its Certificate's Ready condition and \
+                 the control-plane manager's log)",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 /// Where the lab's files appear in the control-plane pod.
 const FILES_IN_POD: &str = "/lab";
@@ -346,6 +379,7 @@ pub async fn start(
         .with_context(|| format!("scaling {bns}/{bname} to {replicas}"))?;
 
     let leaders = wait_rolled_out(client, replicas, Duration::from_secs(180)).await?;
+    let trust = core_trust(client, Duration::from_secs(60)).await?;
     Ok(Managers {
         down: vec![false; 2],
         restarts: vec![0; 2],
@@ -358,6 +392,7 @@ pub async fn start(
             leaders,
         }),
         agent_api_url,
+        trust,
         webhooks: Vec::new(),
         keys_namespace: ns.to_owned(),
     })

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use agent_sim::kubelet::{Kubelet, node_name, node_object, node_user, ready_status};
-use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx};
+use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx, Trust};
 use anyhow::{Context, Result, anyhow, bail};
 use assisted_core::api::agent::Agent;
 use assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
@@ -63,6 +63,8 @@ pub struct Site {
     boot_failing: BTreeMap<String, std::time::Instant>,
     /// agent-sim's speed multiplier for the hosts (0: no simulated delays).
     speed: f64,
+    /// The CA the site's BMCs verify an https image server with (the site's operator gave it).
+    bmc_trust: Trust,
 }
 
 /// The site's servers of one cluster for `masters` + `workers` (workers include the day-2
@@ -118,8 +120,22 @@ pub fn site_yaml(ns: &str, servers: &[Server]) -> Result<String> {
     Ok(yaml)
 }
 
-/// What a host's discovery ignition says: where the agent API is and who the host is.
-async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, String, String)> {
+/// What a host's discovery ignition says: where the agent API is, who the host is, and the CA
+/// it verifies the service with.
+struct BootConfig {
+    url: String,
+    infra_env: String,
+    token: String,
+    trust: Trust,
+}
+
+/// Boots `bmh` as its BMC would: downloads its ISO (verified with `bmc_trust` when https) and
+/// reads the discovery ignition in it, or reads the user data of a disk image.
+async fn boot_config(
+    client: &Client,
+    bmh: &BareMetalHost,
+    bmc_trust: &Trust,
+) -> Result<BootConfig> {
     let name = bmh.name_any();
     let image = bmh
         .spec
@@ -133,7 +149,7 @@ async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, St
                 "BareMetalHost {name} got the template's placeholder image, not the InfraEnv's ISO"
             );
         }
-        let (status, iso) = agent_sim::call(http::Method::GET, &image.url, "", None)
+        let (status, iso) = agent_sim::call(bmc_trust, http::Method::GET, &image.url, "", None)
             .await
             .map_err(|e| {
                 anyhow::Error::new(Transient).context(format!(
@@ -179,7 +195,19 @@ async fn boot_config(client: &Client, bmh: &BareMetalHost) -> Result<(String, St
     };
     let cfg = parse_discovery_ignition(&ignition)
         .map_err(|e| anyhow!("the ignition {name} booted is not a discovery ignition: {e}"))?;
-    Ok((cfg.service_url, cfg.infra_env_id, cfg.token))
+    if cfg.service_url.starts_with("https://") && cfg.ca_bundle.is_none() {
+        bail!(
+            "the discovery ignition of {name} points its agent at {} but gives it no CA \
+             (--cacert): the agent could not verify the service",
+            cfg.service_url
+        );
+    }
+    Ok(BootConfig {
+        url: cfg.service_url,
+        infra_env: cfg.infra_env_id,
+        token: cfg.token,
+        trust: cfg.ca_bundle.map(Trust::ca).unwrap_or_default(),
+    })
 }
 
 /// A healthy kubelet's Node status: Ready and no pressure. CAPI's Machine `NodeHealthy` waits
@@ -236,6 +264,7 @@ impl Site {
         servers: &[Server],
         reply_ctx: ReplyCtx,
         speed: f64,
+        bmc_trust: Trust,
     ) -> Site {
         Site {
             client,
@@ -250,6 +279,7 @@ impl Site {
             booted: BTreeMap::new(),
             boot_failing: BTreeMap::new(),
             speed,
+            bmc_trust,
         }
     }
 
@@ -315,7 +345,7 @@ impl Site {
                 continue;
             };
             if state == "provisioned" && !self.booted.contains_key(&name) {
-                let (url, infra_env, token) = match boot_config(&self.client, bmh).await {
+                let boot = match boot_config(&self.client, bmh, &self.bmc_trust).await {
                     Ok(c) => {
                         self.boot_failing.remove(&name);
                         c
@@ -345,10 +375,16 @@ impl Site {
                 if let Ok(mut p) = self.peers.write() {
                     p.push(server.profile.clone());
                 }
-                let mut cfg = AgentConfig::new(&url, &infra_env, &token, server.profile.clone())
-                    .with_peers(self.peers.clone())
-                    .with_speed(self.speed);
+                let mut cfg = AgentConfig::new(
+                    &boot.url,
+                    &boot.infra_env,
+                    &boot.token,
+                    server.profile.clone(),
+                )
+                .with_peers(self.peers.clone())
+                .with_speed(self.speed);
                 cfg.reply_ctx = self.reply_ctx.clone();
+                cfg.trust = boot.trust;
                 self.booted.insert(
                     name.clone(),
                     Booted {

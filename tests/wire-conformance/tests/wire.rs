@@ -286,9 +286,15 @@ impl Env {
             ies.get(name).await.ok()?.status?.iso_download_url
         })
         .await;
-        let (status, iso) = agent_sim::call(http::Method::GET, &iso_url, "", None)
-            .await
-            .expect("download the ISO");
+        let (status, iso) = agent_sim::call(
+            &agent_sim::Trust::none(),
+            http::Method::GET,
+            &iso_url,
+            "",
+            None,
+        )
+        .await
+        .expect("download the ISO");
         assert!(status.is_success(), "ISO download: {status}");
         let ign = extract_embedded_ignition(std::io::Cursor::new(iso.to_vec()))
             .expect("read the ISO")

@@ -29,6 +29,7 @@ use crate::service::images::{
     ipxe_boot_order_control_script, ipxe_script, minimal_initrd,
 };
 use crate::service::store::InfraEnvRecord;
+use crate::service::tls::{AgentTrust, ServingCertificate, agent_trust};
 
 pub const INFRAENV_FINALIZER: &str = "infraenv.agent-install.openshift.io/ai-deprovision";
 const STATUS_MANAGER: &str = "assisted-core-infraenv";
@@ -229,6 +230,9 @@ pub enum Problem {
     Error(String),
     /// ImageCreated=Unknown MissingClusterDeployment: the bound cluster is not there (yet).
     MissingCluster(String),
+    /// ImageCreated=Unknown ServingCertificatePending: the agent API is https and cert-manager
+    /// has not issued its certificate yet, so the CA the image must carry is not known.
+    CertificatePending,
 }
 
 /// The cluster an InfraEnv's `clusterRef` names, as far as it exists.
@@ -257,16 +261,20 @@ pub struct Dereferenced {
     pub nmstate_configs: Vec<NMStateConfig>,
     /// The agent token: the one already published (URLs stay stable) or a new one.
     pub token: String,
+    /// How the agent verifies the agent API's certificate.
+    pub agent_trust: AgentTrust,
 }
 
 /// The service-wide inputs of every image: where agents reach the core, what they run and
 /// the base live ISOs images are built on (`--os-images`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct ImageSettings {
     pub urls: ServiceUrls,
     /// The discovery agent image the ignition runs.
     pub agent_image: String,
     pub os_images: Vec<crate::service::images::OsImage>,
+    /// The certificate the https listeners serve (`None`: every URL is http).
+    pub serving: Option<Arc<ServingCertificate>>,
 }
 
 /// Read, decide, apply, status (`docs/architecture.md`, "How to add a controller").
@@ -294,6 +302,8 @@ pub(crate) async fn sync(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> 
         Ok(_) => Action::requeue(Duration::from_secs(300)),
         // The store is not watched: look again until the cluster registers.
         Err(Problem::MissingCluster(_)) => Action::requeue(Duration::from_secs(10)),
+        // cert-manager usually issues within seconds of the core's start.
+        Err(Problem::CertificatePending) => Action::requeue(Duration::from_secs(3)),
         // Invalid input: the InfraEnv, its Secret, NMStateConfigs and ClusterDeployments are
         // watched, so a fix reconciles it again.
         Err(Problem::Error(_)) => Action::await_change(),
@@ -366,6 +376,7 @@ async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error
         cluster,
         nmstate_configs,
         token,
+        agent_trust: agent_trust(&ctx.images.urls.agent_api, ctx.images.serving.as_deref()),
     })
 }
 
@@ -453,6 +464,11 @@ pub fn decide(
         .map(|k| k.value.clone())
         .collect();
     let token = read.token.clone();
+    let service_ca_bundle = match &read.agent_trust {
+        AgentTrust::Pending => return Err(Problem::CertificatePending),
+        AgentTrust::Plain => None,
+        AgentTrust::Verify(ca) => ca.clone(),
+    };
     // The schema keeps it at 0 or more; anything else waits not at all.
     let discovery_delay = spec
         .network_discovery_delay_seconds
@@ -464,7 +480,7 @@ pub fn decide(
         agent_token: token.clone(),
         agent_image: settings.agent_image.clone(),
         insecure: settings.urls.agent_api.starts_with("http://"),
-        service_ca_bundle: None,
+        service_ca_bundle,
         pull_secret,
         ssh_authorized_key: spec.ssh_authorized_key.clone().unwrap_or_default(),
         ntp_sources: ntp.clone(),
@@ -604,6 +620,14 @@ pub fn status(
             reason: "MissingClusterDeployment",
             message: format!("ClusterDeployment is missing: {e}"),
         },
+        Err(Problem::CertificatePending) => Cond {
+            type_: "ImageCreated",
+            status: "Unknown",
+            reason: "ServingCertificatePending",
+            message: "Waiting for cert-manager to issue the serving certificate of the https \
+                      agent API: the image carries its CA, for hosts to verify the service"
+                .into(),
+        },
     };
     let mut conds = vec![cond];
     conds.extend(unsupported::fields_supported(&unsupported::unsupported(
@@ -734,6 +758,7 @@ mod tests {
             }),
             nmstate_configs: Vec::new(),
             token: "tok".into(),
+            agent_trust: AgentTrust::Plain,
         };
         let settings = ImageSettings {
             urls: ServiceUrls {
@@ -747,6 +772,7 @@ mod tests {
                 url: "file:///base.iso".into(),
                 version: "417.94.202410090854-0".into(),
             }],
+            serving: None,
         };
         (ie, read, settings)
     }
@@ -770,6 +796,39 @@ mod tests {
         arm.spec.cpu_architecture =
             Some(serde_json::from_value(serde_json::json!("arm64")).unwrap());
         assert!(decide(&arm, &read, &settings).is_err());
+    }
+
+    #[test]
+    fn an_https_agent_api_waits_for_its_certificate_then_the_image_carries_the_ca() {
+        let (ie, mut read, mut settings) = decide_fixture();
+        settings.urls.agent_api = "https://10.244.0.1:30890".into();
+        read.agent_trust = AgentTrust::Pending;
+        assert_eq!(
+            decide(&ie, &read, &settings).unwrap_err(),
+            Problem::CertificatePending
+        );
+        let (status, event) = status(&ie, &decide(&ie, &read, &settings), Timestamp::UNIX_EPOCH);
+        let cond = &status.conditions[0];
+        assert_eq!(
+            (
+                cond.type_.as_str(),
+                cond.status.as_str(),
+                cond.reason.as_deref()
+            ),
+            ("ImageCreated", "Unknown", Some("ServingCertificatePending"))
+        );
+        assert!(status.iso_download_url.is_none() && event.is_none());
+
+        read.agent_trust = AgentTrust::Verify(Some("-----BEGIN CERTIFICATE-----\nCA\n".into()));
+        let (rec, urls) = decide(&ie, &read, &settings).unwrap();
+        let boot =
+            crate::service::images::parse_discovery_ignition(&rec.discovery_ignition).unwrap();
+        assert_eq!(boot.service_url, "https://10.244.0.1:30890");
+        assert!(boot.cacert_path.is_some());
+        assert!(!boot.insecure);
+        // Another CA is another image.
+        read.agent_trust = AgentTrust::Verify(Some("other".into()));
+        assert_ne!(decide(&ie, &read, &settings).unwrap().1.iso, urls.iso);
     }
 
     #[test]

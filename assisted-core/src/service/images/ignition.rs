@@ -108,6 +108,8 @@ pub struct DiscoveredAgentConfig {
     pub agent_image: String,
     pub insecure: bool,
     pub cacert_path: Option<String>,
+    /// The file at `cacert_path`: the CA the agent verifies the service with.
+    pub ca_bundle: Option<String>,
     pub pull_secret: Option<String>,
     pub ssh_authorized_keys: Vec<String>,
     pub proxy: ProxySettings,
@@ -283,16 +285,28 @@ pub fn parse_discovery_ignition(ign: &str) -> Result<DiscoveredAgentConfig, Imag
         ));
     }
 
-    if let Some(files) = v.pointer("/storage/files").and_then(Value::as_array)
-        && let Some(src) = files
-            .iter()
-            .find(|f| f["path"] == PULL_SECRET_PATH)
+    let file_text = |path: &str, what: &str| -> Result<Option<String>, ImageError> {
+        let Some(src) = v
+            .pointer("/storage/files")
+            .and_then(Value::as_array)
+            .and_then(|files| files.iter().find(|f| f["path"] == path))
             .and_then(|f| f.pointer("/contents/source"))
             .and_then(Value::as_str)
-    {
-        let data = decode_data_url(src).ok_or_else(|| bad("pull secret is not a data: URL"))?;
-        out.pull_secret =
-            Some(String::from_utf8(data).map_err(|_| bad("pull secret is not UTF-8"))?);
+        else {
+            return Ok(None);
+        };
+        let data =
+            decode_data_url(src).ok_or_else(|| bad(&format!("{what} is not a data: URL")))?;
+        String::from_utf8(data)
+            .map(Some)
+            .map_err(|_| bad(&format!("{what} is not UTF-8")))
+    };
+    out.pull_secret = file_text(PULL_SECRET_PATH, "pull secret")?;
+    if let Some(path) = out.cacert_path.clone() {
+        out.ca_bundle = Some(
+            file_text(&path, "the service CA")?
+                .ok_or_else(|| bad(&format!("--cacert names {path}, which the ignition lacks")))?,
+        );
     }
     if let Some(users) = v.pointer("/passwd/users").and_then(Value::as_array)
         && let Some(core) = users.iter().find(|u| u["name"] == "core")
@@ -964,6 +978,7 @@ mod tests {
         assert_eq!(got.agent_image, p.agent_image);
         assert!(!got.insecure);
         assert_eq!(got.cacert_path.as_deref(), Some(SERVICE_CA_PATH));
+        assert_eq!(got.ca_bundle, p.service_ca_bundle);
         assert_eq!(got.pull_secret.as_deref(), Some(p.pull_secret.as_str()));
         assert_eq!(got.ssh_authorized_keys.len(), 2);
         assert_eq!(got.proxy, p.proxy);

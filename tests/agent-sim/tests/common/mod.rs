@@ -123,6 +123,9 @@ pub async fn start_core(
         keys_secret: "assisted-core-agent-token-keys".into(),
         monitor_interval_seconds: 1,
         host_disconnection_timeout_seconds: 180,
+        tls_issuer: None,
+        tls_issuer_kind: "Issuer".into(),
+        tls_secret: "assisted-core-tls".into(),
     };
     let listeners = Listeners::bind(&args).await.expect("bind core listeners");
     let api_url = format!("http://{}", listeners.agent_api.local_addr().unwrap());
@@ -186,9 +189,10 @@ pub fn cluster_yaml(ns: &str, name: &str, masters: u32, workers: u32) -> String 
 
 /// GETs a URL, returning the status and body.
 pub async fn get(url: &str) -> (u16, Vec<u8>) {
-    let (status, body) = agent_sim::call(http::Method::GET, url, "", None)
-        .await
-        .expect("GET");
+    let (status, body) =
+        agent_sim::call(&agent_sim::Trust::none(), http::Method::GET, url, "", None)
+            .await
+            .expect("GET");
     (status.as_u16(), body.to_vec())
 }
 
