@@ -1,10 +1,11 @@
 //! A minimal "newc" (SVR4, magic `070701`) cpio writer, and a reader for tests.
 //!
-//! Archives are written uncompressed: the kernel's initramfs unpacker and Ignition's
-//! live-ISO config lookup both accept plain newc, and skipping xz keeps us dependency-free
-//! (coreos-installer compresses, which only matters for fitting into the 256 KiB area).
+//! What goes into an ISO's Ignition embed area is xz-compressed ([`embed_area_payload`]), as
+//! coreos-installer and upstream's image service write it: a large `additionalTrustBundle` or
+//! static network config then fits the 256 KiB area several times over. The kernel's initramfs
+//! unpacker reads xz segments (with a CRC32 check, the one its decoder supports) and skips the
+//! zero padding after them.
 
-#[cfg(any(test, feature = "test-support"))]
 use super::ImageError;
 
 const MAGIC: &[u8; 6] = b"070701";
@@ -162,9 +163,56 @@ pub fn ignition_cpio(ign: &[u8]) -> Vec<u8> {
     }])
 }
 
+/// The content of an ISO's Ignition embed area: `config.ign` and the archives of `overlays`
+/// (the minimal ISO's network scripts), one xz stream.
+pub fn embed_area_payload(ign: &[u8], overlays: &[&[u8]]) -> Result<Vec<u8>, ImageError> {
+    let mut archive = ignition_cpio(ign);
+    for overlay in overlays {
+        pad4(&mut archive);
+        archive.extend_from_slice(overlay);
+    }
+    xz_compress(&archive)
+}
+
+/// `data` as one xz stream: CRC32 (the kernel's decoder knows no CRC64 or SHA-256) and a
+/// dictionary no larger than the data needs, so that memory stays small.
+pub fn xz_compress(data: &[u8]) -> Result<Vec<u8>, ImageError> {
+    use std::io::Write as _;
+    let mut options = lzma_rust2::XzOptions::with_preset(6);
+    options.set_check_sum_type(lzma_rust2::CheckType::Crc32);
+    let needed = u32::try_from(data.len().next_power_of_two()).unwrap_or(u32::MAX);
+    options.lzma_options.dict_size = needed.clamp(64 * 1024, 8 * 1024 * 1024);
+    let failed = |e: std::io::Error| ImageError::MalformedEmbed(format!("xz compression: {e}"));
+    let mut writer = lzma_rust2::XzWriter::new(Vec::new(), options).map_err(failed)?;
+    writer.write_all(data).map_err(failed)?;
+    writer.finish().map_err(failed)
+}
+
 #[cfg(any(test, feature = "test-support"))]
-/// Parses an archive up to its trailer; trailing zero padding is ignored.
-pub fn read(mut buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
+/// The archive in an embed area as written: decompressed when it is an xz stream (the zero
+/// padding after it ignored), else as is.
+pub fn embed_area_archive(area: &[u8]) -> Result<Vec<u8>, ImageError> {
+    use std::io::Read as _;
+    const XZ_MAGIC: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
+    if !area.starts_with(XZ_MAGIC) {
+        return Ok(area.to_vec());
+    }
+    let mut out = Vec::new();
+    lzma_rust2::XzReader::new(area, false)
+        .read_to_end(&mut out)
+        .map_err(|e| ImageError::MalformedEmbed(format!("xz: {e}")))?;
+    Ok(out)
+}
+
+#[cfg(any(test, feature = "test-support"))]
+/// Parses the archives in `buf` (several may follow one another), first decompressed when it
+/// is an xz stream (what an embed area holds); trailing zero padding is ignored.
+pub fn read(buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
+    read_plain(&embed_area_archive(buf)?)
+}
+
+#[cfg(any(test, feature = "test-support"))]
+fn read_plain(mut buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
     let bad = |what: &str| ImageError::MalformedEmbed(format!("cpio: {what}"));
     let start_len = buf.len();
     let mut entries = Vec::new();
@@ -194,6 +242,14 @@ pub fn read(mut buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
             .map_err(|_| bad(&format!("non-UTF-8 name at byte {at}")))?
             .to_string();
         if name == TRAILER {
+            // Another archive may follow, after zero padding, as the kernel reads them.
+            let rest = &buf[data_end.next_multiple_of(4).min(buf.len())..];
+            let next = rest.iter().position(|b| *b != 0).unwrap_or(rest.len());
+            let next = next - next % 4;
+            if rest[next..].starts_with(MAGIC) {
+                buf = &rest[next..];
+                continue;
+            }
             return Ok(entries);
         }
         let data = buf[data_start..data_end].to_vec();
@@ -220,6 +276,36 @@ pub fn read(mut buf: &[u8]) -> Result<Vec<Entry>, ImageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embed_area_payload_is_one_xz_stream_that_reads_back_whole() {
+        // A trust bundle of many certificates, as sites paste them: repetitive text.
+        let ign = format!(
+            "{{\"ignition\":{{\"version\":\"3.2.0\"}},\"bundle\":\"{}\"}}",
+            "-----BEGIN CERTIFICATE-----MIIB...-----END CERTIFICATE-----".repeat(8000)
+        );
+        let overlay = write(&[Entry::File {
+            path: "etc/assisted/network/host0/eth0.nmconnection".into(),
+            mode: 0o600,
+            data: b"[connection]\n".to_vec(),
+        }]);
+        let payload = embed_area_payload(ign.as_bytes(), &[&overlay]).unwrap();
+        assert!(payload.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]));
+        // CRC32 check type (stream flags byte 7 = 0x01): what the kernel's decoder supports.
+        assert_eq!(payload[7], 0x01);
+        assert!(payload.len() < ign.len() / 20, "{} bytes", payload.len());
+        // Zero padding after the stream (the rest of the area) is ignored.
+        let mut area = payload.clone();
+        area.resize(payload.len() + 4097, 0);
+        let entries = read(&area).unwrap();
+        assert_eq!(entries.len(), 2, "config.ign, then the overlay's file");
+        assert!(
+            matches!(&entries[0], Entry::File { path, data, .. } if path == "config.ign" && data == ign.as_bytes())
+        );
+        assert!(
+            matches!(&entries[1], Entry::File { path, .. } if path.ends_with("eth0.nmconnection"))
+        );
+    }
 
     #[test]
     fn ignition_cpio_layout() {

@@ -13,7 +13,7 @@ use http::{HeaderValue, StatusCode, header};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use super::ImageError;
-use super::cpio::ignition_cpio;
+use super::cpio::embed_area_payload;
 use super::iso::EmbedArea;
 use super::layout::{karg_area_content, read_layout};
 
@@ -140,7 +140,7 @@ impl CustomizedIso {
     ) -> Result<Self, ImageError> {
         Self::with_embed(
             base_path,
-            Bytes::from(ignition_cpio(ignition.as_bytes())),
+            Bytes::from(embed_area_payload(ignition.as_bytes(), &[])?),
             kernel_arguments,
         )
         .await
@@ -622,7 +622,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("base.iso");
         write_test_iso(&path, &TestIsoContents::default(), 2048).unwrap();
-        let big = "x".repeat(4096);
+        // Pseudo-random text: xz cannot squeeze it into the 2 KiB area.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let big: String = (0..16 * 1024)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'!' + (state % 90) as u8)
+            })
+            .collect();
         let err = CustomizedIso::open(&path, &big).await.unwrap_err();
         assert!(
             matches!(err, ImageError::EmbedTooLarge { area: 2048, .. }),
