@@ -18,8 +18,8 @@ use super::auth::Keys;
 use super::error::ApiError;
 use super::http::ApiQuery;
 use super::images::{
-    CustomizedIso, FileParts, IsoExtent, OsImage, OsImageCache, Part, find_file, ignition_cpio,
-    select,
+    CustomizedIso, FileParts, IsoExtent, OsImage, OsImageCache, Part, cpio::embed_area_payload,
+    find_file, ignition_cpio, select,
 };
 use super::store::Store;
 
@@ -67,11 +67,29 @@ async fn iso(
         .infra_env_id
         .ok_or_else(|| ApiError::forbidden("the token is not an infra-env token"))?;
     let rec = s.store.infra_env_record(&id)?;
-    let base = base_iso(&s, &version, &arch).await?;
-    let customized =
-        CustomizedIso::open_with_kargs(base, &rec.discovery_ignition, &rec.kernel_arguments)
-            .await
-            .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
+    let minimal = match file.as_str() {
+        "minimal.iso" => minimal_base_iso(&s, &version, &arch).await?,
+        _ => None,
+    };
+    let customized = match minimal {
+        // The root filesystem by URL, and the network scripts the initramfs needs to fetch it
+        // (static network, proxy) beside the ignition.
+        Some(base) => {
+            let overlays: Vec<&[u8]> = rec.minimal_initrd.iter().map(|o| &o[..]).collect();
+            let embed = embed_area_payload(rec.discovery_ignition.as_bytes(), &overlays)
+                .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
+            let mut kargs = rec.kernel_arguments.clone();
+            kargs.push(format!("coreos.live.rootfs_url={}", rec.rootfs_url));
+            CustomizedIso::with_embed(base, embed.into(), &kargs).await
+        }
+        // The full ISO (also for `minimal.iso` when the base has no minimal-ISO data).
+        None => {
+            let base = base_iso(&s, &version, &arch).await?;
+            CustomizedIso::open_with_kargs(base, &rec.discovery_ignition, &rec.kernel_arguments)
+                .await
+        }
+    }
+    .map_err(|e| ApiError::internal(format!("cannot customize the ISO: {e}")))?;
     Ok(customized
         .response(method == Method::HEAD, range(&headers))
         .into_response())
@@ -186,6 +204,32 @@ async fn base_iso(s: &ImageServerState, version: &str, arch: &str) -> Result<Pat
         .get(image)
         .await
         .map_err(|e| ApiError::internal(format!("base ISO unavailable: {e}")))
+}
+
+/// The minimal ISO rebuilt from the base for `version`/`arch`; `None` when the base carries no
+/// minimal-ISO data (logged with each download: its hosts get the full ISO).
+async fn minimal_base_iso(
+    s: &ImageServerState,
+    version: &str,
+    arch: &str,
+) -> Result<Option<PathBuf>, ApiError> {
+    let image = select(&s.os_images, version, arch).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no OS image configured for OpenShift {version} on {arch}"
+        ))
+    })?;
+    let minimal = s
+        .cache
+        .minimal(image)
+        .await
+        .map_err(|e| ApiError::internal(format!("minimal ISO unavailable: {e}")))?;
+    if minimal.is_none() {
+        tracing::info!(
+            url = %image.url,
+            "the base ISO has no coreos/miniso.dat (CoreOS before 2021-12): minimal.iso serves the full ISO"
+        );
+    }
+    Ok(minimal)
 }
 
 /// The extent of `iso_path` in the base ISO; the directory walk is blocking file I/O.
@@ -350,9 +394,12 @@ mod tests {
         // "initrd" is 6 bytes: two zero bytes align the appended archive.
         assert_eq!(&got[..8], b"initrd\0\0");
         let cpio_len = cpio::ignition_cpio(IGN.as_bytes()).len();
+        // The kernel reads both archives, one after the other.
         let entries = cpio::read(&got[8..]).unwrap();
-        assert!(matches!(&entries[..], [Entry::File { path, data, .. }]
-            if path == "config.ign" && data == IGN.as_bytes()));
+        assert!(
+            matches!(&entries[..], [Entry::File { path, data, .. }, Entry::File { data: second, .. }]
+            if path == "config.ign" && data == IGN.as_bytes() && second == b"overlay")
+        );
         assert_eq!(&got[8 + cpio_len..], &overlay[..]);
 
         let f = fixture(None);

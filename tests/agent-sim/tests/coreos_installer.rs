@@ -5,11 +5,14 @@
 //! `iso ignition show` gives back the discovery ignition, `iso kargs show` the ISO's default
 //! arguments followed by the InfraEnv's, and `iso reset` the base ISO byte for byte. The same
 //! holds on the test ISO every other end-to-end test boots (`write_test_iso`), which the tool
-//! must read as one of today's ISOs.
+//! must read as one of today's ISOs, down to `iso extract minimal-iso` rebuilding the minimal
+//! ISO from its `coreos/miniso.dat`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use assisted_core::service::images::cpio::embed_area_payload;
+use assisted_core::service::images::miniso::write_minimal_iso;
 use assisted_core::service::images::test_iso::{
     TEST_ISO_DEFAULT_KARGS, embedded_kernel_arguments, write_legacy_test_iso,
 };
@@ -186,6 +189,7 @@ async fn coreos_installer_reads_our_test_iso_as_one_of_todays() {
             "COREOS",
             "COREOS/IGNINFO.JSO",
             "COREOS/KARGS.JSO",
+            "COREOS/MINISO.DAT",
             "EFI",
             "EFI/REDHAT",
             "EFI/REDHAT/GRUB.CFG",
@@ -233,4 +237,198 @@ async fn coreos_installer_reads_our_test_iso_as_one_of_todays() {
     write_legacy_test_iso(&legacy, &CONTENTS, 64 * 1024).unwrap();
     coreos_installer(&dir, &["dev", "show", "iso", legacy.to_str().unwrap()]);
     check_base(&dir, &legacy, "legacy.iso", &[]).await;
+}
+
+/// The records `coreos-installer dev show iso` lists.
+fn records(dir: &Path, iso: &Path) -> Vec<String> {
+    json(dir, &["dev", "show", "iso", iso.to_str().unwrap()])["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn coreos_installer_extracts_the_minimal_iso_from_our_test_iso() {
+    if testbed::skip() {
+        return;
+    }
+    let dir = cache();
+    let work = tempfile::tempdir().unwrap();
+    let full = work.path().join("full.iso");
+    write_test_iso(&full, &CONTENTS, 256 * 1024).unwrap();
+    let full_path = full.to_str().unwrap();
+
+    // The tool unpacks miniso.dat against the full ISO and checks the digest of the result;
+    // `--output-rootfs` gives back the file the minimal ISO goes without.
+    let minimal = work.path().join("minimal.iso");
+    let rootfs = work.path().join("rootfs.img");
+    coreos_installer(
+        &dir,
+        &[
+            "iso",
+            "extract",
+            "minimal-iso",
+            "--output-rootfs",
+            rootfs.to_str().unwrap(),
+            full_path,
+            minimal.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(std::fs::read(&rootfs).unwrap(), CONTENTS.rootfs);
+    let full_len = std::fs::metadata(&full).unwrap().len();
+    let minimal_len = std::fs::metadata(&minimal).unwrap().len();
+    assert!(minimal_len < full_len, "{minimal_len} vs {full_len}");
+    let want: Vec<String> = records(&dir, &full)
+        .into_iter()
+        .filter(|r| r != "IMAGES/PXEBOOT/ROOTFS.IMG" && r != "COREOS/MINISO.DAT")
+        .collect();
+    assert_eq!(records(&dir, &minimal), want);
+
+    // The tool drops `coreos.liveiso=` (the minimal ISO has no rootfs to find by label), from
+    // the karg area and from the defaults in kargs.json alike.
+    let without_liveiso: Vec<&str> = TEST_ISO_DEFAULT_KARGS
+        .split(' ')
+        .filter(|k| !k.starts_with("coreos.liveiso="))
+        .collect();
+    let minimal_path = minimal.to_str().unwrap();
+    for args in [
+        &["iso", "kargs", "show"][..],
+        &["iso", "kargs", "show", "--default"],
+    ] {
+        let kargs = coreos_installer(&dir, &[args, &[minimal_path]].concat());
+        assert_eq!(kargs.trim(), without_liveiso.join(" "), "{args:?}");
+    }
+    // Still a live ISO our readers and the core take: an empty embed area, karg areas.
+    assert_eq!(
+        extract_embedded_ignition(std::fs::File::open(&minimal).unwrap()).unwrap(),
+        None
+    );
+    assert_eq!(
+        embedded_kernel_arguments(std::fs::File::open(&minimal).unwrap()).unwrap(),
+        Some(without_liveiso.join(" "))
+    );
+
+    // With a rootfs URL, the minimal ISO boots its rootfs from there.
+    let with_url = work.path().join("with-url.iso");
+    coreos_installer(
+        &dir,
+        &[
+            "iso",
+            "extract",
+            "minimal-iso",
+            "--rootfs-url",
+            "http://x/rootfs",
+            full_path,
+            with_url.to_str().unwrap(),
+        ],
+    );
+    let kargs = coreos_installer(&dir, &["iso", "kargs", "show", with_url.to_str().unwrap()]);
+    let kargs: Vec<&str> = kargs.split_whitespace().collect();
+    assert!(
+        kargs.contains(&"coreos.live.rootfs_url=http://x/rootfs"),
+        "{kargs:?}"
+    );
+    assert!(
+        !kargs.iter().any(|k| k.starts_with("coreos.liveiso=")),
+        "{kargs:?}"
+    );
+}
+
+/// The core's minimal ISO of `full` served with the ignition and kernel arguments, checked
+/// against the real tool: what it embeds reads back, its kernel arguments are the tool's
+/// minimal ISO's (`coreos.liveiso=` gone) plus the rootfs URL and the InfraEnv's, and `iso reset`
+/// of what was served is byte for byte the tool's own `iso extract minimal-iso`.
+async fn check_minimal(dir: &Path, full: &Path, name: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let ours = work.path().join("ours.iso");
+    assert!(
+        write_minimal_iso(full, &ours).unwrap_or_else(|e| panic!("{name}: {e}")),
+        "{name}: no miniso.dat"
+    );
+    let theirs = work.path().join("theirs.iso");
+    let full_path = full.to_str().unwrap();
+    coreos_installer(
+        dir,
+        &[
+            "iso",
+            "extract",
+            "minimal-iso",
+            full_path,
+            theirs.to_str().unwrap(),
+        ],
+    );
+    let rootfs_url = "https://10.244.0.1:30891/boot-artifacts/rootfs?arch=x86_64&version=4.17";
+    let added = [
+        "console=ttyS0".to_string(),
+        format!("coreos.live.rootfs_url={rootfs_url}"),
+    ];
+    let embed = embed_area_payload(IGNITION.as_bytes(), &[]).unwrap();
+    let iso = CustomizedIso::with_embed(&ours, embed.into(), &added)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let served = work.path().join("served.iso");
+    serve(&iso, &served).await;
+    let path = served.to_str().unwrap();
+    assert_eq!(
+        coreos_installer(dir, &["iso", "ignition", "show", path]),
+        IGNITION,
+        "{name}"
+    );
+    let default = coreos_installer(dir, &["iso", "kargs", "show", "--default", path]);
+    assert_eq!(
+        default,
+        coreos_installer(
+            dir,
+            &[
+                "iso",
+                "kargs",
+                "show",
+                "--default",
+                theirs.to_str().unwrap()
+            ]
+        ),
+        "{name}: the minimal ISO's defaults"
+    );
+    assert!(!default.contains("coreos.liveiso="), "{name}: {default}");
+    assert_eq!(
+        coreos_installer(dir, &["iso", "kargs", "show", path]).trim(),
+        format!("{} {}", default.trim(), added.join(" ")),
+        "{name}"
+    );
+    assert_eq!(records(dir, &served), records(dir, &theirs), "{name}");
+    let reset = work.path().join("reset.iso");
+    coreos_installer(dir, &["iso", "reset", path, "-o", reset.to_str().unwrap()]);
+    assert!(
+        std::fs::read(&reset).unwrap() == std::fs::read(&theirs).unwrap(),
+        "{name}: iso reset of the served minimal ISO differs from coreos-installer's own"
+    );
+}
+
+#[tokio::test]
+async fn the_cores_minimal_iso_is_coreos_installers_on_every_layout_with_miniso_data() {
+    if testbed::skip() {
+        return;
+    }
+    let dir = cache();
+    for fixture in [
+        "embed-areas-2021-12.iso",
+        "embed-areas-2022-02.iso",
+        "embed-areas-2022-09.iso",
+        "embed-areas-2023-03.x86_64.iso",
+        "embed-areas-2023-07.x86_64.iso",
+    ] {
+        check_minimal(&dir, &dir.join("fixtures").join(fixture), fixture).await;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let test_iso = work.path().join("test.iso");
+    write_test_iso(&test_iso, &CONTENTS, 256 * 1024).unwrap();
+    check_minimal(&dir, &test_iso, "test.iso").await;
+
+    // Before 2021-12 there is no miniso.dat: nothing is written, the full ISO is what there is.
+    let old = dir.join("fixtures/embed-areas-2021-09.iso");
+    let none = work.path().join("none.iso");
+    assert!(!write_minimal_iso(&old, &none).unwrap());
+    assert!(!none.exists());
 }

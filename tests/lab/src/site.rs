@@ -17,6 +17,7 @@ use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx, Trust};
 use anyhow::{Context, Result, anyhow, bail};
 use assisted_core::api::agent::Agent;
 use assisted_core::service::controllers::day2::NODE_BOOTSTRAPPER;
+use assisted_core::service::images::test_iso::embedded_kernel_arguments;
 use assisted_core::service::images::{extract_embedded_ignition, parse_discovery_ignition};
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::{Node, Secret};
@@ -169,6 +170,16 @@ async fn boot_config(
                 image.url
             );
         }
+        // A minimal ISO's initramfs fetches the root filesystem before anything else runs.
+        let kargs = embedded_kernel_arguments(std::io::Cursor::new(&iso))
+            .map_err(|e| anyhow!("reading the kernel arguments of {name}'s ISO: {e}"))?
+            .unwrap_or_default();
+        if let Some(rootfs) = kargs
+            .split_ascii_whitespace()
+            .find_map(|a| a.strip_prefix("coreos.live.rootfs_url="))
+        {
+            fetch_rootfs(&name, rootfs, bmc_trust).await?;
+        }
         extract_embedded_ignition(std::io::Cursor::new(iso))
             .map_err(|e| anyhow!("reading the ISO of {name}: {e}"))?
             .with_context(|| format!("the ISO of {name} carries no ignition"))?
@@ -208,6 +219,29 @@ async fn boot_config(
         token: cfg.token,
         trust: cfg.ca_bundle.map(Trust::ca).unwrap_or_default(),
     })
+}
+
+/// Downloads a minimal ISO's root filesystem as its initramfs does (`coreos.live.rootfs_url`).
+/// Real CoreOS checks the image against a hash in its initramfs; the lab checks that the core
+/// serves a non-empty rootfs, over https with the site's CA.
+async fn fetch_rootfs(name: &str, url: &str, trust: &Trust) -> Result<()> {
+    let (status, rootfs) = agent_sim::call(trust, http::Method::GET, url, "", None)
+        .await
+        .map_err(|e| {
+            anyhow::Error::new(Transient).context(format!("{name} fetching its rootfs: {e}"))
+        })?;
+    if status.is_server_error() {
+        return Err(anyhow::Error::new(Transient).context(format!(
+            "{name} fetching its rootfs from {url}: HTTP {status}"
+        )));
+    }
+    if !status.is_success() || rootfs.is_empty() {
+        bail!(
+            "{name} cannot fetch its rootfs from {url}: HTTP {status}, {} bytes",
+            rootfs.len()
+        );
+    }
+    Ok(())
 }
 
 /// A healthy kubelet's Node status: Ready and no pressure. CAPI's Machine `NodeHealthy` waits

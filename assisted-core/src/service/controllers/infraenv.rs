@@ -551,6 +551,7 @@ pub fn decide(
             .clone()
             .filter(|b| !b.trim().is_empty()),
         minimal_initrd: initrd.map(Into::into),
+        rootfs_url: urls.boot.rootfs.clone(),
         cpu_architecture: arch,
         openshift_version: version,
     };

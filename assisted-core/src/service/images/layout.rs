@@ -13,7 +13,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::ImageError;
 use super::iso::{EmbedArea, HEADER_LEN, HEADER_OFFSET, read_embed_area};
@@ -61,18 +61,22 @@ struct IgnInfo {
     length: Option<u64>,
 }
 
-#[derive(Deserialize)]
-struct KargsInfo {
-    default: String,
+/// `kargs.json` as coreos-installer reads and writes it (field order and skipped `None`s
+/// included, so that a rewrite is byte for byte the tool's).
+#[derive(Deserialize, Serialize)]
+pub(super) struct KargsInfo {
+    pub(super) default: String,
     files: Vec<KargsFile>,
     size: u64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct KargsFile {
     path: String,
     offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pad: Option<char>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     end: Option<char>,
 }
 

@@ -19,6 +19,7 @@ pub mod ignition;
 pub mod iso;
 pub mod iso_read;
 pub mod layout;
+pub mod miniso;
 pub mod os_image;
 pub mod pxe;
 pub mod stream;

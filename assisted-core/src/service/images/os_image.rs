@@ -132,17 +132,69 @@ impl OsImageCache {
         self.dir.join(name)
     }
 
+    /// One lock per cached file, so that concurrent calls wait for one writer.
+    fn lock_for(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        let key = path.to_string_lossy().into_owned();
+        // A poisoned map only means another thread panicked mid-insert; the map is still
+        // consistent.
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(key).or_default().clone()
+    }
+
+    /// A temporary name beside `path`, renamed into place once complete.
+    fn temp_for(&self, path: &Path) -> PathBuf {
+        self.dir.join(format!(
+            ".{}.{}.{}.part",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("image"),
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+
+    /// The minimal ISO of `image` ([`super::miniso`]), rebuilt once from the cached full ISO
+    /// and kept beside it; `None` when the image carries no minimal-ISO data (CoreOS before
+    /// 2021-12), which leaves the full ISO as the only one to serve.
+    pub async fn minimal(&self, image: &OsImage) -> Result<Option<PathBuf>, ImageError> {
+        let full = self.get(image).await?;
+        let path = full.with_extension("minimal.iso");
+        let lock = self.lock_for(&path);
+        let _guard = lock.lock().await;
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            return Ok(Some(path));
+        }
+        let tmp = self.temp_for(&path);
+        let source = full.clone();
+        let target = tmp.clone();
+        // A few hundred megabytes copied and hashed: on a blocking thread.
+        let written =
+            tokio::task::spawn_blocking(move || super::miniso::write_minimal_iso(&source, &target))
+                .await
+                .map_err(|e| {
+                    ImageError::MalformedIso(format!("building the minimal ISO stopped: {e}"))
+                })?;
+        match written {
+            Ok(true) => {
+                tokio::fs::rename(&tmp, &path)
+                    .await
+                    .map_err(ImageError::io(format!(
+                        "renaming {} into place",
+                        tmp.display()
+                    )))?;
+                Ok(Some(path))
+            }
+            Ok(false) => Ok(None),
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&tmp).await;
+                Err(e)
+            }
+        }
+    }
+
     /// The cached file for `image`, downloading it first if needed. Concurrent calls for
     /// the same image wait for one download.
     pub async fn get(&self, image: &OsImage) -> Result<PathBuf, ImageError> {
         let path = self.path_for(image);
-        let key = path.to_string_lossy().into_owned();
-        let lock = {
-            // A poisoned map only means another thread panicked mid-insert; the map is
-            // still consistent.
-            let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(key).or_default().clone()
-        };
+        let lock = self.lock_for(&path);
         let _guard = lock.lock().await;
         if tokio::fs::try_exists(&path).await.unwrap_or(false) {
             return Ok(path);
@@ -150,12 +202,7 @@ impl OsImageCache {
         tokio::fs::create_dir_all(&self.dir)
             .await
             .map_err(ImageError::io(format!("creating {}", self.dir.display())))?;
-        let tmp = self.dir.join(format!(
-            ".{}.{}.{}.part",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("image"),
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        let tmp = self.temp_for(&path);
         let result = async {
             fetch(&image.url, &tmp).await?;
             tokio::fs::rename(&tmp, &path)

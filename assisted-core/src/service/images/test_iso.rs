@@ -1,6 +1,7 @@
 //! ISO helpers for tests (feature `test-support`): [`write_test_iso`] writes a tiny ISO 9660
 //! image shaped like a CoreOS live ISO of today (`coreos/igninfo.json`, `coreos/kargs.json`
-//! and a karg area in `EFI/redhat/grub.cfg`, no system-area header), [`write_legacy_test_iso`]
+//! and a karg area in `EFI/redhat/grub.cfg`, `coreos/miniso.dat` to rebuild the minimal ISO
+//! from, no system-area header), [`write_legacy_test_iso`]
 //! one of the 2020 layout (the `coreiso+` header, no karg areas); [`extract_embedded_ignition`]
 //! and [`embedded_kernel_arguments`] read back what was spliced into either. The service itself
 //! never needs any of them.
@@ -9,12 +10,30 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use lzma_rust2::{CheckType, XzOptions, XzWriter};
+use ring::digest;
+
 use super::ImageError;
 use super::cpio::{self, Entry};
 use super::iso::{EmbedArea, HEADER_LEN, HEADER_OFFSET};
 use super::layout::read_layout;
 
 const SECTOR: u64 = 2048;
+
+const ROOTFS_PATH: &str = "IMAGES/PXEBOOT/ROOTFS.IMG;1";
+const MINISO_PATH: &str = "COREOS/MINISO.DAT;1";
+/// Bytes reserved for `coreos/miniso.dat`, whose content is only known once the minimal ISO
+/// is packed; the data is written at its start, zeros after it (coreos-installer allows
+/// trailing bytes). Ours needs under 1 KiB whatever the contents, as every file of the
+/// minimal ISO is cut out of it.
+const MINISO_DAT_LEN: u64 = 64 * 1024;
+const MINISO_MAGIC: &[u8; 8] = b"MINISO\0\0";
+const MINISO_VERSION: u64 = 1;
+/// For information only; coreos-installer puts its own version there.
+const MINISO_APP_VERSION: &str = concat!("assisted-core ", env!("CARGO_PKG_VERSION"));
+/// Enough for the few KiB of the minimal ISO that are not files, and small enough that
+/// neither the compressor nor a reader allocates much.
+const MINISO_XZ_DICT_SIZE: u32 = 1 << 20;
 
 /// The kernel arguments a test ISO of the current layout boots with by default.
 pub const TEST_ISO_DEFAULT_KARGS: &str =
@@ -123,8 +142,10 @@ pub enum TestIsoLayout {
 /// Writes a small but real ISO 9660 image shaped like a CoreOS live ISO of today (see
 /// [`TestIsoLayout::Current`]): `/IMAGES/IGNITION.IMG` (zeros, `embed_area_len` bytes) and
 /// `/IMAGES/PXEBOOT/{VMLINUZ,INITRD.IMG,ROOTFS.IMG}`, found through `/COREOS/IGNINFO.JSO`,
-/// and a karg area holding [`TEST_ISO_DEFAULT_KARGS`] on the `linux` line of
-/// `/EFI/REDHAT/GRUB.CFG`, listed in `/COREOS/KARGS.JSO`. Names are plain ISO 9660 level 1
+/// a karg area holding [`TEST_ISO_DEFAULT_KARGS`] on the `linux` line of
+/// `/EFI/REDHAT/GRUB.CFG`, listed in `/COREOS/KARGS.JSO`, and `/COREOS/MINISO.DAT`, from
+/// which `coreos-installer iso extract minimal-iso` rebuilds the same ISO without
+/// `ROOTFS.IMG` (and without `MINISO.DAT`). Names are plain ISO 9660 level 1
 /// (upper case, `;1`); there is no Rock Ridge or Joliet, which tools and Linux mounts map
 /// back to lower case.
 pub fn write_test_iso(
@@ -165,6 +186,8 @@ pub fn write_test_iso_with_layout(
         TestIsoLayout::Current => {
             let (grub, offset) = grub_cfg();
             let igninfo = serde_json::json!({ "file": "images/ignition.img" }).to_string();
+            // Pretty-printed, as coreos-assembler writes it: `iso extract minimal-iso`
+            // rewrites it pretty-printed without `coreos.liveiso=`, in the same space.
             let kargs = serde_json::json!({
                 "default": TEST_ISO_DEFAULT_KARGS,
                 "files": [{
@@ -174,22 +197,196 @@ pub fn write_test_iso_with_layout(
                     "end": KARG_END.to_string(),
                 }],
                 "size": TEST_ISO_KARG_AREA_LEN,
-            })
-            .to_string();
+            });
+            let kargs = format!("{kargs:#}\n");
             let mut files = vec![
                 file("COREOS/IGNINFO.JSO;1", igninfo.as_bytes()),
                 file("COREOS/KARGS.JSO;1", kargs.as_bytes()),
+                TestFile {
+                    path: MINISO_PATH,
+                    data: Payload::Zeros(MINISO_DAT_LEN),
+                },
                 file("EFI/REDHAT/GRUB.CFG;1", grub.as_bytes()),
                 ignition,
             ];
             files.extend(pxe);
-            write_image(path, &files, false)
+            // miniso.dat's length is fixed, so the sectors its table names are those of the
+            // ISO written below.
+            let miniso = miniso_dat(&files)?;
+            let files: Vec<TestFile<'_>> = files
+                .into_iter()
+                .map(|f| match f.path {
+                    MINISO_PATH => file(MINISO_PATH, &miniso),
+                    _ => f,
+                })
+                .collect();
+            write_image_file(path, &files, false)
         }
         TestIsoLayout::Legacy2020 => {
             let mut files = vec![ignition];
             files.extend(pxe);
-            write_image(path, &files, embed_area_len > 0)
+            write_image_file(path, &files, embed_area_len > 0)
         }
+    }
+}
+
+/// The content of `COREOS/MINISO.DAT` for the ISO of `full_files` (its own entry a
+/// placeholder of [`MINISO_DAT_LEN`] bytes), [`MINISO_DAT_LEN`] bytes long: what
+/// coreos-installer 0.27's `pack minimal-iso` would write for the minimal ISO, the same files
+/// without `ROOTFS.IMG` and `MINISO.DAT`. Its format (bincode 1, little endian, varints):
+/// a header (magic, version, app version), then a table of the minimal ISO's files with
+/// their sectors in both ISOs, the minimal ISO's SHA-256, and the minimal ISO xz-compressed
+/// with every file of the table cut out (unpacking copies those from the full ISO).
+fn miniso_dat(full_files: &[TestFile<'_>]) -> io::Result<Vec<u8>> {
+    let minimal_files: Vec<TestFile<'_>> = full_files
+        .iter()
+        .filter(|f| f.path != ROOTFS_PATH && f.path != MINISO_PATH)
+        .copied()
+        .collect();
+    let full = plan(full_files)?;
+    let minimal = plan(&minimal_files)?;
+    let mut table = Vec::new();
+    for (f, &(lba, len)) in minimal_files.iter().zip(&minimal.extents) {
+        // Empty files share LBA 0; coreos-installer drops them too.
+        if len == 0 {
+            continue;
+        }
+        let in_full = full_files.iter().position(|g| g.path == f.path);
+        let Some(&(full_lba, _)) = in_full.and_then(|i| full.extents.get(i)) else {
+            return Err(io::Error::other(format!(
+                "{} is not in the full ISO",
+                f.path
+            )));
+        };
+        table.push(MinisoEntry {
+            minimal: lba,
+            full: full_lba,
+            length: len,
+        });
+    }
+    // The format wants them in minimal-ISO order (ours already are, as files are laid out).
+    table.sort_by_key(|e| e.minimal);
+
+    let mut packer = MinisoPacker::new(&table)?;
+    write_image(&mut packer, &minimal_files, false)?;
+    let (digest, xzpacked) = packer.finish()?;
+
+    let mut out = Vec::new();
+    out.extend_from_slice(MINISO_MAGIC);
+    put_varint(&mut out, MINISO_VERSION);
+    put_varint(&mut out, MINISO_APP_VERSION.len() as u64);
+    out.extend_from_slice(MINISO_APP_VERSION.as_bytes());
+    put_varint(&mut out, table.len() as u64);
+    for e in &table {
+        put_varint(&mut out, e.minimal.into());
+        put_varint(&mut out, e.full.into());
+        put_varint(&mut out, e.length.into());
+    }
+    out.extend_from_slice(&digest);
+    put_varint(&mut out, xzpacked.len() as u64);
+    out.extend_from_slice(&xzpacked);
+    if out.len() as u64 > MINISO_DAT_LEN {
+        return Err(io::Error::other(format!(
+            "miniso.dat needs {} bytes, more than the {MINISO_DAT_LEN} reserved",
+            out.len()
+        )));
+    }
+    out.resize(MINISO_DAT_LEN as usize, 0);
+    Ok(out)
+}
+
+/// A file both ISOs hold: its sector in each and its length in bytes.
+struct MinisoEntry {
+    minimal: u32,
+    full: u32,
+    length: u32,
+}
+
+/// bincode 1's varint for unsigned integers: up to 250 in one byte, else a marker byte and
+/// the value as the smallest of u16, u32 and u64 that holds it, little endian.
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    if v <= 250 {
+        out.push(v as u8);
+    } else if let Ok(v) = u16::try_from(v) {
+        out.push(251);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if let Ok(v) = u32::try_from(v) {
+        out.push(252);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        out.push(253);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Takes the minimal ISO as it is written: hashes all of it and compresses only the bytes
+/// outside the table's files, so the minimal ISO is never stored.
+struct MinisoPacker {
+    /// The table's files as byte ranges `[start, end)` of the minimal ISO, in order.
+    cuts: Vec<(u64, u64)>,
+    /// The first cut not yet behind `offset`.
+    next: usize,
+    offset: u64,
+    sha256: digest::Context,
+    xz: XzWriter<Vec<u8>>,
+}
+
+impl MinisoPacker {
+    fn new(table: &[MinisoEntry]) -> io::Result<Self> {
+        let cuts = table
+            .iter()
+            .map(|e| {
+                let start = u64::from(e.minimal) * SECTOR;
+                (start, start + u64::from(e.length))
+            })
+            .collect();
+        // The fast preset: a third of the time of the default in debug builds, and only a
+        // few dozen bytes bigger on what is left of a test ISO.
+        let mut options = XzOptions::with_preset(1);
+        options.lzma_options.dict_size = MINISO_XZ_DICT_SIZE;
+        options.set_check_sum_type(CheckType::Crc64);
+        Ok(Self {
+            cuts,
+            next: 0,
+            offset: 0,
+            sha256: digest::Context::new(&digest::SHA256),
+            xz: XzWriter::new(Vec::new(), options)?,
+        })
+    }
+
+    /// The minimal ISO's SHA-256 and the xz stream.
+    fn finish(self) -> io::Result<([u8; 32], Vec<u8>)> {
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(self.sha256.finish().as_ref());
+        Ok((sha256, self.xz.finish()?))
+    }
+}
+
+impl Write for MinisoPacker {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sha256.update(buf);
+        let start = self.offset;
+        let end = start + buf.len() as u64;
+        let mut at = start;
+        while at < end {
+            while self.cuts.get(self.next).is_some_and(|&(_, e)| e <= at) {
+                self.next += 1;
+            }
+            // Keep up to the next cut starting in this buffer, then skip what it covers.
+            let (keep_until, resume_at) = match self.cuts.get(self.next) {
+                Some(&(s, e)) if s < end => (s.max(at), e.min(end)),
+                _ => (end, end),
+            };
+            self.xz
+                .write_all(&buf[(at - start) as usize..(keep_until - start) as usize])?;
+            at = resume_at;
+        }
+        self.offset = end;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -212,11 +409,13 @@ fn grub_cfg() -> (String, usize) {
 }
 
 /// One file of a test ISO: its full ISO 9660 path (upper case, `;1`) and its content.
+#[derive(Clone, Copy)]
 struct TestFile<'a> {
     path: &'static str,
     data: Payload<'a>,
 }
 
+#[derive(Clone, Copy)]
 enum Payload<'a> {
     Bytes(&'a [u8]),
     Zeros(u64),
@@ -311,16 +510,20 @@ const L_PATH_LBA: u32 = 18;
 const M_PATH_LBA: u32 = 19;
 const ROOT_LBA: u32 = 20;
 
-fn write_image(path: &Path, files: &[TestFile<'_>], legacy_header: bool) -> io::Result<()> {
-    let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
+/// Where everything of an image of `files` lands.
+struct Plan {
+    /// In path-table order; directory `i` is at LBA `ROOT_LBA + i`.
+    dirs: Vec<Dir>,
+    /// Each file's (LBA, length in bytes), in file order; empty files conventionally at LBA 0.
+    extents: Vec<(u32, u32)>,
+    total_sectors: u32,
+}
+
+fn plan(files: &[TestFile<'_>]) -> io::Result<Plan> {
     let too_big = |what: &str| invalid(format!("{what} exceeds 4 GiB"));
     let size32 = |n: u64, what: &str| u32::try_from(n).map_err(|_| too_big(what));
     let dirs = directories(files);
-    let dir_lba = |i: usize| ROOT_LBA + i as u32;
-    let first_file_lba = dir_lba(dirs.len());
-
-    // Extents in file order; empty files conventionally point at LBA 0.
-    let mut next = first_file_lba;
+    let mut next = ROOT_LBA + dirs.len() as u32;
     let mut extents = Vec::with_capacity(files.len());
     for f in files {
         let len = f.data.len();
@@ -330,7 +533,36 @@ fn write_image(path: &Path, files: &[TestFile<'_>], legacy_header: bool) -> io::
             .checked_add(sectors)
             .ok_or_else(|| too_big("the image"))?;
     }
-    let total_sectors = next;
+    Ok(Plan {
+        dirs,
+        extents,
+        total_sectors: next,
+    })
+}
+
+fn invalid(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what)
+}
+
+fn write_image_file(path: &Path, files: &[TestFile<'_>], legacy_header: bool) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    write_image(&mut out, files, legacy_header)?;
+    out.flush()
+}
+
+/// Writes the image of `files` (laid out as [`plan`] says) to `out`, front to back.
+fn write_image(
+    out: &mut impl Write,
+    files: &[TestFile<'_>],
+    legacy_header: bool,
+) -> io::Result<()> {
+    let Plan {
+        dirs,
+        extents,
+        total_sectors,
+    } = plan(files)?;
+    let dir_lba = |i: usize| ROOT_LBA + i as u32;
+    let first_file_lba = dir_lba(dirs.len());
 
     let mut meta = vec![0u8; first_file_lba as usize * SECTOR as usize];
     let sector = |lba: u32| lba as usize * SECTOR as usize;
@@ -449,19 +681,18 @@ fn write_image(path: &Path, files: &[TestFile<'_>], legacy_header: bool) -> io::
     term[1..6].copy_from_slice(b"CD001");
     term[6] = 1;
 
-    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
     out.write_all(&meta)?;
     let zeros = vec![0u8; 64 * 1024];
     for f in files {
         let len = f.data.len();
         match f.data {
             Payload::Bytes(data) => out.write_all(data)?,
-            Payload::Zeros(n) => write_zeros(&mut out, &zeros, n)?,
+            Payload::Zeros(n) => write_zeros(out, &zeros, n)?,
         }
         let pad = len.next_multiple_of(SECTOR) - len;
-        write_zeros(&mut out, &zeros, pad)?;
+        write_zeros(out, &zeros, pad)?;
     }
-    out.flush()
+    Ok(())
 }
 
 fn write_zeros(out: &mut impl Write, zeros: &[u8], mut n: u64) -> io::Result<()> {
@@ -610,7 +841,11 @@ mod tests {
         assert_eq!(le32(&iso[16 * 2048 + 158..]), lba(b"\0"));
         for (dir, parent, want) in [
             (&b"\0"[..], &b"\0"[..], &["COREOS", "EFI", "IMAGES"][..]),
-            (b"COREOS", b"\0", &["IGNINFO.JSO;1", "KARGS.JSO;1"]),
+            (
+                b"COREOS",
+                b"\0",
+                &["IGNINFO.JSO;1", "KARGS.JSO;1", "MINISO.DAT;1"],
+            ),
             (b"EFI", b"\0", &["REDHAT"]),
             (b"REDHAT", b"EFI", &["GRUB.CFG;1"]),
             (b"IMAGES", b"\0", &["IGNITION.IMG;1", "PXEBOOT"]),
@@ -720,6 +955,187 @@ mod tests {
         // An area that lost its end character is an error, not arguments.
         iso[area.offset as usize..][..content.len()].fill(b'#');
         assert!(embedded_kernel_arguments(Cursor::new(&iso)).is_err());
+    }
+
+    /// A bincode 1 varint, as coreos-installer reads it.
+    fn varint(r: &mut &[u8]) -> u64 {
+        let (marker, rest) = r.split_first().unwrap();
+        let (n, value) = match marker {
+            0..=250 => (0, u64::from(*marker)),
+            251 => (
+                2,
+                u64::from(u16::from_le_bytes(rest[..2].try_into().unwrap())),
+            ),
+            252 => (
+                4,
+                u64::from(u32::from_le_bytes(rest[..4].try_into().unwrap())),
+            ),
+            253 => (8, u64::from_le_bytes(rest[..8].try_into().unwrap())),
+            _ => panic!("marker {marker}"),
+        };
+        *r = &rest[n..];
+        value
+    }
+
+    fn take<'a>(r: &mut &'a [u8], n: usize) -> &'a [u8] {
+        let (head, rest) = r.split_at(n);
+        *r = rest;
+        head
+    }
+
+    /// `miniso.dat` decoded as coreos-installer 0.27 does.
+    struct Miniso {
+        app_version: String,
+        /// (minimal sector, full sector, length).
+        table: Vec<(u64, u64, u64)>,
+        digest: Vec<u8>,
+        xzpacked: Vec<u8>,
+    }
+
+    fn decode_miniso(mut r: &[u8]) -> Miniso {
+        assert_eq!(take(&mut r, 8), b"MINISO\0\0");
+        assert_eq!(varint(&mut r), 1, "version");
+        let n = varint(&mut r) as usize;
+        let app_version = String::from_utf8(take(&mut r, n).to_vec()).unwrap();
+        let entries = varint(&mut r);
+        let table = (0..entries)
+            .map(|_| (varint(&mut r), varint(&mut r), varint(&mut r)))
+            .collect();
+        let digest = take(&mut r, 32).to_vec();
+        let n = varint(&mut r) as usize;
+        let xzpacked = take(&mut r, n).to_vec();
+        // Trailing bytes are allowed; ours are the placeholder's zeros.
+        assert!(r.iter().all(|b| *b == 0));
+        Miniso {
+            app_version,
+            table,
+            digest,
+            xzpacked,
+        }
+    }
+
+    /// The minimal ISO, unpacked as `coreos-installer iso extract minimal-iso` does (before it
+    /// edits the kernel arguments), its digest checked.
+    fn unpack_minimal(full: &[u8], miniso: &Miniso) -> Vec<u8> {
+        let mut xz = lzma_rust2::XzReader::new(miniso.xzpacked.as_slice(), false);
+        let mut out = Vec::new();
+        for &(minimal, full_sector, length) in &miniso.table {
+            let gap = minimal * 2048 - out.len() as u64;
+            let copied = io::copy(&mut (&mut xz).take(gap), &mut out).unwrap();
+            assert_eq!(copied, gap, "the xz stream ends early");
+            out.extend_from_slice(&full[(full_sector * 2048) as usize..][..length as usize]);
+        }
+        xz.read_to_end(&mut out).unwrap();
+        assert_eq!(
+            digest::digest(&digest::SHA256, &out).as_ref(),
+            miniso.digest,
+            "the minimal ISO's digest"
+        );
+        out
+    }
+
+    fn file_bytes<'a>(iso: &'a [u8], path: &str) -> &'a [u8] {
+        let f = find_file(&mut Cursor::new(iso), path).unwrap();
+        &iso[f.offset as usize..][..f.len as usize]
+    }
+
+    #[test]
+    fn miniso_dat_rebuilds_the_iso_without_rootfs() {
+        let (_dir, full) = written(TestIsoLayout::Current, 256 * 1024);
+        let dat = file_bytes(&full, "coreos/miniso.dat");
+        assert_eq!(dat.len() as u64, MINISO_DAT_LEN);
+        let miniso = decode_miniso(dat);
+        assert!(miniso.app_version.starts_with("assisted-core "));
+        // Every file but ROOTFS.IMG and MINISO.DAT, the embed area among them: only the
+        // directories and padding are left to compress.
+        assert_eq!(miniso.table.len(), 6);
+        assert!(miniso.xzpacked.len() < 4096, "{}", miniso.xzpacked.len());
+        for pair in miniso.table.windows(2) {
+            assert!(pair[0].0 * 2048 + pair[0].2 <= pair[1].0 * 2048, "{pair:?}");
+        }
+
+        let minimal = unpack_minimal(&full, &miniso);
+        assert_eq!(
+            minimal.len() as u64,
+            full.len() as u64 - MINISO_DAT_LEN - 2048
+        );
+        for gone in ["images/pxeboot/rootfs.img", "coreos/miniso.dat"] {
+            assert!(
+                find_file(&mut Cursor::new(&minimal), gone).is_err(),
+                "{gone}"
+            );
+        }
+        for (path, want) in [
+            ("images/pxeboot/vmlinuz", CONTENTS.kernel),
+            ("images/pxeboot/initrd.img", CONTENTS.initrd),
+            ("coreos/kargs.jso", file_bytes(&full, "coreos/kargs.jso")),
+            (TEST_ISO_KARG_FILE, file_bytes(&full, TEST_ISO_KARG_FILE)),
+        ] {
+            assert_eq!(file_bytes(&minimal, path), want, "{path}");
+        }
+        // The same layout: an empty embed area, the default kernel arguments.
+        let full_layout = read_layout(&mut Cursor::new(&full)).unwrap();
+        let minimal_layout = read_layout(&mut Cursor::new(&minimal)).unwrap();
+        assert_eq!(minimal_layout.ignition.len, full_layout.ignition.len);
+        assert_eq!(
+            extract_embedded_ignition(Cursor::new(&minimal)).unwrap(),
+            None
+        );
+        assert_eq!(
+            embedded_kernel_arguments(Cursor::new(&minimal))
+                .unwrap()
+                .as_deref(),
+            Some(TEST_ISO_DEFAULT_KARGS)
+        );
+    }
+
+    #[test]
+    fn miniso_dat_copes_with_empty_files_and_large_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.iso");
+        // Empty files share LBA 0 and are left out of the table.
+        write_test_iso(&path, &TestIsoContents::default(), 2048).unwrap();
+        let full = std::fs::read(&path).unwrap();
+        let miniso = decode_miniso(file_bytes(&full, "coreos/miniso.dat"));
+        assert!(miniso.table.iter().all(|e| e.0 != 0 && e.2 != 0));
+        assert_eq!(miniso.table.len(), 4);
+        unpack_minimal(&full, &miniso);
+
+        // Lengths and sectors past two bytes of varint: a kernel of 70,000 sectors puts the
+        // initrd after it.
+        let kernel = vec![3u8; 70_000 * 2048];
+        let contents = TestIsoContents {
+            kernel: &kernel,
+            ..CONTENTS
+        };
+        write_test_iso(&path, &contents, 256 * 1024).unwrap();
+        let full = std::fs::read(&path).unwrap();
+        let miniso = decode_miniso(file_bytes(&full, "coreos/miniso.dat"));
+        assert!(miniso.table.iter().any(|e| e.2 > u64::from(u16::MAX)));
+        assert!(miniso.table.iter().any(|e| e.0 > u64::from(u16::MAX)));
+        let minimal = unpack_minimal(&full, &miniso);
+        assert_eq!(file_bytes(&minimal, "images/pxeboot/vmlinuz"), kernel);
+        assert_eq!(
+            file_bytes(&minimal, "images/pxeboot/initrd.img"),
+            CONTENTS.initrd
+        );
+    }
+
+    #[test]
+    fn varints_are_bincodes() {
+        for (v, want) in [
+            (0u64, &[0u8][..]),
+            (250, &[250]),
+            (251, &[251, 251, 0]),
+            (65_535, &[251, 255, 255]),
+            (65_536, &[252, 0, 0, 1, 0]),
+            (u64::from(u32::MAX) + 1, &[253, 0, 0, 0, 0, 1, 0, 0, 0]),
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(out, want, "{v}");
+            assert_eq!(varint(&mut out.as_slice()), v);
+        }
     }
 
     #[tokio::test]

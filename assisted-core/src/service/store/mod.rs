@@ -74,6 +74,8 @@ pub struct InfraEnvRecord {
     pub additional_trust_bundle: Option<String>,
     /// The minimal-ISO initrd overlay; `None` when there is nothing to add (204).
     pub minimal_initrd: Option<Arc<[u8]>>,
+    /// Where a minimal ISO's host fetches its root filesystem (`coreos.live.rootfs_url`).
+    pub rootfs_url: String,
     pub cpu_architecture: String,
     pub openshift_version: String,
 }
