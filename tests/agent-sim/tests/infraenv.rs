@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use assisted_core::api::infraenv::InfraEnv;
+use assisted_core::service::images::miniso::write_minimal_iso;
+use assisted_core::service::images::test_iso::embedded_kernel_arguments;
 use assisted_core::service::images::{cpio, extract_embedded_ignition};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -145,7 +147,13 @@ async fn infraenv_image_follows_its_inputs() {
     assert_eq!(status, 200);
     assert!(body.is_empty());
     let len: u64 = headers["content-length"].to_str().unwrap().parse().unwrap();
-    assert_eq!(len, std::fs::metadata(&iso).unwrap().len());
+    // The kube API's default image type is the minimal ISO: CoreOS's own, rebuilt from the
+    // base's miniso.dat, without the root filesystem (fetched by URL at boot, below).
+    assert!(url1.contains("/minimal.iso?rev="), "{url1}");
+    let minimal = dir.path().join("minimal.iso");
+    assert!(write_minimal_iso(&iso, &minimal).unwrap());
+    assert_eq!(len, std::fs::metadata(&minimal).unwrap().len());
+    assert!(len < std::fs::metadata(&iso).unwrap().len());
     // The primary volume descriptor (today's live ISOs have nothing in the system area).
     let (status, headers, body) = request("GET", &url1, Some("bytes=32768-32791")).await;
     assert_eq!(status, 206);
@@ -168,6 +176,14 @@ async fn infraenv_image_follows_its_inputs() {
     }
     let (status, _, iso_body) = request("GET", &url1, None).await;
     assert_eq!(status, 200);
+    let kargs = embedded_kernel_arguments(std::io::Cursor::new(&iso_body))
+        .unwrap()
+        .unwrap();
+    assert!(
+        kargs.ends_with(&format!(" coreos.live.rootfs_url={}", boot.rootfs)),
+        "{kargs}"
+    );
+    assert!(!kargs.contains("coreos.liveiso="), "{kargs}");
     let embedded = extract_embedded_ignition(std::io::Cursor::new(iso_body))
         .unwrap()
         .unwrap();
