@@ -126,6 +126,20 @@ pub fn metal3machine_needs_image(mode: ImageMode, m3m: &Metal3Machine, iso_url: 
         && !metal3machine_has_image(m3m, iso_url)
 }
 
+/// `DataSecretAvailable`'s reason while the InfraEnv cannot build its image; the control plane
+/// looks for it on its Machines' configs.
+pub const DISCOVERY_IMAGE_FAILED_REASON: &str = "DiscoveryImageFailed";
+
+/// The message of `ImageCreated` when it is False: why the InfraEnv has no image.
+pub fn image_creation_error(ie: &assisted_api::infraenv::InfraEnv) -> Option<&str> {
+    ie.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ImageCreated" && c.status == "False")
+        .map(|c| c.message.as_deref().unwrap_or("ImageCreated is False"))
+}
+
 /// Why a Machine's data Secret waits, or that it may be created. One variant per reason; the
 /// condition `DataSecretAvailable` takes [`Gate::reason`] and [`Gate::message`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +155,12 @@ pub enum Gate {
     WaitingForInfraEnvImage {
         infraenv: String,
         mode: ImageMode,
+    },
+    /// The InfraEnv says its image cannot be built (`ImageCreated` False): nothing will boot
+    /// until the input is fixed, so the cause is shown here, where the user looks.
+    DiscoveryImageFailed {
+        infraenv: String,
+        message: String,
     },
     WaitingForMetal3MachineImage {
         metal3machine: String,
@@ -163,6 +183,7 @@ impl Gate {
             // CAPOA's reason for the same wait, so existing habits and alerts keep working.
             Gate::WaitingForInstallComplete(_) => "WaitingForInstallComplete",
             Gate::WaitingForInfraEnvImage { .. } => "WaitingForInfraEnvImage",
+            Gate::DiscoveryImageFailed { .. } => DISCOVERY_IMAGE_FAILED_REASON,
             Gate::WaitingForMetal3MachineImage { .. } => "WaitingForMetal3MachineImage",
             Gate::Ready => DATA_SECRET_AVAILABLE_REASON,
         }
@@ -189,6 +210,11 @@ impl Gate {
                 mode: ImageMode::DiskImage,
             } => format!(
                 "waiting for InfraEnv {infraenv}'s discovery ignition; check the InfraEnv's ImageCreated condition"
+            ),
+            Gate::DiscoveryImageFailed { infraenv, message } => format!(
+                "InfraEnv {infraenv} cannot build the discovery image: {message}; fix the \
+                 OpenshiftAssistedConfigTemplate's fields or what they name (pull secret, proxy, \
+                 ignition override, NMStateConfigs)"
             ),
             Gate::WaitingForMetal3MachineImage {
                 metal3machine,
@@ -217,6 +243,8 @@ pub struct GateInputs<'a> {
     pub infraenv_name: &'a str,
     /// `InfraEnv.status.isoDownloadURL` (live-ISO mode).
     pub iso_url: Option<&'a str>,
+    /// The InfraEnv's `ImageCreated` message while that condition is False.
+    pub image_error: Option<&'a str>,
     /// The InfraEnv's discovery ignition could be read (disk-image mode, where it is the data).
     pub discovery_ignition_available: bool,
     pub metal3machine: &'a Metal3Machine,
@@ -233,6 +261,13 @@ pub fn data_secret_gate(inputs: &GateInputs<'_>) -> Gate {
     if !inputs.cluster_deployment_found {
         return Gate::WaitingForClusterDeployment {
             cluster: inputs.cluster_name.to_string(),
+        };
+    }
+    // Before the hold: a held worker's image is built meanwhile, and should not fail unseen.
+    if let Some(message) = inputs.image_error {
+        return Gate::DiscoveryImageFailed {
+            infraenv: inputs.infraenv_name.to_string(),
+            message: message.to_string(),
         };
     }
     if let Hold::Held(reason) = inputs.hold {
@@ -458,6 +493,7 @@ mod tests {
         hold: Hold,
         mode: ImageMode,
         iso: Option<&'static str>,
+        image_error: Option<&'static str>,
         ignition: bool,
         m3m: Metal3Machine,
     }
@@ -470,6 +506,7 @@ mod tests {
                 hold: Hold::Proceed,
                 mode: ImageMode::LiveIso,
                 iso: Some(ISO),
+                image_error: None,
                 ignition: false,
                 m3m: m3m(
                     "{}",
@@ -488,6 +525,7 @@ mod tests {
                 mode: self.mode,
                 infraenv_name: "workers",
                 iso_url: self.iso,
+                image_error: self.image_error,
                 discovery_ignition_available: self.ignition,
                 metal3machine: &self.m3m,
             })
@@ -529,6 +567,24 @@ mod tests {
                     }
                 }),
                 Gate::WaitingForInstallComplete(held.clone()),
+            ),
+            (
+                "the image cannot be built, even for a held worker",
+                Box::new({
+                    let held = held.clone();
+                    move |c| {
+                        c.hold = Hold::Held(held.clone());
+                        c.iso = None;
+                        c.image_error = Some(
+                            "Failed to create image: pull secret p has no .dockerconfigjson key",
+                        );
+                    }
+                }),
+                Gate::DiscoveryImageFailed {
+                    infraenv: "workers".into(),
+                    message: "Failed to create image: pull secret p has no .dockerconfigjson key"
+                        .into(),
+                },
             ),
             (
                 "no iso yet",

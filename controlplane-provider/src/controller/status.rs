@@ -83,6 +83,21 @@ pub struct StatusInputs<'a> {
     pub workload_version: &'a WorkloadVersion,
 }
 
+/// The first control-plane config whose discovery image cannot be built (its
+/// `DataSecretAvailable` False for that reason): its name and the bootstrap provider's message.
+fn discovery_image_failure(
+    configs: &BTreeMap<String, OpenshiftAssistedConfig>,
+) -> Option<(String, String)> {
+    configs.iter().find_map(|(name, config)| {
+        let c = config.status.as_ref()?.conditions.iter().find(|c| {
+            c.type_ == "DataSecretAvailable"
+                && c.status == "False"
+                && c.reason == bootstrap_provider::controller::image::DISCOVERY_IMAGE_FAILED_REASON
+        })?;
+        Some((name.clone(), c.message.clone()))
+    })
+}
+
 /// `status.version` and its condition: the version already recorded is kept, else the one just
 /// read from the installed cluster's API.
 pub fn kubernetes_version(
@@ -179,6 +194,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         )
     };
 
+    let image_failure = discovery_image_failure(inputs.configs);
     let available = match inputs.blocked {
         Some(b) => Desired::false_(AVAILABLE, b.reason, b.message.clone()),
         None if install.available() && inputs.kubeconfig_published => Desired::true_(
@@ -201,6 +217,16 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
                 unsupported::our_fields_behind(&install.spec_error)
             ),
         ),
+        // No host can boot: the cause is the discovery image, not what the validations say
+        // of the hosts that never registered.
+        None if !install.started() && image_failure.is_some() => {
+            let (config, message) = image_failure.unwrap_or_default();
+            Desired::false_(
+                AVAILABLE,
+                bootstrap_provider::controller::image::DISCOVERY_IMAGE_FAILED_REASON,
+                format!("{progress}; OpenshiftAssistedConfig {config}: {message}"),
+            )
+        }
         None if !install.started() && !install.failing_validations.is_empty() => Desired::false_(
             AVAILABLE,
             "InstallValidationsFailing",
@@ -720,6 +746,46 @@ spec: {{sshAuthorizedKey: {key}}}
                 assert!(available.message.starts_with(&format!("install {state}")));
             }
         }
+    }
+
+    #[test]
+    fn a_discovery_image_that_cannot_be_built_shows_on_available_with_its_cause() {
+        let failed = "InfraEnv cp-1 cannot build the discovery image: Failed to create image: \
+                      httpProxy \"ftp://x\" must be an http:// URL";
+        let mut case = Case::new();
+        case.install.state = "insufficient".into();
+        // What the validations say of hosts that never booted is a symptom, not the cause.
+        case.install.failing_validations =
+            "The cluster must have exactly 3 dedicated control plane nodes.".into();
+        let config = case.configs.get_mut("cp-1").unwrap();
+        config.status = Some(
+            serde_json::from_value(serde_json::json!({
+                "conditions": [{
+                    "type": "DataSecretAvailable", "status": "False",
+                    "reason": "DiscoveryImageFailed", "message": failed,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }]
+            }))
+            .unwrap(),
+        );
+        let conds = desired_conditions(&case.inputs());
+        let available = find(&conds, AVAILABLE);
+        assert_eq!(
+            (available.status, available.reason.as_str()),
+            (Status::False, "DiscoveryImageFailed")
+        );
+        assert!(
+            available
+                .message
+                .contains("OpenshiftAssistedConfig cp-1: InfraEnv cp-1")
+                && available.message.contains("ftp://x"),
+            "{}",
+            available.message
+        );
+        // Once the install runs, the hosts have booted: the image is no longer the story.
+        case.install.state = "installing".into();
+        let conds = desired_conditions(&case.inputs());
+        assert_eq!(find(&conds, AVAILABLE).reason, "ControlPlaneInstalling");
     }
 
     #[test]

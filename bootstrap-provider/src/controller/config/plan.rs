@@ -337,6 +337,7 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
             mode,
             infraenv_name: &infraenv::infraenv_name(&template_ref.name),
             iso_url: iso_url.as_deref(),
+            image_error: d.infraenv.as_ref().and_then(image::image_creation_error),
             discovery_ignition_available: matches!(d.discovery_ignition, Some(Ok(_))),
             metal3machine: &m3m_after,
         })
