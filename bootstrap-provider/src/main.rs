@@ -14,7 +14,16 @@ fn main() -> ExitCode {
         convert: Some(|object, version| {
             bootstrap_provider::conversion::convert(object, version).map_err(|e| e.to_string())
         }),
-        validate: &[],
+        validate: &[
+            (
+                bootstrap_provider::admission::VALIDATE_CONFIG_PATH,
+                bootstrap_provider::admission::review,
+            ),
+            (
+                bootstrap_provider::admission::VALIDATE_TEMPLATE_PATH,
+                bootstrap_provider::admission::review,
+            ),
+        ],
     };
     cli::main(spec, |leader| async move {
         controller::run(

@@ -8,7 +8,7 @@ use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule, UPDATE,
-    Variable, WRITE_STATUS,
+    ValidatingWebhook, Variable, WRITE_STATUS,
 };
 
 use crate::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
@@ -207,7 +207,22 @@ pub fn provider_manifest() -> ProviderManifest {
         data_volume: None,
         extra_service_leader_label: None,
         webhooks: true,
-        validating_webhooks: &[],
+        validating_webhooks: &[
+            ValidatingWebhook {
+                name: "validation.openshiftassistedconfig.bootstrap.cluster.x-k8s.io",
+                path: crate::admission::VALIDATE_CONFIG_PATH,
+                group: "bootstrap.cluster.x-k8s.io",
+                version: "v1alpha2",
+                resource: "openshiftassistedconfigs",
+            },
+            ValidatingWebhook {
+                name: "validation.openshiftassistedconfigtemplate.bootstrap.cluster.x-k8s.io",
+                path: crate::admission::VALIDATE_TEMPLATE_PATH,
+                group: "bootstrap.cluster.x-k8s.io",
+                version: "v1alpha2",
+                resource: "openshiftassistedconfigtemplates",
+            },
+        ],
         namespace_rules: &[],
         extra_objects: Vec::new(),
     }

@@ -60,6 +60,12 @@ pub fn problems(
     if let Some(p) = owned_override_problem(new) {
         out.push(p);
     }
+    // The control-plane Machines' configs are made from this spec: their admission's rules.
+    out.extend(bootstrap_provider::admission::spec_problems(
+        &spec.openshift_assisted_config_spec,
+        None,
+        "spec.openshiftAssistedConfigSpec",
+    ));
     if let Some(old) = old {
         out.extend(update_problems(old, new, version.as_ref()));
         let (before, after) = (
@@ -274,6 +280,21 @@ mod tests {
         assert_eq!(problems(&oacp(json!({})), None), Vec::<String>::new());
         let sno = oacp(json!({"replicas": 1, "config": {"baseDomain": "e.com"}}));
         assert_eq!(problems(&sno, None), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_control_plane_machines_config_follows_the_bootstrap_providers_rules() {
+        let bad = oacp(json!({"openshiftAssistedConfigSpec": {"nodeRegistration": {
+            "kubeletExtraLabels": ["node-role.kubernetes.io/master=", "zone"]
+        }}}));
+        let p = problems(&bad, None);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with(
+                "spec.openshiftAssistedConfigSpec.nodeRegistration.kubeletExtraLabels[1]:"
+            ),
+            "{p:?}"
+        );
     }
 
     #[test]

@@ -304,6 +304,15 @@ fn provider_id_drop_in(provider_id: &str) -> Result<String, InstallIgnitionError
     ))
 }
 
+/// Whether `raw`, the `ignition-override` annotation's value, is an overlay the install can
+/// merge (what admission checks; the error says what is wrong).
+pub fn check_override(raw: &str) -> Result<(), String> {
+    let annotations = BTreeMap::from([(IGNITION_OVERRIDE_ANNOTATION.to_string(), raw.to_string())]);
+    parse_override(&annotations)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// The user's overlay: the annotation parsed, when present and not blank. It must be a JSON
 /// object whose `ignition.version` is a 3.x spec (the host's ignition is spec 3).
 struct Override {

@@ -35,6 +35,16 @@ async fn serve_conversion(
             controlplane_provider::admission::VALIDATE_PATH,
             controlplane_provider::admission::review,
         ));
+    } else {
+        for path in [
+            bootstrap_provider::admission::VALIDATE_CONFIG_PATH,
+            bootstrap_provider::admission::VALIDATE_TEMPLATE_PATH,
+        ] {
+            router = router.merge(validation_router(
+                path,
+                bootstrap_provider::admission::review,
+            ));
+        }
     }
     tokio::spawn(serve_tls(listener, dir, router, stop));
     for crd in crds {
@@ -76,7 +86,7 @@ async fn capoa_older_versions_are_converted_and_control_planes_validated_by_our_
         stop.clone(),
     )
     .await;
-    serve_conversion(
+    let bootstrap_port = serve_conversion(
         &tb,
         "bootstrap",
         Arc::new(|o, v| bootstrap_provider::conversion::convert(o, v).map_err(|e| e.to_string())),
@@ -101,6 +111,16 @@ async fn capoa_older_versions_are_converted_and_control_planes_validated_by_our_
     )
     .await
     .expect("point it at the webhook server");
+    // The bootstrap provider's, for configs and templates.
+    let config = bootstrap_provider::manifests::provider_manifest()
+        .validating_webhook_configuration()
+        .expect("the bootstrap provider validates");
+    tb.apply_yaml(&config.to_string())
+        .await
+        .expect("install the bootstrap ValidatingWebhookConfiguration");
+    tb.point_validating_webhooks(config["metadata"]["name"].as_str().unwrap(), bootstrap_port)
+        .await
+        .expect("point it at the webhook server");
 
     // CAPOA's v1alpha2 shape: an ObjectReference and Go durations in the machine template, a
     // v1alpha1 config spec inside.
@@ -289,6 +309,43 @@ spec:
         format!("{err:#}").contains("spec.distributionVersion"),
         "{err:#}"
     );
+    // A config template whose labels or install-time ignition override would only fail once a
+    // host booted is refused when written, in CAPOA's v1alpha1 too (converted, then validated).
+    let err = tb
+        .apply_yaml(
+            r#"apiVersion: bootstrap.cluster.x-k8s.io/v1alpha1
+kind: OpenshiftAssistedConfigTemplate
+metadata: {name: bad-labels, namespace: default}
+spec:
+  template:
+    metadata:
+      annotations:
+        openshiftassistedconfig.cluster.x-k8s.io/ignition-override: '{"ignition": {"version": "2.2.0"}}'
+    spec:
+      nodeRegistration: {kubeletExtraLabels: ["rack", "zone=a b"]}
+"#,
+        )
+        .await
+        .expect_err("malformed kubeletExtraLabels and an Ignition 2 override are refused");
+    let message = format!("{err:#}");
+    for part in [
+        "kubeletExtraLabels[0]: \"rack\" is not key=value",
+        "kubeletExtraLabels[1]",
+        "ignition-override",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    tb.apply_yaml(
+        r#"apiVersion: bootstrap.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedConfig
+metadata: {name: good-labels, namespace: default}
+spec:
+  nodeRegistration: {kubeletExtraLabels: ["metal3.io/uuid=$METADATA_UUID", "rack=r1"]}
+"#,
+    )
+    .await
+    .expect("labels with per-host variables are admitted");
+
     // Changing the template kind of an existing control plane is refused; its name may change.
     let hubs = Api::<OpenshiftAssistedControlPlane>::namespaced(tb.client.clone(), NS);
     let err = hubs

@@ -73,10 +73,11 @@ pub fn converted_crds(manager: &str) -> &'static [&'static str] {
     }
 }
 
-/// The ValidatingWebhookConfiguration each manager's release installs, if any.
+/// The ValidatingWebhookConfiguration each manager's release installs.
 pub fn validating_webhook_configuration(manager: &str) -> Option<&'static str> {
     match manager {
         CONTROLPLANE => Some("capoa-controlplane-validating-webhook-configuration"),
+        BOOTSTRAP => Some("capoa-bootstrap-validating-webhook-configuration"),
         _ => None,
     }
 }

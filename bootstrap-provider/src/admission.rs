@@ -1,0 +1,205 @@
+//! Admission of OpenshiftAssistedConfigs and OpenshiftAssistedConfigTemplates: what would only
+//! fail once a host has booted and its Agent is matched — a malformed `kubeletExtraLabels`
+//! entry, an install-time `ignition-override` that is not an Ignition 3 config — is refused
+//! when it is written, naming the field. Configs are immutable, so a mistake found later costs
+//! a new Machine. Pure: the webhook server (`manager::webhook`) hands in the objects.
+//!
+//! The controllers keep their own checks (an Agent's `InvalidLabel`, `InvalidIgnitionOverride`):
+//! objects written while the webhook was not installed still get a condition.
+
+use serde_json::Value;
+
+use crate::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
+use crate::controller::infraenv::is_label_value;
+
+/// Where the bootstrap manager serves the config's validation (kubebuilder's path convention).
+pub const VALIDATE_CONFIG_PATH: &str =
+    "/validate-bootstrap-cluster-x-k8s-io-v1alpha2-openshiftassistedconfig";
+/// And the template's.
+pub const VALIDATE_TEMPLATE_PATH: &str =
+    "/validate-bootstrap-cluster-x-k8s-io-v1alpha2-openshiftassistedconfigtemplate";
+
+/// A label name part (after an optional `prefix/`): 63 characters at most, alphanumerics, `-`,
+/// `_`, `.` inside, alphanumeric at both ends (Kubernetes' qualified name).
+fn is_label_name(name: &str) -> bool {
+    !name.is_empty() && is_label_value(name)
+}
+
+/// A DNS subdomain (the optional prefix of a label key).
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part.len() <= 63
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
+}
+
+/// What is wrong with one `kubeletExtraLabels` entry, if anything. The value may hold
+/// `$METADATA_*` variables resolved per host when the Agent is matched; only its literal parts
+/// are checked here.
+pub fn kubelet_extra_label_problem(entry: &str) -> Option<String> {
+    let Some((key, value)) = entry.split_once('=') else {
+        return Some(format!("{entry:?} is not key=value"));
+    };
+    let key = key.trim();
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if !is_label_name(name) || prefix.is_some_and(|p| !is_dns_subdomain(p)) {
+        return Some(format!(
+            "{entry:?}: {key:?} is not a label key (an optional DNS-subdomain prefix and `/`, then \
+             up to 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric)"
+        ));
+    }
+    let value = value.trim().trim_matches('"');
+    if value.contains('$') {
+        return None;
+    }
+    if !is_label_value(value) {
+        return Some(format!(
+            "{entry:?}: {value:?} is not a label value (up to 63 alphanumerics, '-', '_' or '.', \
+             starting and ending alphanumeric)"
+        ));
+    }
+    None
+}
+
+/// The problems of one config spec and its annotations, each naming its field under `at`.
+pub fn spec_problems(
+    spec: &OpenshiftAssistedConfigSpec,
+    annotations: Option<&serde_json::Map<String, Value>>,
+    at: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(registration) = &spec.node_registration {
+        for (i, entry) in registration.kubelet_extra_labels.iter().enumerate() {
+            if let Some(p) = kubelet_extra_label_problem(entry) {
+                out.push(format!(
+                    "{at}.nodeRegistration.kubeletExtraLabels[{i}]: {p}"
+                ));
+            }
+        }
+    }
+    if let Some(raw) = annotations
+        .and_then(|a| a.get(IGNITION_OVERRIDE_ANNOTATION))
+        .and_then(Value::as_str)
+        && let Err(e) = crate::controller::install_ignition::check_override(raw)
+    {
+        out.push(format!("annotation {IGNITION_OVERRIDE_ANNOTATION}: {e}"));
+    }
+    out
+}
+
+/// The admission decision for a config or template request: the warnings, or why it is refused.
+pub fn review(request: &Value) -> Result<Vec<String>, String> {
+    let object = &request["object"];
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (spec, annotations, at) = match kind {
+        "OpenshiftAssistedConfig" => (&object["spec"], &object["metadata"]["annotations"], "spec"),
+        "OpenshiftAssistedConfigTemplate" => (
+            &object["spec"]["template"]["spec"],
+            &object["spec"]["template"]["metadata"]["annotations"],
+            "spec.template.spec",
+        ),
+        other => return Err(format!("unexpected kind {other:?}")),
+    };
+    let spec: OpenshiftAssistedConfigSpec =
+        serde_json::from_value(spec.clone()).map_err(|e| format!("{at} does not parse: {e}"))?;
+    let problems = spec_problems(&spec, annotations.as_object(), at);
+    if problems.is_empty() {
+        Ok(Vec::new())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn label_entries_follow_kubernetes_rules_and_leave_variables_to_the_host() {
+        // (entry, refused with this in the message)
+        let rows = [
+            ("node-role.kubernetes.io/infra=", None),
+            ("metal3.io/uuid=$METADATA_UUID", None),
+            ("rack=\"r1\"", None),
+            ("zone = a", None),
+            ("topology.example.com/rack=${METADATA_NAME}-x", None),
+            ("no-equals-sign", Some("is not key=value")),
+            ("=value", Some("is not a label key")),
+            ("Bad Key=v", Some("is not a label key")),
+            ("UPPER.example.com/k=v", Some("is not a label key")),
+            ("-leading=v", Some("is not a label key")),
+            ("k=has space", Some("is not a label value")),
+            ("k=-leading", Some("is not a label value")),
+        ];
+        for (entry, refused) in rows {
+            let got = kubelet_extra_label_problem(entry);
+            match refused {
+                None => assert_eq!(got, None, "{entry}"),
+                Some(why) => assert!(
+                    got.as_deref().is_some_and(|p| p.contains(why)),
+                    "{entry}: {got:?}"
+                ),
+            }
+        }
+        let long = format!("k={}", "v".repeat(64));
+        assert!(kubelet_extra_label_problem(&long).is_some());
+    }
+
+    fn request(object: Value) -> Value {
+        json!({"uid": "u", "object": object})
+    }
+
+    #[test]
+    fn configs_and_templates_are_refused_naming_the_field() {
+        let config = json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2",
+            "kind": "OpenshiftAssistedConfig",
+            "metadata": {"name": "c", "annotations": {IGNITION_OVERRIDE_ANNOTATION: "{\"ignition\":{\"version\":\"2.2.0\"}}"}},
+            "spec": {"nodeRegistration": {"kubeletExtraLabels": ["ok=yes", "bad"]}},
+        });
+        let e = review(&request(config)).unwrap_err();
+        assert!(
+            e.contains("spec.nodeRegistration.kubeletExtraLabels[1]: \"bad\" is not key=value"),
+            "{e}"
+        );
+        assert!(
+            e.contains(IGNITION_OVERRIDE_ANNOTATION) && e.contains("2.2.0"),
+            "{e}"
+        );
+
+        let template = json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2",
+            "kind": "OpenshiftAssistedConfigTemplate",
+            "metadata": {"name": "t"},
+            "spec": {"template": {
+                "metadata": {"annotations": {IGNITION_OVERRIDE_ANNOTATION: "not json"}},
+                "spec": {"nodeRegistration": {"kubeletExtraLabels": ["a=b c"]}},
+            }},
+        });
+        let e = review(&request(template)).unwrap_err();
+        assert!(
+            e.contains("spec.template.spec.nodeRegistration.kubeletExtraLabels[0]")
+                && e.contains("not JSON"),
+            "{e}"
+        );
+
+        let fine = json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha2",
+            "kind": "OpenshiftAssistedConfig",
+            "metadata": {"name": "c", "annotations": {IGNITION_OVERRIDE_ANNOTATION: "{\"ignition\":{\"version\":\"3.2.0\"}}"}},
+            "spec": {"nodeRegistration": {"kubeletExtraLabels": ["metal3.io/uuid=$METADATA_UUID"]}},
+        });
+        assert_eq!(review(&request(fine)), Ok(Vec::new()));
+    }
+}
