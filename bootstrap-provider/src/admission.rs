@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
-use crate::controller::infraenv::is_label_value;
+use manager::names::is_label_value;
 
 /// Where the bootstrap manager serves the config's validation (kubebuilder's path convention).
 pub const VALIDATE_CONFIG_PATH: &str =

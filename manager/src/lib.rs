@@ -18,5 +18,6 @@ pub mod fields;
 pub mod http;
 pub mod manifests;
 pub mod metrics;
+pub mod names;
 pub mod runtime;
 pub mod webhook;

@@ -17,7 +17,9 @@ use external_types::metal3_io::baremetalhost::BareMetalHostRootDeviceHints;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::infraenv::{CLUSTER_NAME_LABEL, is_label_value, label_value};
+use manager::names::{is_label_value, readable_label_value};
+
+use super::infraenv::CLUSTER_NAME_LABEL;
 use super::install_ignition::{InstallIgnitionError, install_ignition};
 use crate::api::{KernelArgumentOperation, OpenshiftAssistedConfigSpec};
 
@@ -549,11 +551,11 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
     let labels = BTreeMap::from([
         (
             CLUSTER_NAME_LABEL.to_string(),
-            label_value(inputs.cluster_name),
+            readable_label_value(inputs.cluster_name),
         ),
         (
             MACHINE_NAME_LABEL.to_string(),
-            label_value(inputs.machine_name),
+            readable_label_value(inputs.machine_name),
         ),
     ]);
     let annotations = BTreeMap::from([

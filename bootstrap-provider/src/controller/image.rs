@@ -22,7 +22,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::ResourceExt;
 
 use super::agent::{Hold, HoldReason};
-use super::infraenv::{CLUSTER_NAME_LABEL, label_value};
+use manager::names::readable_label_value;
+
+use super::infraenv::CLUSTER_NAME_LABEL;
 use super::matching::BAREMETALHOST_ANNOTATION;
 
 /// The Secret type Cluster API's bootstrap contract uses.
@@ -331,7 +333,7 @@ pub fn desired_data_secret(inputs: &DataSecretInputs<'_>) -> Secret {
             namespace: Some(inputs.config_namespace.to_string()),
             labels: Some(BTreeMap::from([(
                 CLUSTER_NAME_LABEL.to_string(),
-                label_value(inputs.cluster_name),
+                readable_label_value(inputs.cluster_name),
             )])),
             owner_references: Some(vec![OwnerReference {
                 api_version: CONFIG_API_VERSION.to_string(),

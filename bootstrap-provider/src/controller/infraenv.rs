@@ -16,6 +16,7 @@ use assisted_api::infraenv::{
 use external_types::capm3::v1beta2::Metal3Machine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
+use manager::names::readable_label_value;
 
 use crate::api::{
     DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, KernelArgumentOperation as ConfigKargOp,
@@ -33,10 +34,6 @@ pub const METAL3_MACHINE_TEMPLATE_GROUPKIND: &str =
 pub const METAL3_MACHINE_TEMPLATE_API_VERSION: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
 pub const METAL3_MACHINE_TEMPLATE_KIND: &str = "Metal3MachineTemplate";
 
-/// Longest label value; also the longest InfraEnv name, because assisted-core labels every
-/// Agent with its InfraEnv's name (`infraenvs.agent-install.openshift.io`).
-const LABEL_VALUE_MAX: usize = 63;
-
 /// The Metal3MachineTemplate a Metal3Machine was cloned from.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TemplateRef {
@@ -46,63 +43,9 @@ pub struct TemplateRef {
 
 /// The InfraEnv of a template: the template's name, which is unique among the namespace's
 /// Metal3MachineTemplates and already a DNS-1123 subdomain. Shortened with a hash only when it
-/// could not be a label value.
+/// could not be a label value: assisted-core labels every Agent with its InfraEnv's name.
 pub fn infraenv_name(template_name: &str) -> String {
-    label_value(template_name)
-}
-
-/// `value` when it is a valid label value, else a readable prefix plus an FNV-1a hash of the
-/// whole of `value`: deterministic, at most 63 characters, and distinct for distinct inputs in
-/// practice (what CAPI's `MustFormatValue` does, in a form that is also a DNS-1123 name).
-pub fn label_value(value: &str) -> String {
-    if is_label_value(value) {
-        return value.to_string();
-    }
-    let hash = format!("{:08x}", fnv1a32(value.as_bytes()));
-    let room = LABEL_VALUE_MAX - hash.len() - 1;
-    let prefix: String = value
-        .chars()
-        .map(|c| {
-            let c = c.to_ascii_lowercase();
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(room)
-        .collect();
-    let prefix = prefix.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    if prefix.is_empty() {
-        format!("h-{hash}")
-    } else {
-        format!("{prefix}-{hash}")
-    }
-}
-
-/// Kubernetes' label-value rule: at most 63 characters, alphanumerics, `-`, `_`, `.`, starting
-/// and ending with an alphanumeric (or empty).
-pub fn is_label_value(value: &str) -> bool {
-    value.len() <= LABEL_VALUE_MAX
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && value
-            .chars()
-            .next()
-            .is_none_or(|c| c.is_ascii_alphanumeric())
-        && value
-            .chars()
-            .last()
-            .is_none_or(|c| c.is_ascii_alphanumeric())
-}
-
-/// 32-bit FNV-1a: small, stable across releases and platforms (names derived from it must not
-/// change when the binary is rebuilt).
-pub fn fnv1a32(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
+    readable_label_value(template_name)
 }
 
 /// The template a Metal3Machine was cloned from, from the annotations CAPI (and the control
@@ -387,9 +330,12 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
     let labels = BTreeMap::from([
         (
             CLUSTER_NAME_LABEL.to_string(),
-            label_value(inputs.cluster_name),
+            readable_label_value(inputs.cluster_name),
         ),
-        (TEMPLATE_LABEL.to_string(), label_value(&template.name)),
+        (
+            TEMPLATE_LABEL.to_string(),
+            readable_label_value(&template.name),
+        ),
     ]);
     let spec = InfraEnvSpec {
         proxy: first.proxy.clone(),
@@ -710,24 +656,11 @@ spec:
         let name = infraenv_name(&long);
         assert_eq!(name, infraenv_name(&long));
         assert!(name.len() <= 63, "{name}");
-        assert!(is_label_value(&name), "{name}");
+        assert!(manager::names::is_label_value(&name), "{name}");
         assert_ne!(
             name,
             infraenv_name(&format!("{}.example2", "a".repeat(300)))
         );
-        // A 63-character name is kept; 64 is shortened.
-        assert_eq!(label_value(&"b".repeat(63)), "b".repeat(63));
-        assert_eq!(label_value(&"b".repeat(64)).len(), 63);
-        assert!(label_value("---").starts_with("h-"));
-        assert!(!is_label_value("-a"));
-        assert!(is_label_value(""));
-    }
-
-    #[test]
-    fn fnv1a32_matches_the_reference_vectors() {
-        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
-        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
-        assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
     }
 
     #[test]

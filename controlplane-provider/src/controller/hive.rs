@@ -18,6 +18,7 @@ use assisted_api::hive::{
 use external_types::capi::{Cluster, MachineDeployment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
+use manager::names::capi_label_value;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -204,7 +205,7 @@ pub fn cluster_image_set(inputs: &HiveInputs) -> Result<ClusterImageSet, HiveErr
     set.metadata.labels = Some(BTreeMap::from([
         (CLUSTER_NAME_LABEL.to_string(), capi_name.to_string()),
         (IMAGE_SET_NAMESPACE_LABEL.to_string(), namespace.to_string()),
-        (IMAGE_SET_NAME_LABEL.to_string(), label_value(name)),
+        (IMAGE_SET_NAME_LABEL.to_string(), capi_label_value(name)),
     ]));
     Ok(set)
 }
@@ -252,47 +253,8 @@ pub fn labels(
     labels.insert(CLUSTER_NAME_LABEL.into(), capi_cluster_name.into());
     labels.insert(CONTROL_PLANE_LABEL.into(), String::new());
     let name = oacp.meta().name.as_deref().unwrap_or_default();
-    labels.insert(CONTROL_PLANE_NAME_LABEL.into(), label_value(name));
+    labels.insert(CONTROL_PLANE_NAME_LABEL.into(), capi_label_value(name));
     labels
-}
-
-/// CAPI's `format.MustFormatValue`: the value itself when it is a valid label value, else
-/// `hash_<base64url(FNV-32a)>_z`, so other CAPI tooling computes the same value.
-pub fn label_value(value: &str) -> String {
-    if is_label_value(value) {
-        return value.to_string();
-    }
-    let hash = value.bytes().fold(0x811c_9dc5_u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    });
-    format!("hash_{}_z", base64url(&hash.to_be_bytes()))
-}
-
-fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    value.is_empty()
-        || (bytes.len() <= 63
-            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-            && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')))
-}
-
-/// Base64 with the URL alphabet and no padding (Go's `base64.RawURLEncoding`).
-fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 0x3f) as usize]));
-        }
-    }
-    out
 }
 
 /// The controller owner reference to the control plane: the ClusterDeployment and
@@ -620,35 +582,6 @@ spec:
         // Go: fmt.Sprintf("hash_%s_z", base64.RawURLEncoding.EncodeToString(fnv32a(long)))
         assert_eq!(labels[CONTROL_PLANE_NAME_LABEL], "hash_2XcEZQ_z");
         assert_eq!(cd.metadata.name.as_deref(), Some(long));
-    }
-
-    #[test]
-    fn label_values() {
-        let rows = [
-            ("test-multinode", "test-multinode"),
-            ("", ""),
-            ("a.b_c-d", "a.b_c-d"),
-            (&"a".repeat(63), &"a".repeat(63)),
-            (&"a".repeat(64), "hash_2W8PhQ_z"),
-            ("-leading-dash", "hash_"),
-            ("has/slash", "hash_"),
-        ];
-        for (input, want) in rows {
-            let got = label_value(input);
-            if want == "hash_" {
-                assert!(
-                    got.starts_with("hash_") && got.ends_with("_z"),
-                    "{input}: {got}"
-                );
-                assert!(is_label_value(&got), "{got}");
-            } else {
-                assert_eq!(got, want, "{input}");
-            }
-        }
-        assert_eq!(base64url(&[0xe4, 0x0c, 0x29, 0x2c]), "5AwpLA");
-        assert_eq!(base64url(b"Man"), "TWFu");
-        assert_eq!(base64url(b"Ma"), "TWE");
-        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub fn control_plane_labels(
 
 /// The `control-plane-name` label value (CAPI's `MustFormatValue`).
 pub fn control_plane_name_label(name: &str) -> String {
-    super::hive::label_value(name)
+    manager::names::capi_label_value(name)
 }
 
 /// `status.selector`: selects this control plane's Machines (the scale subresource needs it).

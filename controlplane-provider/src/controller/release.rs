@@ -254,7 +254,7 @@ pub fn cluster_image_set_name(namespace: &str, oacp_name: &str) -> String {
     }
     let hash = format!(
         "{:016x}",
-        fnv1a64(format!("{namespace}/{oacp_name}").as_bytes())
+        manager::names::fnv1a64(format!("{namespace}/{oacp_name}").as_bytes())
     );
     // Namespaces and names are ASCII, so any byte index is a char boundary.
     let keep = MAX_NAME - hash.len() - 1;
@@ -263,13 +263,6 @@ pub fn cluster_image_set_name(namespace: &str, oacp_name: &str) -> String {
         .unwrap_or(&name)
         .trim_end_matches(['.', '-']);
     format!("{prefix}-{hash}")
-}
-
-/// FNV-1a, 64 bit: tiny, stable across toolchains and restarts.
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
@@ -598,11 +591,5 @@ mod tests {
             cluster_image_set_name(&namespace, &fits),
             format!("{namespace}.{fits}")
         );
-    }
-
-    #[test]
-    fn fnv1a64_matches_the_reference_vectors() {
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

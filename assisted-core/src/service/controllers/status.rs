@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use manager::names::sanitized_label_value;
 
 use crate::api::agent::{AgentStatus, HostInventory, HostNtpSource, HostProgressInfo};
 use crate::api::agentclusterinstall::{
@@ -429,24 +430,6 @@ fn agent_role(r: HostRole) -> agent::HostRole {
     }
 }
 
-/// A label value Kubernetes accepts: at most 63 of `[A-Za-z0-9._-]`, alphanumeric at both ends.
-pub fn label_value(raw: &str) -> String {
-    let cleaned: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(63)
-        .collect();
-    cleaned
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_string()
-}
-
 /// Labels derived from the inventory (upstream's `inventory.agent-install.openshift.io/*`).
 pub fn inventory_labels(inv: &Inventory) -> BTreeMap<String, String> {
     const P: &str = "inventory.agent-install.openshift.io/";
@@ -462,16 +445,16 @@ pub fn inventory_labels(inv: &Inventory) -> BTreeMap<String, String> {
         ),
         (
             format!("{P}cpu-architecture"),
-            label_value(&inv.cpu.architecture),
+            sanitized_label_value(&inv.cpu.architecture),
         ),
         (format!("{P}cpu-virtenabled"), virt.to_string()),
         (
             format!("{P}host-manufacturer"),
-            label_value(&inv.system_vendor.manufacturer),
+            sanitized_label_value(&inv.system_vendor.manufacturer),
         ),
         (
             format!("{P}host-productname"),
-            label_value(&inv.system_vendor.product_name),
+            sanitized_label_value(&inv.system_vendor.product_name),
         ),
         (
             format!("{P}host-isvirtual"),
@@ -788,14 +771,6 @@ mod tests {
         assert_eq!(cr.cpu.clock_megahertz, 2400);
         assert_eq!(cr.disks.len(), 1);
         assert_eq!(cr.hostname.as_deref(), Some("master-0"));
-    }
-
-    #[test]
-    fn label_values_are_sanitised() {
-        assert_eq!(label_value("Dell Inc."), "Dell_Inc");
-        assert_eq!(label_value("x86_64"), "x86_64");
-        assert_eq!(label_value(&"a".repeat(80)).len(), 63);
-        assert_eq!(label_value("(none)"), "none");
     }
 
     #[test]

@@ -93,13 +93,6 @@ pub struct OsImageCache {
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 const MAX_REDIRECTS: usize = 5;
 
-/// FNV-1a: a stable hash so cache names survive restarts and toolchain upgrades.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
@@ -127,7 +120,8 @@ impl OsImageCache {
             sanitize(&image.openshift_version),
             sanitize(normalize_arch(&image.cpu_architecture)),
             sanitize(&image.version),
-            fnv1a(&image.url)
+            // FNV-1a: cache names survive restarts and toolchain upgrades.
+            manager::names::fnv1a64(image.url.as_bytes())
         );
         self.dir.join(name)
     }

@@ -13,8 +13,8 @@ use super::plan::Plan;
 use crate::api::OpenshiftAssistedConfig;
 use crate::controller::agent::MACHINE_NAME_LABEL;
 use crate::controller::image::{live_iso_image, live_iso_template_image};
-use crate::controller::infraenv::label_value;
 use crate::controller::{Context, Error, FIELD_MANAGER, FINALIZER, apply_params, publish};
+use manager::names::readable_label_value;
 
 pub async fn apply(
     ctx: &Context,
@@ -27,7 +27,7 @@ pub async fn apply(
         // The Machine is going away (scale-down or cluster deletion): its Agent goes too, and
         // with it the core's host record. The BareMetalHost is CAPM3's to deprovision.
         let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("{MACHINE_NAME_LABEL}={}", label_value(machine));
+        let selector = format!("{MACHINE_NAME_LABEL}={}", readable_label_value(machine));
         for agent in agents
             .list(&ListParams::default().labels(&selector))
             .await
