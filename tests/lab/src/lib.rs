@@ -22,6 +22,7 @@ pub mod manifests;
 pub mod memory;
 pub mod observe;
 pub mod pods;
+pub mod secrets;
 pub mod site;
 
 use std::collections::BTreeMap;
@@ -176,6 +177,9 @@ pub struct Report {
     pub chaos: Option<ChaosReport>,
     /// `--kill-leaders`: when each manager's leader pod was deleted and a new leader ready.
     pub leader_kills: Vec<LeaderKill>,
+    /// The search for the run's secrets where they must not be (`None`: it could not read
+    /// them; `failure` says why).
+    pub secrets: Option<secrets::Checked>,
 }
 
 /// What `--kill-leaders` did to one manager.
@@ -404,6 +408,21 @@ mod report_json {
         pub chaos: Option<Chaos<'a>>,
         /// `--kill-leaders`; empty otherwise.
         pub leader_kills: Vec<LeaderKill<'a>>,
+        pub secrets: Option<Secrets<'a>>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Secrets<'a> {
+        pub values: usize,
+        pub secrets: &'a [String],
+        pub places: usize,
+        pub logs: usize,
+        pub events: usize,
+        pub statuses: usize,
+        pub metrics: usize,
+        /// Each leak, named (never the value).
+        pub found: Vec<String>,
+        pub missing: &'a [String],
     }
 
     #[derive(Serialize)]
@@ -712,6 +731,17 @@ impl Report {
                     new_leader_ready_seconds: k.ready_at.map(secs),
                 })
                 .collect(),
+            secrets: self.secrets.as_ref().map(|c| report_json::Secrets {
+                values: c.values,
+                secrets: &c.secrets,
+                places: c.places(),
+                logs: c.logs,
+                events: c.events,
+                statuses: c.statuses,
+                metrics: c.metrics,
+                found: c.leaks.iter().map(secrets::Leak::describe).collect(),
+                missing: &c.missing,
+            }),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
         serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -2173,6 +2203,29 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         }
         _ => None,
     };
+    // No pull secret, kubeadmin password or admin kubeconfig key may show in our managers'
+    // logs, the Events, the status of our and the assisted kinds or our managers' /metrics.
+    // After the API requests were read, so that the check's own reads are not counted.
+    let clusters: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| (r.spec.ns.clone(), r.spec.name.clone()))
+        .collect();
+    let secrets_checked = match secrets::check(&client, &lab.managers, &clusters).await {
+        Ok(c) => {
+            if let Some(p) = c.problem()
+                && failure.is_none()
+            {
+                failure = Some(p);
+            }
+            Some(c)
+        }
+        Err(e) => {
+            if failure.is_none() {
+                failure = Some(format!("secrets: could not check: {e:#}"));
+            }
+            None
+        }
+    };
 
     println!();
     let shape = shape(&runs[0].spec);
@@ -2313,6 +2366,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             println!("API requests: the apiservers' /metrics could not be read (see logs/lab.log)")
         }
     }
+    match &secrets_checked {
+        Some(c) => {
+            println!("{}", c.line());
+            for l in &c.leaks {
+                println!("  {}", l.describe());
+            }
+        }
+        None => println!("Secrets: not checked (see FAILED)"),
+    }
     let unfinished: Vec<&ClusterRun> = runs.iter().filter(|r| r.next < steps.len()).collect();
     let stuck = failure.as_ref().map(|f| match unfinished.first() {
         Some(r) => format!("{}{}: {f}", prefix(&r.spec), steps[r.next].title()),
@@ -2373,6 +2435,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         duration: start.elapsed(),
         chaos: chaos_report,
         leader_kills,
+        secrets: secrets_checked,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -2796,6 +2859,21 @@ mod tests {
                 not_carried_out: vec![],
             }),
             leader_kills: Vec::new(),
+            secrets: Some(secrets::Checked {
+                values: 5,
+                secrets: vec!["ns/pull-secret".into()],
+                logs: 2,
+                events: 30,
+                statuses: 8,
+                metrics: 2,
+                leaks: vec![secrets::Leak {
+                    secret: "Secret ns/c-admin-password password".into(),
+                    form: "base64",
+                    place: "log a.log".into(),
+                    line: 7,
+                }],
+                missing: Vec::new(),
+            }),
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.
@@ -2836,6 +2914,12 @@ mod tests {
         assert_eq!(c["max_seen"]["agents"], 0);
         // Fields in the documented order: the API requests after the memory, last.
         assert!(text.find("\n  \"api_requests\"") > text.find("\n  \"memory\""));
+        assert_eq!(v["secrets"]["places"], 42);
+        assert_eq!(
+            v["secrets"]["found"][0],
+            "Secret ns/c-admin-password password (base64) in log a.log, line 7"
+        );
+        assert_eq!(v["secrets"]["missing"], json!([]));
         let e = error_report(&anyhow!("no Cluster in f.yaml"), s(0.25));
         let e: Value = serde_json::from_str(&e).expect("JSON");
         assert_eq!(e["ok"], false);

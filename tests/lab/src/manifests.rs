@@ -216,7 +216,9 @@ spec:
     )
 }
 
-/// A placeholder pull secret (the lab pulls no images).
+/// A placeholder pull secret (the lab pulls no images). Its `auth` is base64 of
+/// `lab:a-placeholder-not-a-real-pull-secret`: long enough for the end-of-run search for leaked
+/// secrets to look for it (`secrets::MIN_LEN`).
 pub fn pull_secret_yaml(ns: &str, name: &str) -> String {
     format!(
         r#"apiVersion: v1
@@ -224,7 +226,7 @@ kind: Secret
 metadata: {{name: {name}, namespace: {ns}}}
 type: kubernetes.io/dockerconfigjson
 stringData:
-  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"dXNlcjpwYXNz"}}}}}}'
+  .dockerconfigjson: '{{"auths":{{"quay.io":{{"auth":"bGFiOmEtcGxhY2Vob2xkZXItbm90LWEtcmVhbC1wdWxsLXNlY3JldA=="}}}}}}'
 "#
     )
 }
