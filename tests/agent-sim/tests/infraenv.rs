@@ -8,7 +8,7 @@ use std::time::Duration;
 use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::images::miniso::write_minimal_iso;
 use assisted_core::service::images::test_iso::embedded_kernel_arguments;
-use assisted_core::service::images::{cpio, extract_embedded_ignition};
+use assisted_core::service::images::{cpio, extract_embedded_ignition, parse_discovery_ignition};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use testbed::Testbed;
@@ -187,6 +187,35 @@ async fn infraenv_image_follows_its_inputs() {
     let embedded = extract_embedded_ignition(std::io::Cursor::new(iso_body))
         .unwrap()
         .unwrap();
+    // A host boots it: its agent, configured by the embedded ignition, registers with the core
+    // and the core makes its Agent.
+    let boot_config = parse_discovery_ignition(&embedded).unwrap();
+    let profile = agent_sim::HostProfile::sno_like(0, "192.168.111.0/24").unwrap();
+    let host = agent_sim::Host::spawn(
+        agent_sim::AgentConfig::new(
+            &boot_config.service_url,
+            &boot_config.infra_env_id,
+            &boot_config.token,
+            profile,
+        )
+        .with_speed(0.0),
+    );
+    let agents: Api<assisted_core::api::agent::Agent> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "the Agent of the host booted from the minimal ISO",
+        Duration::from_secs(30),
+        || async {
+            (!agents
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .is_empty())
+            .then_some(())
+        },
+    )
+    .await;
+    drop(host);
     let (status, _, initrd) = request("GET", &boot.initrd, None).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&initrd));
     // b"i" plus zero padding to the 4-byte boundary the kernel needs between archives.
