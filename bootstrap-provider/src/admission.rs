@@ -111,12 +111,7 @@ pub fn review(request: &Value) -> Result<Vec<String>, String> {
     };
     let spec: OpenshiftAssistedConfigSpec =
         serde_json::from_value(spec.clone()).map_err(|e| format!("{at} does not parse: {e}"))?;
-    let problems = spec_problems(&spec, annotations.as_object(), at);
-    if problems.is_empty() {
-        Ok(Vec::new())
-    } else {
-        Err(problems.join("; "))
-    }
+    manager::webhook::decision(spec_problems(&spec, annotations.as_object(), at))
 }
 
 #[cfg(test)]

@@ -242,12 +242,7 @@ pub fn review(request: &Value) -> Result<Vec<String>, String> {
                 .map_err(|e| format!("the old object does not parse: {e}"))?,
         ),
     };
-    let problems = problems(&new, old.as_ref());
-    if problems.is_empty() {
-        Ok(Vec::new())
-    } else {
-        Err(problems.join("; "))
-    }
+    manager::webhook::decision(problems(&new, old.as_ref()))
 }
 
 #[cfg(test)]

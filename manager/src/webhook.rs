@@ -135,6 +135,16 @@ async fn validate_handler(
     }
 }
 
+/// A validation's answer from its list of problems: allowed with no warnings when there are
+/// none, else refused with every problem, each naming its field.
+pub fn decision(problems: Vec<String>) -> Result<Vec<String>, String> {
+    if problems.is_empty() {
+        Ok(Vec::new())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 /// `path` answering `AdmissionReview`s with `validate`.
 pub fn validation_router(path: &str, validate: ValidateFn) -> Router {
     Router::new()

@@ -224,3 +224,34 @@ pub async fn wait_deployment_available(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+/// Waits until Secret `ns/name` holds a non-empty `key` (cert-manager writing a certificate, a
+/// controller publishing one); returns it as text.
+pub async fn wait_secret_key(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<String> {
+    let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    loop {
+        let value = secrets
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading Secret {ns}/{name}"))?
+            .and_then(|s| s.data?.get(key).map(|b| b.0.clone()))
+            .filter(|b| !b.is_empty());
+        if let Some(v) = value {
+            return String::from_utf8(v).with_context(|| format!("{ns}/{name} {key} is not text"));
+        }
+        if start.elapsed() > timeout {
+            bail!(
+                "Secret {ns}/{name} has no {key} after {}s",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DynamicObject, ListParams, LogParams, PostParams};
@@ -16,28 +16,6 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use testbed::Testbed;
-
-/// Waits (up to 2 minutes) until Secret `ns/name` holds `key`; returns it as text.
-async fn wait_secret_key(client: &Client, ns: &str, name: &str, key: &str) -> String {
-    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
-    let start = Instant::now();
-    loop {
-        let value = secrets
-            .get_opt(name)
-            .await
-            .expect("read the Secret")
-            .and_then(|s| s.data?.get(key).map(|b| b.0.clone()))
-            .filter(|b| !b.is_empty());
-        if let Some(v) = value {
-            return String::from_utf8(v).expect("PEM text");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "Secret {ns}/{name} has no {key} after 2 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
 
 /// `GET path` over TLS at `addr`, the server verified as `server_name` with `ca_pem` only; the
 /// whole answer (status line, headers, body).
@@ -330,13 +308,15 @@ async fn providers_run_as_pods_installed_by_clusterctl() {
     //    of its URL (the harness's default: the Service's DNS name), from the core's own CA.
     let core_ns = "capoa-controlplane-system";
     wait_service_ready(&tb.client, core_ns, "capoa-controlplane-assisted-core").await;
-    let ca = wait_secret_key(
+    let ca = testbed::resources::wait_secret_key(
         &tb.client,
         core_ns,
         "capoa-controlplane-assisted-core-tls",
         "ca.crt",
+        Duration::from_secs(120),
     )
-    .await;
+    .await
+    .expect("cert-manager issues the core's certificate");
     let service = Api::<Service>::namespaced(tb.client.clone(), core_ns)
         .get("capoa-controlplane-assisted-core")
         .await

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -63,29 +63,13 @@ pub const CORE_TLS_SECRET: &str = "capoa-controlplane-assisted-core-tls";
 /// The CA of the core's serving certificate, once cert-manager has issued it.
 async fn core_trust(client: &Client, timeout: Duration) -> Result<agent_sim::Trust> {
     let ns = DEPLOYMENTS[0].0;
-    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
-    let start = Instant::now();
-    loop {
-        let ca = secrets
-            .get_opt(CORE_TLS_SECRET)
-            .await
-            .with_context(|| format!("reading Secret {ns}/{CORE_TLS_SECRET}"))?
-            .and_then(|s| s.data?.get("ca.crt").map(|b| b.0.clone()))
-            .filter(|b| !b.is_empty());
-        if let Some(ca) = ca {
-            let ca = String::from_utf8(ca).context("the core's ca.crt is not PEM")?;
-            return Ok(agent_sim::Trust::ca(ca));
-        }
-        if start.elapsed() > timeout {
-            bail!(
-                "cert-manager issued no serving certificate for the core within {}s (Secret \
-                 {ns}/{CORE_TLS_SECRET} has no ca.crt; see its Certificate's Ready condition and \
-                 the control-plane manager's log)",
-                timeout.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let ca = testbed::resources::wait_secret_key(client, ns, CORE_TLS_SECRET, "ca.crt", timeout)
+        .await
+        .context(
+            "cert-manager issued no serving certificate for the core (see its Certificate's \
+             Ready condition and the control-plane manager's log)",
+        )?;
+    Ok(agent_sim::Trust::ca(ca))
 }
 /// Where the lab's files appear in the control-plane pod.
 const FILES_IN_POD: &str = "/lab";
