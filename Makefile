@@ -36,10 +36,11 @@ images:
 images-check: images
 	bash images/check.sh
 
-# Regenerates everything under config/ from the Rust types.
+# Regenerates everything under config/ from the Rust types, and docs/bad-input.md from its tests.
 generate:
 	cargo run --quiet --locked -p bootstrap-provider -- manifests --dir config
 	cargo run --quiet --locked -p controlplane-provider -- manifests --dir config
+	CAPOA_UPDATE_DOCS=1 cargo test --quiet --locked -p controlplane-provider --test bad_input
 
 fmt:
 	cargo fmt --all -- --check

@@ -91,7 +91,8 @@ pub fn spec_problems(
         .and_then(Value::as_str)
         && let Err(e) = crate::controller::install_ignition::check_override(raw)
     {
-        out.push(format!("annotation {IGNITION_OVERRIDE_ANNOTATION}: {e}"));
+        // The error names the annotation already.
+        out.push(e);
     }
     out
 }
