@@ -209,10 +209,32 @@ pub async fn boot_iso(iso_url: &str) -> (String, String, String) {
     let kargs = embedded_kernel_arguments(std::io::Cursor::new(&iso))
         .expect("read the ISO's kernel arguments")
         .expect("the ISO has karg areas");
-    assert!(
-        kargs.starts_with(TEST_ISO_DEFAULT_KARGS),
-        "the ISO boots with {kargs:?}, not its defaults first"
-    );
+    // A minimal ISO (the InfraEnv default) boots without the live ISO's label, as
+    // coreos-installer's minimal ISOs do, and fetches its root filesystem by URL first.
+    let minimal_defaults: Vec<&str> = TEST_ISO_DEFAULT_KARGS
+        .split(' ')
+        .filter(|k| !k.starts_with("coreos.liveiso="))
+        .collect();
+    let rootfs_url = kargs
+        .split_ascii_whitespace()
+        .find_map(|k| k.strip_prefix("coreos.live.rootfs_url="));
+    match rootfs_url {
+        None => assert!(
+            kargs.starts_with(TEST_ISO_DEFAULT_KARGS),
+            "the ISO boots with {kargs:?}, not its defaults first"
+        ),
+        Some(url) => {
+            assert!(
+                kargs.starts_with(&minimal_defaults.join(" ")),
+                "the minimal ISO boots with {kargs:?}, not its defaults first"
+            );
+            let (status, rootfs) = get(url).await;
+            assert!(
+                status == 200 && !rootfs.is_empty(),
+                "the minimal ISO's rootfs from {url}: HTTP {status}"
+            );
+        }
+    }
     let ign = extract_embedded_ignition(std::io::Cursor::new(iso))
         .expect("read ISO")
         .expect("ISO carries an embedded ignition");
