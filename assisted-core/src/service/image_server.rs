@@ -193,13 +193,22 @@ fn range(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::RANGE).and_then(|v| v.to_str().ok())
 }
 
-/// The cached base ISO for `version`/`arch`, downloading it on first use.
-async fn base_iso(s: &ImageServerState, version: &str, arch: &str) -> Result<PathBuf, ApiError> {
-    let image = select(&s.os_images, version, arch).ok_or_else(|| {
+/// The configured base image for `version`/`arch`, or 404 saying none is.
+fn os_image<'a>(
+    s: &'a ImageServerState,
+    version: &str,
+    arch: &str,
+) -> Result<&'a OsImage, ApiError> {
+    select(&s.os_images, version, arch).ok_or_else(|| {
         ApiError::not_found(format!(
             "no OS image configured for OpenShift {version} on {arch}"
         ))
-    })?;
+    })
+}
+
+/// The cached base ISO for `version`/`arch`, downloading it on first use.
+async fn base_iso(s: &ImageServerState, version: &str, arch: &str) -> Result<PathBuf, ApiError> {
+    let image = os_image(s, version, arch)?;
     s.cache
         .get(image)
         .await
@@ -213,11 +222,7 @@ async fn minimal_base_iso(
     version: &str,
     arch: &str,
 ) -> Result<Option<PathBuf>, ApiError> {
-    let image = select(&s.os_images, version, arch).ok_or_else(|| {
-        ApiError::not_found(format!(
-            "no OS image configured for OpenShift {version} on {arch}"
-        ))
-    })?;
+    let image = os_image(s, version, arch)?;
     let minimal = s
         .cache
         .minimal(image)

@@ -98,29 +98,27 @@ async fn capoa_older_versions_are_converted_and_control_planes_validated_by_our_
     )
     .await;
 
-    // The control plane's validating webhook, as its release installs it, on the same server.
-    let config = controlplane_provider::manifests::provider_manifest()
-        .validating_webhook_configuration()
-        .expect("the control plane validates");
-    tb.apply_yaml(&config.to_string())
-        .await
-        .expect("install the ValidatingWebhookConfiguration");
-    tb.point_validating_webhooks(
-        config["metadata"]["name"].as_str().unwrap(),
-        controlplane_port,
-    )
-    .await
-    .expect("point it at the webhook server");
-    // The bootstrap provider's, for configs and templates.
-    let config = bootstrap_provider::manifests::provider_manifest()
-        .validating_webhook_configuration()
-        .expect("the bootstrap provider validates");
-    tb.apply_yaml(&config.to_string())
-        .await
-        .expect("install the bootstrap ValidatingWebhookConfiguration");
-    tb.point_validating_webhooks(config["metadata"]["name"].as_str().unwrap(), bootstrap_port)
-        .await
-        .expect("point it at the webhook server");
+    // Each manager's validating webhook, as its release installs it, on that manager's server.
+    for (manifest, port) in [
+        (
+            controlplane_provider::manifests::provider_manifest(),
+            controlplane_port,
+        ),
+        (
+            bootstrap_provider::manifests::provider_manifest(),
+            bootstrap_port,
+        ),
+    ] {
+        let config = manifest
+            .validating_webhook_configuration()
+            .expect("the manager validates");
+        tb.apply_yaml(&config.to_string())
+            .await
+            .expect("install the ValidatingWebhookConfiguration");
+        tb.point_validating_webhooks(config["metadata"]["name"].as_str().unwrap(), port)
+            .await
+            .expect("point it at the webhook server");
+    }
 
     // CAPOA's v1alpha2 shape: an ObjectReference and Go durations in the machine template, a
     // v1alpha1 config spec inside.
