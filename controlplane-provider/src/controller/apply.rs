@@ -26,6 +26,7 @@ pub async fn apply(
     ctx: &Context,
     oacp: &OpenshiftAssistedControlPlane,
     plan: Plan,
+    workload: Option<&kube::Client>,
 ) -> Result<Action, Error> {
     let ns = oacp.namespace().unwrap_or_default();
     let name = oacp.name_any();
@@ -114,6 +115,23 @@ pub async fn apply(
     }
     for (machine, condition) in &plan.machine_conditions {
         write_machine_condition(ctx, &ns, machine, condition).await?;
+    }
+    if let (Some(update), Some(workload)) = (&plan.upgrade_request, workload) {
+        // A merge patch of the one field: the CVO and `oc adm upgrade` own the rest.
+        Api::<DynamicObject>::all_with(
+            workload.clone(),
+            &super::dereference::cluster_version_resource(),
+        )
+        .patch(
+            super::upgrade::CLUSTER_VERSION_NAME,
+            &PatchParams::default(),
+            &Patch::Merge(update.patch()),
+        )
+        .await
+        .map_err(|source| Error::Apply {
+            what: "the installed cluster's ClusterVersion version (spec.desiredUpdate)".into(),
+            source,
+        })?;
     }
     write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use assisted_api::{AgentClusterInstall, ClusterDeployment};
+use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::{Cluster, Machine, MachineDeployment};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -17,6 +17,7 @@ use kube::{Client, ResourceExt};
 use super::Error;
 use super::kubeconfig;
 use super::machines::{CLUSTER_NAME_LABEL, plural};
+use super::upgrade::{self, WorkloadClusterVersion};
 use crate::api::OpenshiftAssistedControlPlane;
 
 /// The CAPI contract this provider speaks; CAPI picks a referenced kind's version from the CRD
@@ -52,6 +53,9 @@ pub enum WorkloadVersion {
     Unreachable(String),
 }
 
+/// The label OpenShift gives its control-plane Nodes.
+pub const CONTROL_PLANE_NODE_LABEL: &str = "node-role.kubernetes.io/master";
+
 pub struct Dereferenced {
     pub oacp: Arc<OpenshiftAssistedControlPlane>,
     /// The owning Cluster; `None` until CAPI has set the owner reference (or it is gone).
@@ -72,6 +76,16 @@ pub struct Dereferenced {
     pub admin_kubeconfig: Option<Vec<u8>>,
     pub pull_secret: PullSecret,
     pub workload_version: WorkloadVersion,
+    /// The installed cluster's ClusterVersion, read on every reconcile once it is installed.
+    pub cluster_version: WorkloadClusterVersion,
+    /// `status.nodeInfo.kubeletVersion` of the installed cluster's control-plane Nodes that
+    /// report one, read with the ClusterVersion.
+    pub control_plane_kubelets: Vec<String>,
+    /// A client of the installed cluster, when one was built (to ask it for an upgrade).
+    pub workload: Option<Client>,
+    /// The ClusterImageSet as it is, read only while the day-1 install runs: the release the
+    /// install started with, which a changed `distributionVersion` must not rewrite.
+    pub installing_image_set: Option<ClusterImageSet>,
 }
 
 pub async fn dereference(
@@ -179,16 +193,65 @@ pub async fn dereference(
         _ => PullSecret::Unset,
     };
 
-    // Asked once: the version of an installed cluster changes only with an upgrade, which this
-    // provider does not drive.
+    // The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
+    // `/version` is asked only while no Node reports its kubelet's version.
+    let installed = aci
+        .as_ref()
+        .and_then(|a| a.status.as_ref())
+        .and_then(|s| s.debug_info.state.as_deref())
+        .is_some_and(|state| {
+            super::status::Install {
+                state: state.to_string(),
+                ..Default::default()
+            }
+            .installed()
+        });
     let version_known = oacp
         .status
         .as_ref()
         .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
-    let workload_version = match &admin_kubeconfig {
-        Some(kc) if !version_known => workload_version(kc).await,
-        _ => WorkloadVersion::NotRead,
+    let installing = aci
+        .as_ref()
+        .and_then(|a| a.status.as_ref())
+        .and_then(|s| s.debug_info.state.as_deref())
+        .is_some_and(|state| {
+            !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&state)
+        })
+        && !installed;
+    let installing_image_set = if installing {
+        Api::<ClusterImageSet>::all(client.clone())
+            .get_opt(&super::release::cluster_image_set_name(&ns, &name))
+            .await
+            .map_err(Error::Read)?
+    } else {
+        None
     };
+    let mut workload = None;
+    let mut workload_version = WorkloadVersion::NotRead;
+    let mut cluster_version = WorkloadClusterVersion::NotRead;
+    let mut control_plane_kubelets = Vec::new();
+    if let Some(kc) = &admin_kubeconfig
+        && (installed || !version_known)
+    {
+        match workload_client(kc).await {
+            Err(why) => {
+                workload_version = WorkloadVersion::Unreachable(why.clone());
+                if installed {
+                    cluster_version = WorkloadClusterVersion::Unreachable(why);
+                }
+            }
+            Ok(client) => {
+                if installed {
+                    cluster_version = read_cluster_version(&client).await;
+                    control_plane_kubelets = read_control_plane_kubelets(&client).await;
+                }
+                if !version_known && control_plane_kubelets.is_empty() {
+                    workload_version = read_workload_version(&client).await;
+                }
+                workload = Some(client);
+            }
+        }
+    }
 
     Ok(Dereferenced {
         oacp,
@@ -203,35 +266,78 @@ pub async fn dereference(
         admin_kubeconfig,
         pull_secret,
         workload_version,
+        cluster_version,
+        control_plane_kubelets,
+        workload,
+        installing_image_set,
     })
 }
 
-/// `/version` of the cluster the admin kubeconfig points at, with short timeouts so an
+/// A client of the cluster the admin kubeconfig points at, with short timeouts so an
 /// unreachable cluster does not hold the reconcile up.
-async fn workload_version(kubeconfig: &[u8]) -> WorkloadVersion {
-    let config = async {
-        let text = std::str::from_utf8(kubeconfig)
-            .map_err(|_| "the kubeconfig is not UTF-8".to_string())?;
-        let parsed = Kubeconfig::from_yaml(text)
-            .map_err(|e| format!("the kubeconfig does not parse: {e}"))?;
-        let mut config =
-            kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| format!("the kubeconfig is not usable: {e}"))?;
-        config.connect_timeout = Some(Duration::from_secs(5));
-        config.read_timeout = Some(Duration::from_secs(5));
-        Client::try_from(config)
-            .map_err(|e| format!("cannot build a client from the kubeconfig: {e}"))
-    };
-    let client = match config.await {
-        Ok(c) => c,
-        Err(e) => return WorkloadVersion::Unreachable(e),
-    };
+async fn workload_client(kubeconfig: &[u8]) -> Result<Client, String> {
+    let text =
+        std::str::from_utf8(kubeconfig).map_err(|_| "the kubeconfig is not UTF-8".to_string())?;
+    let parsed =
+        Kubeconfig::from_yaml(text).map_err(|e| format!("the kubeconfig does not parse: {e}"))?;
+    let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("the kubeconfig is not usable: {e}"))?;
+    config.connect_timeout = Some(Duration::from_secs(5));
+    config.read_timeout = Some(Duration::from_secs(5));
+    Client::try_from(config).map_err(|e| format!("cannot build a client from the kubeconfig: {e}"))
+}
+
+/// `/version` of the installed cluster.
+async fn read_workload_version(client: &Client) -> WorkloadVersion {
     match client.apiserver_version().await {
         Ok(info) if !info.git_version.is_empty() => WorkloadVersion::Read(info.git_version),
         Ok(_) => WorkloadVersion::Unreachable("the cluster's /version has no gitVersion".into()),
         Err(e) => WorkloadVersion::Unreachable(format!("GET /version: {e}")),
     }
+}
+
+/// `config.openshift.io/v1` ClusterVersion, the API the cluster-version operator serves.
+pub fn cluster_version_resource() -> ApiResource {
+    ApiResource {
+        group: "config.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "config.openshift.io/v1".into(),
+        kind: "ClusterVersion".into(),
+        plural: "clusterversions".into(),
+    }
+}
+
+/// The installed cluster's ClusterVersion `version`; a cluster whose API does not serve the
+/// kind (or has no such object yet) has none.
+async fn read_cluster_version(client: &Client) -> WorkloadClusterVersion {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_version_resource());
+    match api.get_opt(upgrade::CLUSTER_VERSION_NAME).await {
+        Ok(Some(object)) => {
+            let value = serde_json::to_value(&object).unwrap_or_default();
+            WorkloadClusterVersion::Read(Box::new(upgrade::ClusterVersion::from_object(&value)))
+        }
+        Ok(None) => WorkloadClusterVersion::Absent,
+        Err(kube::Error::Api(e)) if e.code == 404 => WorkloadClusterVersion::Absent,
+        Err(e) => WorkloadClusterVersion::Unreachable(format!("GET ClusterVersion version: {e}")),
+    }
+}
+
+/// The kubelet versions the installed cluster's control-plane Nodes report (empty when they
+/// cannot be read: `/version` stands in).
+async fn read_control_plane_kubelets(client: &Client) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let Ok(list) = nodes
+        .list(&ListParams::default().labels(CONTROL_PLANE_NODE_LABEL))
+        .await
+    else {
+        return Vec::new();
+    };
+    list.items
+        .into_iter()
+        .filter_map(|n| n.status?.node_info.map(|i| i.kubelet_version))
+        .filter(|v| !v.is_empty())
+        .collect()
 }
 
 fn controlled_by(machine: &Machine, oacp: &OpenshiftAssistedControlPlane) -> bool {

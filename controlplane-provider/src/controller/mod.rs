@@ -12,6 +12,7 @@ pub mod machines;
 pub mod plan;
 pub mod release;
 pub mod status;
+pub mod upgrade;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +97,7 @@ async fn reconcile(
     let dereferenced = dereference::dereference(&ctx.client, oacp.clone()).await?;
     ctx.install.observe(&dereferenced);
     let plan = plan::plan(&dereferenced, Timestamp::now());
-    apply::apply(&ctx, &oacp, plan).await
+    apply::apply(&ctx, &oacp, plan, dereferenced.workload.as_ref()).await
 }
 
 fn error_policy(

@@ -12,7 +12,7 @@ use manager::conditions;
 use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::status::{self, Blocked, Install, StatusInputs};
-use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release};
+use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release, upgrade};
 use crate::api::{
     ControlPlaneInitialization, OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneStatus,
     RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
@@ -66,6 +66,8 @@ pub struct Plan {
     pub requeue: Option<Duration>,
     /// Set while the control plane is being deleted; nothing else is written then but status.
     pub cleanup: Option<Cleanup>,
+    /// Ask the installed cluster's CVO for this update (its ClusterVersion's `desiredUpdate`).
+    pub upgrade_request: Option<upgrade::DesiredUpdate>,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -184,6 +186,32 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         (None, _) => false,
     };
 
+    // Upgrades of the installed cluster (never while deleting or paused).
+    let upgrade = match (&plan.cleanup, paused, release_image_of(d)) {
+        (None, false, Ok(release_image)) => upgrade::decide(&upgrade::UpgradeInputs {
+            spec_version: &oacp.spec.distribution_version,
+            release_image: &release_image,
+            installed: install.installed(),
+            cluster_version: &d.cluster_version,
+        }),
+        _ => upgrade::Upgrade::default(),
+    };
+    let mut upgrade = upgrade;
+    if let Some(message) = release_change_during_install(d) {
+        upgrade.conditions = vec![conditions::Desired::false_(
+            upgrade::UPGRADE_COMPLETED,
+            "WaitingForInstall",
+            message,
+        )];
+    }
+    plan.upgrade_request = upgrade.request.clone();
+    plan.events.extend(upgrade.event.clone());
+    if let Some(r) = upgrade.requeue
+        && plan.requeue.is_none_or(|p| p > r)
+    {
+        plan.requeue = Some(r);
+    }
+
     let inputs = StatusInputs {
         oacp,
         cluster_name: &cluster_name,
@@ -196,8 +224,10 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         paused,
         deleting: deleting.as_deref(),
         workload_version: &d.workload_version,
+        control_plane_kubelets: &d.control_plane_kubelets,
+        upgrade: &upgrade.conditions,
     };
-    plan.status = status_of(oacp, &inputs, now);
+    plan.status = status_of(oacp, &inputs, upgrade.running.as_deref(), now);
     if plan.cleanup.is_none() && !paused {
         plan.machine_conditions =
             status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
@@ -234,24 +264,8 @@ fn desired(
             message: "no owning Cluster".into(),
         });
     };
-    let version = &oacp.spec.distribution_version;
-    let okd = release::is_okd(version);
-    let architecture = release::architecture(&d.architectures);
-    let repository_override = oacp
-        .annotations()
-        .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
-        .map(String::as_str);
-    let release_image = release::release_image(version, &architecture, repository_override)
-        .map_err(|e| Blocked {
-            reason: match e {
-                release::ReleaseError::UnknownArchitecture { .. } => "InvalidArchitecture",
-                release::ReleaseError::InvalidRepositoryOverride { .. } => {
-                    "InvalidReleaseRepository"
-                }
-                _ => "InvalidDistributionVersion",
-            },
-            message: e.to_string(),
-        })?;
+    let okd = release::is_okd(&oacp.spec.distribution_version);
+    let release_image = release_image_of(d)?;
     let install_config_override =
         install_config::install_config_override(oacp).map_err(|e| Blocked {
             reason: "InvalidInstallConfig",
@@ -302,6 +316,16 @@ fn desired(
         cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
         agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
     };
+    // The release is fixed while the install runs: a new distributionVersion waits for it to
+    // finish, then becomes an upgrade.
+    if let Some(current) = &d.installing_image_set
+        && current.spec.release_image != hive.image_set.spec.release_image
+    {
+        hive.image_set
+            .spec
+            .release_image
+            .clone_from(&current.spec.release_image);
+    }
     // The masters are fixed once the install started: a replica change is refused (see
     // `Scaling::Frozen`), so the install keeps the count it started with.
     if install.started()
@@ -368,6 +392,42 @@ fn desired(
         create,
         scaling,
         machines_blocked,
+    })
+}
+
+/// A `distributionVersion` changed while the day-1 install runs: said, never applied to it.
+fn release_change_during_install(d: &Dereferenced) -> Option<String> {
+    let current = &d.installing_image_set.as_ref()?.spec.release_image;
+    let wanted = release_image_of(d).ok()?;
+    (current != &wanted).then(|| {
+        format!(
+            "distributionVersion {} names {wanted}, but the install of {current} is running: it \
+             goes on with that release, and the upgrade is asked for once it is installed",
+            d.oacp.spec.distribution_version
+        )
+    })
+}
+
+/// The release image `spec.distributionVersion` names (CAPOA's rules, see `release`).
+fn release_image_of(d: &Dereferenced) -> Result<String, Blocked> {
+    let oacp = d.oacp.as_ref();
+    let architecture = release::architecture(&d.architectures);
+    let repository_override = oacp
+        .annotations()
+        .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
+        .map(String::as_str);
+    release::release_image(
+        &oacp.spec.distribution_version,
+        &architecture,
+        repository_override,
+    )
+    .map_err(|e| Blocked {
+        reason: match e {
+            release::ReleaseError::UnknownArchitecture { .. } => "InvalidArchitecture",
+            release::ReleaseError::InvalidRepositoryOverride { .. } => "InvalidReleaseRepository",
+            _ => "InvalidDistributionVersion",
+        },
+        message: e.to_string(),
     })
 }
 
@@ -461,9 +521,12 @@ fn cleanup_step(d: &Dereferenced) -> (Cleanup, String) {
     )
 }
 
+/// The status from `inputs`; `running` is the version the installed cluster's CVO completed
+/// last, when it was read.
 fn status_of(
     oacp: &OpenshiftAssistedControlPlane,
     inputs: &StatusInputs,
+    running: Option<&str>,
     now: Timestamp,
 ) -> OpenshiftAssistedControlPlaneStatus {
     let previous = oacp.status.clone().unwrap_or_default();
@@ -496,16 +559,21 @@ fn status_of(
         version: status::kubernetes_version(
             previous.version.as_deref(),
             inputs.workload_version,
+            inputs.control_plane_kubelets,
             inputs.kubeconfig_published,
         )
         .0,
-        // The version installed; later spec changes do not upgrade (not built), so it stays.
-        distribution_version: previous.distribution_version.clone().or_else(|| {
-            inputs
-                .install
-                .available()
-                .then(|| oacp.spec.distribution_version.clone())
-        }),
+        // What the cluster runs: its CVO's newest Completed version once read, else the
+        // version installed.
+        distribution_version: running
+            .map(str::to_string)
+            .or(previous.distribution_version.clone())
+            .or_else(|| {
+                inputs
+                    .install
+                    .available()
+                    .then(|| oacp.spec.distribution_version.clone())
+            }),
         observed_generation: oacp.metadata.generation,
     }
 }
@@ -600,6 +668,10 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             cluster_deployment_exists: false,
             admin_kubeconfig: None,
             workload_version: WorkloadVersion::NotRead,
+            cluster_version: crate::controller::upgrade::WorkloadClusterVersion::NotRead,
+            control_plane_kubelets: Vec::new(),
+            workload: None,
+            installing_image_set: None,
             pull_secret: PullSecret::Present("pull-secret".into()),
         }
     }
@@ -613,6 +685,61 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             .iter()
             .find(|c| c.type_ == type_)
             .unwrap()
+    }
+
+    fn aci_in(state: &str) -> AgentClusterInstall {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "extensions.hive.openshift.io/v1beta1",
+            "kind": "AgentClusterInstall",
+            "metadata": {"name": "cp", "namespace": "ns"},
+            "spec": {"clusterDeploymentRef": {"name": "cp"}, "imageSetRef": {"name": "ns.cp"}, "provisionRequirements": {"controlPlaneAgents": 3}},
+            "status": {"debugInfo": {"state": state}},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_release_during_the_install_waits_for_it_then_becomes_an_upgrade() {
+        let mut d = dereferenced(oacp(""));
+        d.aci = Some(aci_in("installing"));
+        let started_with = "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64";
+        let mut image_set = plan(&d, t0()).hive.unwrap().image_set;
+        image_set.spec.release_image = started_with.into();
+        d.installing_image_set = Some(image_set);
+        // spec says 4.20.0; the install began with 4.19.0.
+        let p = plan(&d, t0());
+        assert_eq!(
+            p.hive.as_ref().unwrap().image_set.spec.release_image,
+            started_with
+        );
+        let c = condition(&p, upgrade::UPGRADE_COMPLETED);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "WaitingForInstall")
+        );
+        assert!(c.message.contains(started_with), "{}", c.message);
+        assert!(p.upgrade_request.is_none());
+
+        // Installed, the CVO running 4.19.0: the upgrade is asked for.
+        d.aci = Some(aci_in("installed"));
+        d.installing_image_set = None;
+        d.cluster_version = upgrade::WorkloadClusterVersion::Read(Box::new(
+            upgrade::ClusterVersion::from_object(&serde_json::json!({"status": {"history": [
+                {"state": "Completed", "version": "4.19.0", "completionTime": "2026-01-01T00:00:00Z"}
+            ]}})),
+        ));
+        let p = plan(&d, t0());
+        assert_eq!(
+            p.hive.as_ref().unwrap().image_set.spec.release_image,
+            "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"
+        );
+        assert_eq!(
+            p.upgrade_request.as_ref().map(|u| u.version.as_str()),
+            Some("4.20.0")
+        );
+        assert_eq!(p.status.distribution_version.as_deref(), Some("4.19.0"));
+        assert_eq!(p.requeue, Some(upgrade::UPGRADE_RECHECK));
+        assert!(p.events.iter().any(|e| e.reason == "UpgradeRequested"));
     }
 
     #[test]

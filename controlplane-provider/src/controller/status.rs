@@ -61,6 +61,11 @@ impl Install {
         AVAILABLE_STATES.contains(&self.state.as_str())
     }
 
+    /// Whether the day-1 install is done: upgrades may be asked for from then on.
+    pub fn installed(&self) -> bool {
+        ["installed", "adding-hosts"].contains(&self.state.as_str())
+    }
+
     /// Whether the day-1 install has begun: from then on the masters are fixed.
     pub fn started(&self) -> bool {
         !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&self.state.as_str())
@@ -81,6 +86,9 @@ pub struct StatusInputs<'a> {
     /// `Some(message)` while the control plane is being deleted.
     pub deleting: Option<&'a str>,
     pub workload_version: &'a WorkloadVersion,
+    pub control_plane_kubelets: &'a [String],
+    /// `UpgradeCompleted` and `RollingOut` (see `upgrade::decide`); empty: kept as they are.
+    pub upgrade: &'a [Desired],
 }
 
 /// The first control-plane config whose discovery image cannot be built (its
@@ -98,13 +106,42 @@ fn discovery_image_failure(
     })
 }
 
-/// `status.version` and its condition: the version already recorded is kept, else the one just
-/// read from the installed cluster's API.
+/// The lowest of `versions` (`v1.30.4`, `v1.31.0+abc`), by their numbers; a version whose
+/// numbers do not parse sorts first, so it is never hidden.
+pub fn lowest_version(versions: &[String]) -> Option<&str> {
+    let numbers = |v: &str| -> Vec<u64> {
+        v.trim_start_matches('v')
+            .split(['+', '-'])
+            .next()
+            .unwrap_or_default()
+            .split('.')
+            .map(|n| n.parse().unwrap_or(0))
+            .collect()
+    };
+    versions
+        .iter()
+        .min_by_key(|v| numbers(v))
+        .map(String::as_str)
+}
+
+/// `status.version` and its condition: the lowest kubelet version of the control-plane Nodes
+/// (it follows upgrades, as CAPI's control planes report their Machines' lowest version); while
+/// no Node reports one, the version already recorded, else the one the cluster's API reported.
 pub fn kubernetes_version(
     recorded: Option<&str>,
     read: &WorkloadVersion,
+    control_plane_kubelets: &[String],
     kubeconfig_published: bool,
 ) -> (Option<String>, Desired) {
+    if let Some(lowest) = lowest_version(control_plane_kubelets) {
+        return (
+            Some(lowest.to_string()),
+            Desired::true_(
+                KUBERNETES_VERSION_AVAILABLE,
+                format!("the control-plane Nodes run Kubernetes {lowest} (the lowest)"),
+            ),
+        );
+    }
     let known = recorded.filter(|v| !v.is_empty()).or(match read {
         WorkloadVersion::Read(v) => Some(v.as_str()),
         _ => None,
@@ -379,6 +416,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
     let (_, version) = kubernetes_version(
         recorded,
         inputs.workload_version,
+        inputs.control_plane_kubelets,
         inputs.kubeconfig_published,
     );
     let mut out = vec![
@@ -395,6 +433,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
     // Blocks nothing; present only while a field is set that takes no effect (the caller
     // merges with `conditions::merge_owned` so that it leaves once none is).
     out.extend(unsupported::fields_supported(inputs.oacp, install));
+    out.extend(inputs.upgrade.iter().cloned());
     out
 }
 
@@ -590,32 +629,41 @@ spec: {{sshAuthorizedKey: {key}}}
                 paused: false,
                 deleting: None,
                 workload_version: &WorkloadVersion::NotRead,
+                control_plane_kubelets: &[],
+                upgrade: &[],
             }
         }
     }
 
     #[test]
     fn the_kubernetes_version_comes_from_the_cluster_api_and_is_kept() {
-        let (v, c) = kubernetes_version(None, &WorkloadVersion::NotRead, false);
+        let (v, c) = kubernetes_version(None, &WorkloadVersion::NotRead, &[], false);
         assert_eq!((v, c.reason), (None, "WaitingForKubeconfig".to_string()));
         let (v, c) = kubernetes_version(
             None,
             &WorkloadVersion::Unreachable("connection refused".into()),
+            &[],
             true,
         );
         assert_eq!(v, None);
         assert_eq!(c.reason, "WorkloadAPIUnreachable");
         assert!(c.message.contains("connection refused"), "{}", c.message);
-        let (v, c) = kubernetes_version(None, &WorkloadVersion::Read("v1.33.4".into()), true);
+        let (v, c) = kubernetes_version(None, &WorkloadVersion::Read("v1.33.4".into()), &[], true);
         assert_eq!(v.as_deref(), Some("v1.33.4"));
         assert_eq!(c.status, Status::True);
         assert!(c.message.contains("v1.33.4"));
         // Recorded once, kept: the dereference does not ask again.
-        let (v, c) = kubernetes_version(Some("v1.33.4"), &WorkloadVersion::NotRead, true);
+        let (v, c) = kubernetes_version(Some("v1.33.4"), &WorkloadVersion::NotRead, &[], true);
         assert_eq!(v.as_deref(), Some("v1.33.4"));
         assert_eq!(c.status, Status::True);
-        let (v, _) = kubernetes_version(Some(""), &WorkloadVersion::NotRead, true);
+        let (v, _) = kubernetes_version(Some(""), &WorkloadVersion::NotRead, &[], true);
         assert_eq!(v, None);
+        // The control-plane Nodes' kubelets, once they report: the lowest, mid-upgrade too.
+        let kubelets = ["v1.31.2".to_string(), "v1.30.10".into(), "v1.31.2".into()];
+        let (v, c) =
+            kubernetes_version(Some("v1.33.4"), &WorkloadVersion::NotRead, &kubelets, true);
+        assert_eq!(v.as_deref(), Some("v1.30.10"));
+        assert_eq!(c.status, Status::True);
     }
 
     #[test]

@@ -24,36 +24,18 @@ mod coverage;
 /// Where the config rows are reported on a control plane.
 pub const CONFIG_SPEC_PARENT: &str = "spec.openshiftAssistedConfigSpec.";
 
-/// A `distributionVersion` different from the one installed: an upgrade was asked for.
-fn upgrade_requested(oacp: &OpenshiftAssistedControlPlane) -> bool {
-    oacp.status
-        .as_ref()
-        .and_then(|s| s.distribution_version.as_deref())
-        .is_some_and(|installed| {
-            !installed.is_empty() && installed != oacp.spec.distribution_version
-        })
-}
-
-/// This control plane's own rows (the whole object: an upgrade compares with the status).
-pub const CONTROL_PLANE_ROWS: &[Row<OpenshiftAssistedControlPlane>] = &[
-    Row {
-        field: "spec.distributionVersion",
-        is_set: upgrade_requested,
-        note: "upgrades are not implemented: the cluster keeps the version in \
-               status.distributionVersion, only the ClusterImageSet is rewritten",
+/// This control plane's own rows.
+pub const CONTROL_PLANE_ROWS: &[Row<OpenshiftAssistedControlPlane>] = &[Row {
+    field: "spec.config.imageRegistryRef",
+    is_set: |o| {
+        o.spec
+            .config
+            .as_ref()
+            .is_some_and(|c| c.image_registry_ref.is_some())
     },
-    Row {
-        field: "spec.config.imageRegistryRef",
-        is_set: |o| {
-            o.spec
-                .config
-                .as_ref()
-                .is_some_and(|c| c.image_registry_ref.is_some())
-        },
-        note: "no mirror registry configuration reaches the install or the discovery image; \
+    note: "no mirror registry configuration reaches the install or the discovery image; \
                hosts pull from the original registries",
-    },
-];
+}];
 
 /// The prefix of assisted-core's `FieldsSupported` message (as `conditions::fields_supported`).
 const CORE_PREFIX: &str = "Some fields are set that are not supported yet and have no effect: ";
@@ -170,7 +152,6 @@ status: {status}
         assert_eq!(
             fields,
             [
-                "spec.distributionVersion",
                 "spec.config.imageRegistryRef",
                 "spec.openshiftAssistedConfigSpec.osImageVersion",
                 "AgentClusterInstall cp: ClusterDeployment spec.manageDNS",
@@ -182,18 +163,6 @@ status: {status}
             ("FieldsSupported", "UnsupportedFields")
         );
         assert_eq!(c.message.matches(CORE_PREFIX).count(), 1, "{}", c.message);
-    }
-
-    #[test]
-    fn only_a_changed_version_after_the_install_is_an_upgrade() {
-        for (status, upgrade) in [
-            ("{}", false),
-            ("{distributionVersion: ''}", false),
-            ("{distributionVersion: 4.20.0}", false),
-            ("{distributionVersion: 4.19.2}", true),
-        ] {
-            assert_eq!(upgrade_requested(&oacp("", status)), upgrade, "{status}");
-        }
     }
 
     #[test]

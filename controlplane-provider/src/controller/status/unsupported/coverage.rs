@@ -18,7 +18,9 @@ use Coverage::*;
 const TABLE: &[(&str, Coverage)] = &[
     (
         "spec.distributionVersion",
-        Partly("release.rs: ClusterImageSet release image; no upgrade"),
+        Acted(
+            "release.rs: ClusterImageSet release image; upgrade.rs: ClusterVersion desiredUpdate",
+        ),
     ),
     (
         "spec.replicas",
