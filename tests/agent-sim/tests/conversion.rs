@@ -3,57 +3,14 @@
 //! behind its Service in a cluster. Objects written as `controlplane.cluster.x-k8s.io/v1alpha2`
 //! and `bootstrap.cluster.x-k8s.io/v1alpha1` are stored as the hubs and read back either way.
 
-use std::sync::Arc;
+#[path = "common/webhooks.rs"]
+mod webhooks;
 
 use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use manager::webhook::{Converter, conversion_router, serve_tls, validation_router};
 use testbed::Testbed;
-use tokio::sync::watch;
 
 const NS: &str = "default";
-
-/// Serves `convert` on a loopback port with a certificate of the testbed CA and points `crds`
-/// at it.
-async fn serve_conversion(
-    tb: &Testbed,
-    name: &str,
-    convert: Converter,
-    crds: &[&str],
-    stop: watch::Receiver<bool>,
-) -> u16 {
-    let dir = tb.dir.join(format!("{name}-webhook"));
-    tb.write_serving_cert(name, &dir)
-        .expect("serving certificate");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("listen");
-    let port = listener.local_addr().unwrap().port();
-    let mut router = conversion_router(convert);
-    if name == "controlplane" {
-        router = router.merge(validation_router(
-            controlplane_provider::admission::VALIDATE_PATH,
-            controlplane_provider::admission::review,
-        ));
-    } else {
-        for path in [
-            bootstrap_provider::admission::VALIDATE_CONFIG_PATH,
-            bootstrap_provider::admission::VALIDATE_TEMPLATE_PATH,
-        ] {
-            router = router.merge(validation_router(
-                path,
-                bootstrap_provider::admission::review,
-            ));
-        }
-    }
-    tokio::spawn(serve_tls(listener, dir, router, stop));
-    for crd in crds {
-        tb.point_conversion_webhook(crd, port)
-            .await
-            .expect("point the CRD at the webhook");
-    }
-    port
-}
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource {
@@ -75,50 +32,7 @@ async fn capoa_older_versions_are_converted_and_control_planes_validated_by_our_
         .start()
         .await
         .expect("testbed");
-    let (_stop, stop) = watch::channel(false);
-    let controlplane_port = serve_conversion(
-        &tb,
-        "controlplane",
-        Arc::new(|o, v| {
-            controlplane_provider::conversion::convert(o, v).map_err(|e| e.to_string())
-        }),
-        &["openshiftassistedcontrolplanes.controlplane.cluster.x-k8s.io"],
-        stop.clone(),
-    )
-    .await;
-    let bootstrap_port = serve_conversion(
-        &tb,
-        "bootstrap",
-        Arc::new(|o, v| bootstrap_provider::conversion::convert(o, v).map_err(|e| e.to_string())),
-        &[
-            "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
-            "openshiftassistedconfigtemplates.bootstrap.cluster.x-k8s.io",
-        ],
-        stop,
-    )
-    .await;
-
-    // Each manager's validating webhook, as its release installs it, on that manager's server.
-    for (manifest, port) in [
-        (
-            controlplane_provider::manifests::provider_manifest(),
-            controlplane_port,
-        ),
-        (
-            bootstrap_provider::manifests::provider_manifest(),
-            bootstrap_port,
-        ),
-    ] {
-        let config = manifest
-            .validating_webhook_configuration()
-            .expect("the manager validates");
-        tb.apply_yaml(&config.to_string())
-            .await
-            .expect("install the ValidatingWebhookConfiguration");
-        tb.point_validating_webhooks(config["metadata"]["name"].as_str().unwrap(), port)
-            .await
-            .expect("point it at the webhook server");
-    }
+    let _webhooks = webhooks::serve(&tb).await;
 
     // CAPOA's v1alpha2 shape: an ObjectReference and Go durations in the machine template, a
     // v1alpha1 config spec inside.
