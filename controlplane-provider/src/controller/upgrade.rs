@@ -494,7 +494,8 @@ mod tests {
         let installing = json!({"status": {"history": [partial("4.17.3")]}});
 
         // (spec, cluster version, UpgradeCompleted status/reason, asks the CVO, running)
-        let rows: Vec<(&str, Value, (&str, &str), bool, Option<&str>)> = vec![
+        type Row<'a> = (&'a str, Value, (&'a str, &'a str), bool, Option<&'a str>);
+        let rows: Vec<Row> = vec![
             (
                 "4.17.3",
                 steady.clone(),
