@@ -1,11 +1,11 @@
 # Every target here is what CI and developers run; .ci/run calls `make test`.
-.PHONY: test testbed node-packages coreos-installer openshift-install images images-check generate check-generated fmt clippy lab bench-core
+.PHONY: test testbed node-packages coreos-installer openshift-install openshift-api images images-check generate check-generated fmt clippy lab bench-core
 
 # Builds the real control plane (kube-apiserver, etcd, CAPI, a node's kubelet, ...) from Go modules
 # into a cache outside the repo, the Debian packages the node needs and our managers' images, then
 # runs every Rust test against it. The lab's test runs our managers as processes from target/debug,
 # and `cargo test` alone does not build another package's binaries.
-test: testbed node-packages images coreos-installer openshift-install
+test: testbed node-packages images coreos-installer openshift-install openshift-api
 	cargo build --locked --bins -p bootstrap-provider -p controlplane-provider
 	cargo test --workspace --locked
 
@@ -28,6 +28,11 @@ openshift-install:
 	bash tests/openshift-install/build.sh
 	bash tests/openshift-install/payload.sh
 
+# The OpenShift CRDs the lab's workload cluster serves (ClusterVersion), from the openshift/api
+# Go module into the cache (tests/openshift-api/fetch.sh).
+openshift-api:
+	bash tests/openshift-api/fetch.sh
+
 # Both managers' OCI images, offline and reproducibly, into target/images (docs/images.md).
 images:
 	bash images/build.sh
@@ -36,11 +41,13 @@ images:
 images-check: images
 	bash images/check.sh
 
-# Regenerates everything under config/ from the Rust types, and docs/bad-input.md from its tests.
+# Regenerates everything under config/ from the Rust types, and docs/bad-input.md from its tests
+# (the controller rows run on the testbed: `make testbed` first).
 generate:
 	cargo run --quiet --locked -p bootstrap-provider -- manifests --dir config
 	cargo run --quiet --locked -p controlplane-provider -- manifests --dir config
 	CAPOA_UPDATE_DOCS=1 cargo test --quiet --locked -p controlplane-provider --test bad_input
+	CAPOA_UPDATE_DOCS=1 cargo test --quiet --locked -p agent-sim --test bad_input_controllers
 
 fmt:
 	cargo fmt --all -- --check
@@ -53,7 +60,7 @@ clippy:
 # management cluster's node (root; `LAB_ARGS="--managers processes"` runs ours as processes).
 # Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
 lab:
-	bash tests/testbed/build.sh && bash tests/testbed/node-packages.sh && bash images/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
+	bash tests/testbed/build.sh && bash tests/testbed/node-packages.sh && bash tests/openshift-api/fetch.sh && bash images/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
 
 # assisted-core end to end (docs/benchmarks.md): the release assisted-core binary against the
 # testbed's kube-apiserver and etcd, every scenario and load (about 12 minutes). Two cargo

@@ -1,18 +1,19 @@
 //! Bad input stopped at the door, as a table: every row is an object a user could write, run
 //! through the very admission functions the two webhooks serve; each must be refused, and the
-//! message it gets is what `docs/bad-input.md` shows. The file is generated from these rows
-//! (`make generate`, or `CAPOA_UPDATE_DOCS=1 cargo test -p controlplane-provider --test
-//! bad_input`), and this test fails when it no longer matches. The rows live in
-//! `bad_input/rows.rs`, shared with `tests/agent-sim/tests/bad_input.rs`, which sends each
-//! through the real kube-apiserver with our webhooks installed.
+//! message it gets is what `docs/bad-input.md` shows. Its first section is generated from these
+//! rows (`make generate`, or `CAPOA_UPDATE_DOCS=1 cargo test -p controlplane-provider --test
+//! bad_input`), and this test fails when it no longer matches; the second section, what the
+//! controllers say, is `tests/agent-sim/tests/bad_input_controllers.rs`'s (see `bad_input/doc.rs`).
+//! The rows live in `bad_input/rows.rs`, shared with `tests/agent-sim/tests/bad_input.rs`, which
+//! sends each through the real kube-apiserver with our webhooks installed.
 
+#[path = "bad_input/doc.rs"]
+mod doc;
 #[path = "bad_input/rows.rs"]
 mod rows;
 
 use rows::{Row, config, control_plane, review, rows};
 use serde_json::json;
-
-const DOC: &str = "docs/bad-input.md";
 
 fn table() -> String {
     let mut out = String::from(
@@ -24,10 +25,10 @@ fn table() -> String {
          through the real kube-apiserver, with our CRDs and both validating webhooks installed as\n\
          the releases install them (`tests/agent-sim/tests/bad_input.rs`), and is refused there\n\
          with this message. Nothing is stored: the object is refused as a whole. What only the\n\
-         controllers can know (a release that does not exist, a pull secret of the wrong shape, a\n\
-         discovery image that cannot be built) is a condition instead: see\n\
-         docs/controlplane-provider.md, docs/bootstrap-provider.md and docs/assisted-core.md\n\
-         (\"Bad input\").\n\n\
+         controllers can know (a pull secret that does not exist or is of the wrong shape, a\n\
+         machine template that does not exist, a discovery image that cannot be built) is a\n\
+         condition on the control plane instead: see [What the controllers\n\
+         say](#what-the-controllers-say) below.\n\n\
          | Input | Kind | Refused with |\n| --- | --- | --- |\n",
     );
     for row in rows() {
@@ -49,19 +50,10 @@ fn table() -> String {
 
 #[test]
 fn every_bad_input_is_refused_and_the_doc_says_how() {
-    let generated = table();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(DOC);
-    if std::env::var_os("CAPOA_UPDATE_DOCS").is_some() {
-        std::fs::write(&path, &generated).expect("write the doc");
-        return;
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "{DOC} is out of date: run `make generate` (CAPOA_UPDATE_DOCS=1 cargo test -p \
-         controlplane-provider --test bad_input)"
+    doc::ADMISSION.write_or_check(
+        &doc::path(env!("CARGO_MANIFEST_DIR"), 1),
+        &table(),
+        "CAPOA_UPDATE_DOCS=1 cargo test -p controlplane-provider --test bad_input",
     );
 }
 

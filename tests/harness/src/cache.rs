@@ -62,8 +62,8 @@ pub fn key() -> Result<String> {
     Ok(hex[..16].to_owned())
 }
 
-/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>`, exactly as build.sh computes it.
-pub fn dir() -> Result<PathBuf> {
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs`, where every build script of the tests writes.
+fn cache_root() -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         Some(x) => PathBuf::from(x),
         None => {
@@ -71,7 +71,38 @@ pub fn dir() -> Result<PathBuf> {
             PathBuf::from(home).join(".cache")
         }
     };
-    Ok(base.join("capoa-rs/testbed").join(key()?))
+    Ok(base.join("capoa-rs"))
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/testbed/<key>`, exactly as build.sh computes it.
+pub fn dir() -> Result<PathBuf> {
+    Ok(cache_root()?.join("testbed").join(key()?))
+}
+
+/// The OpenShift CRDs `tests/openshift-api/fetch.sh` copied from the openshift/api module (the
+/// version its `VERSION=` line pins); an error naming the script when they are missing.
+pub fn openshift_crds() -> Result<Vec<PathBuf>> {
+    let script = repo_root().join("tests/openshift-api/fetch.sh");
+    let text = std::fs::read_to_string(&script)
+        .with_context(|| format!("reading {}", script.display()))?;
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION="))
+        .and_then(|v| v.split_whitespace().next())
+        .with_context(|| format!("no VERSION= line in {}", script.display()))?;
+    let dir = cache_root()?.join(format!("openshift-api-{version}"));
+    if !dir.join(".complete").exists() {
+        bail!(
+            "the OpenShift CRDs are not in {}: run `bash tests/openshift-api/fetch.sh` (make test and make lab do)",
+            dir.display()
+        );
+    }
+    let mut crds: Vec<PathBuf> = std::fs::read_dir(dir.join("crds"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    crds.sort();
+    Ok(crds)
 }
 
 /// A complete testbed build.
