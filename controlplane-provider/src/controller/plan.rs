@@ -204,6 +204,35 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
             message,
         )];
     }
+    // A change of the upgrade's outcome is said once, as an event.
+    let previous = |type_: &str| {
+        oacp.status
+            .as_ref()
+            .and_then(|s| conditions::find(&s.conditions, type_))
+            .map(|c| (c.status.clone(), c.reason.clone()))
+    };
+    for c in upgrade
+        .conditions
+        .iter()
+        .filter(|c| c.type_ == upgrade::UPGRADE_COMPLETED)
+    {
+        let was = previous(upgrade::UPGRADE_COMPLETED);
+        let failed = c.reason == upgrade::UPGRADE_FAILED;
+        let completed = c.status == conditions::Status::True;
+        let changed = was.as_ref().is_none_or(|(_, r)| r != &c.reason);
+        let was_false = was.as_ref().is_some_and(|(s, _)| s == "False");
+        if changed && (failed || (completed && was_false)) {
+            plan.events.push(PlannedEvent {
+                warning: failed,
+                reason: if failed {
+                    "UpgradeFailed"
+                } else {
+                    "UpgradeCompleted"
+                },
+                note: c.message.clone(),
+            });
+        }
+    }
     plan.upgrade_request = upgrade.request.clone();
     plan.events.extend(upgrade.event.clone());
     if let Some(r) = upgrade.requeue

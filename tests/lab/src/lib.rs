@@ -15,6 +15,7 @@
 pub mod apimetrics;
 pub mod chaos;
 pub mod clusterfile;
+pub mod cvo;
 pub mod generate;
 pub mod live;
 pub mod managers;
@@ -148,6 +149,17 @@ pub struct Options {
     /// first cluster's install has started; a standby (or the replacement pod) must take over
     /// and the run finish.
     pub kill_leaders: bool,
+    /// `--upgrade-to`: once the cluster is installed (and its day-2 step done), upgrade it.
+    pub upgrade: Option<Upgrade>,
+}
+
+/// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
+/// walked by the simulated cluster-version operator ([`cvo`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upgrade {
+    pub to: String,
+    /// The upgrade fails (`--upgrade-fails`): the run waits for the control plane to say so.
+    pub fails: bool,
 }
 
 /// How a run ended.
@@ -761,10 +773,13 @@ enum Step {
     MachinesRunning,
     Day2Installed,
     ScaleDownDone,
+    UpgradeRequested,
+    Upgraded,
+    UpgradeFailed,
 }
 
 impl Step {
-    fn all(day2: bool) -> Vec<Step> {
+    fn all(day2: bool, upgrade: Option<&Upgrade>) -> Vec<Step> {
         use Step::*;
         let mut s = vec![
             HostsAvailable,
@@ -778,6 +793,11 @@ impl Step {
         ];
         if day2 {
             s.extend([Day2Installed, ScaleDownDone]);
+        }
+        match upgrade {
+            Some(u) if u.fails => s.extend([UpgradeRequested, UpgradeFailed]),
+            Some(_) => s.extend([UpgradeRequested, Upgraded]),
+            None => {}
         }
         s
     }
@@ -795,6 +815,9 @@ impl Step {
             Step::MachinesRunning => "Machines Running",
             Step::Day2Installed => "day-2 worker installed",
             Step::ScaleDownDone => "scale-down done",
+            Step::UpgradeRequested => "upgrade requested",
+            Step::Upgraded => "upgraded",
+            Step::UpgradeFailed => "upgrade failure reported",
         }
     }
 
@@ -829,6 +852,16 @@ impl Step {
             Step::ScaleDownDone => format!(
                 "back to {n} Machines, Agents and Nodes, the removed BareMetalHost `available`"
             ),
+            Step::UpgradeRequested => "the control plane's distributionVersion set".into(),
+            Step::Upgraded => format!(
+                "the control plane's status.distributionVersion {} with UpgradeCompleted True and every control-plane Node's kubelet {}",
+                upgrade_to(spec),
+                cvo::kubernetes_of(upgrade_to(spec))
+            ),
+            Step::UpgradeFailed => format!(
+                "the control plane's UpgradeCompleted False/UpgradeFailed with the CVO's message ({})",
+                cvo::FAILURE_MESSAGE
+            ),
         }
     }
 
@@ -862,8 +895,95 @@ impl Step {
                     && s.bmhs_in("provisioned") == n
                     && s.bmhs_in("available") == servers - n
             }
+            Step::UpgradeRequested => true,
+            Step::Upgraded => {
+                let to = upgrade_to(spec);
+                let cp = s.control_plane.as_ref();
+                let status = |f: &str| {
+                    cp.and_then(|c| c["status"][f].as_str())
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                status("distributionVersion") == to
+                    && status("version") == cvo::kubernetes_of(to)
+                    && cp.is_some_and(|c| {
+                        control_plane_condition(c, "UpgradeCompleted")
+                            .is_some_and(|(st, _, _)| st == "True")
+                    })
+            }
+            Step::UpgradeFailed => s.control_plane.as_ref().is_some_and(|c| {
+                control_plane_condition(c, "UpgradeCompleted").is_some_and(|(st, r, m)| {
+                    st == "False" && r == "UpgradeFailed" && m.contains(cvo::FAILURE_MESSAGE)
+                })
+            }),
         }
     }
+}
+
+/// Writes the installed cluster's ClusterVersion as its CVO does: the control plane's
+/// `distributionVersion` and the ClusterImageSet's release image, Completed.
+async fn install_cluster_version(
+    client: &Client,
+    cvo: &cvo::Cvo,
+    spec: &ClusterSpec,
+) -> Result<String> {
+    let name = spec.control_plane_name();
+    let cp = Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        &spec.ns,
+        &observe::control_plane_resource(),
+    )
+    .get(&name)
+    .await
+    .with_context(|| format!("reading OpenshiftAssistedControlPlane {name}"))?;
+    let version = cp.data["spec"]["distributionVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let image_set = format!("{}.{name}", spec.ns);
+    let image = Api::<assisted_core::api::hive::ClusterImageSet>::all(client.clone())
+        .get(&image_set)
+        .await
+        .with_context(|| format!("reading ClusterImageSet {image_set}"))?
+        .spec
+        .release_image;
+    cvo.install(&version, &image).await?;
+    Ok(format!(
+        "site: the cluster-version operator reports {version} ({image}) installed"
+    ))
+}
+
+/// `--upgrade-to`: the user's edit of `spec.distributionVersion`.
+async fn request_upgrade(client: &Client, spec: &ClusterSpec, to: &str) -> Result<()> {
+    let name = spec.control_plane_name();
+    Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        &spec.ns,
+        &observe::control_plane_resource(),
+    )
+    .patch(
+        &name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"distributionVersion": to}})),
+    )
+    .await
+    .with_context(|| format!("setting {name}'s distributionVersion to {to}"))?;
+    Ok(())
+}
+
+/// The version `--upgrade-to` names (empty without).
+fn upgrade_to(spec: &ClusterSpec) -> &str {
+    spec.upgrade.as_ref().map_or("", |u| u.to.as_str())
+}
+
+/// `(status, reason, message)` of a control plane's condition.
+fn control_plane_condition(cp: &Value, type_: &str) -> Option<(String, String, String)> {
+    let c = cp["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?;
+    let text = |f: &str| c[f].as_str().unwrap_or_default().to_string();
+    Some((text("status"), text("reason"), text("message")))
 }
 
 fn stamp(start: Instant) -> String {
@@ -942,6 +1062,15 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             .apply_yaml(&manifests::workload_rbac_yaml(NODE_BOOTSTRAPPER))
             .await
             .context("workload RBAC")?;
+        // The OpenShift APIs the installed cluster serves (ClusterVersion), from openshift/api.
+        for crd in testbed::cache::openshift_crds()? {
+            let yaml = std::fs::read_to_string(&crd)
+                .with_context(|| format!("reading {}", crd.display()))?;
+            workload
+                .apply_yaml(&yaml)
+                .await
+                .with_context(|| format!("installing {} in the workload apiserver", crd.display()))?;
+        }
         // Our managers and the lab itself talk to the management apiserver as ServiceAccounts
         // with FlowSchemas of their own, so that its metrics count their requests apart.
         if opts.managers_as_pods {
@@ -1702,6 +1831,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     if n > 100 {
         anyhow::bail!("--clusters: at most 100");
     }
+    if n > 1 && opts.upgrade.is_some() {
+        anyhow::bail!(
+            "--upgrade-to: one cluster at a time (the lab's clusters share one workload apiserver, so one ClusterVersion)"
+        );
+    }
     if opts.cluster_file.is_none()
         && opts.topology == Topology::ThreePlusTwo
         && opts.workers > manifests::MAX_WORKERS
@@ -1750,10 +1884,21 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     ]);
     memory.sample(&lab.managers.pids());
     let client = lab.client.clone();
+    // One workload apiserver, so one cluster-version operator: for a run of one cluster.
+    let cvo = (n == 1).then(|| {
+        cvo::Cvo::new(
+            &lab.workload.client,
+            opts.upgrade
+                .as_ref()
+                .filter(|u| u.fails)
+                .map(|u| u.to.clone()),
+        )
+    });
     // The apiservers' request counters before anything of the clusters exists.
     let api_before = read_api(&client, &lab.workload.client).await;
     let mut runs = Vec::new();
-    for plan in plans {
+    for mut plan in plans {
+        plan.spec.upgrade.clone_from(&opts.upgrade);
         let name = plan.spec.name.clone();
         let hosts = testbed::resources::parse_yaml(&plan.hosts_yaml)?;
         testbed::resources::apply_all(&client, hosts)
@@ -1805,7 +1950,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     };
 
     // Every cluster of a run has the same shape (one topology, or the one file's cluster).
-    let steps = Step::all(runs[0].spec.day2.is_some());
+    let steps = Step::all(runs[0].spec.day2.is_some(), opts.upgrade.as_ref());
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
@@ -1862,7 +2007,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             break Some(format!("a manager exited: {e:#}"));
         }
         memory.sample(&lab.managers.pids());
-        let world = match World::take(&client, &lab.workload.client).await {
+        let world = match World::take(&client, &lab.workload.client, opts.upgrade.is_some()).await {
             Ok(w) => Some(w),
             // A slow apiserver is not a failure; the deadline catches a dead one.
             Err(e) => {
@@ -1928,10 +2073,41 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         );
                         r.controller = Some(h);
                         r.controller_started = true;
+                        // Its cluster-version operator writes the ClusterVersion.
+                        if let Some(cvo) = &cvo {
+                            match install_cluster_version(&client, cvo, &r.spec).await {
+                                Ok(line) => println!("{} {pre}{line}", stamp(start)),
+                                Err(e) => {
+                                    break 'run Some(format!(
+                                        "{pre}writing the cluster's ClusterVersion: {e:#}"
+                                    ));
+                                }
+                            }
+                        }
                     }
                     Err(e) => {
                         break 'run Some(format!("{pre}starting the installer-controller: {e:#}"));
                     }
+                }
+            }
+            if let Some(cvo) = &cvo
+                && r.controller_started
+            {
+                match cvo.tick().await {
+                    Ok(said) => said
+                        .iter()
+                        .for_each(|l| println!("{} {pre}{l}", stamp(start))),
+                    // Refused by the workload apiserver: the simulation is wrong, stop.
+                    Err(e)
+                        if e.downcast_ref::<kube::Error>()
+                            .is_some_and(|k| matches!(k, kube::Error::Api(s) if s.code < 500)) =>
+                    {
+                        break 'run Some(format!(
+                            "{pre}the simulated cluster-version operator: {e:#}"
+                        ));
+                    }
+                    // The workload apiserver a moment slow: the next pass goes on.
+                    Err(e) => tracing::warn!("the simulated cluster-version operator: {e:#}"),
                 }
             }
             if let Some(h) = r.controller.take_if(|h| h.is_finished()) {
@@ -2048,6 +2224,35 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     (Step::Day2Installed, Some(_)) => {
                         r.scale_down_pending = true;
                         Ok(())
+                    }
+                    (Step::Upgraded | Step::UpgradeFailed, _) => {
+                        if let Some((status, reason, message)) = r
+                            .snap
+                            .control_plane
+                            .as_ref()
+                            .and_then(|c| control_plane_condition(c, "UpgradeCompleted"))
+                        {
+                            println!(
+                                "{} {pre}{}: UpgradeCompleted {status} {reason}: {message}",
+                                stamp(start),
+                                r.spec.control_plane_name()
+                            );
+                        }
+                        Ok(())
+                    }
+                    (Step::UpgradeRequested, _) => {
+                        let to = upgrade_to(&r.spec).to_string();
+                        println!(
+                            "{} setting {}'s distributionVersion to {to}{}",
+                            stamp(start),
+                            r.spec.control_plane_name(),
+                            if opts.upgrade.as_ref().is_some_and(|u| u.fails) {
+                                " (the simulated cluster-version operator fails it)"
+                            } else {
+                                ""
+                            }
+                        );
+                        request_upgrade(&client, &r.spec, &to).await
                     }
                     _ => Ok(()),
                 };
@@ -2642,7 +2847,39 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         Step::MachinesRunning | Step::Day2Installed | Step::ScaleDownDone => {
             (true, false, true, true, false, true)
         }
+        Step::UpgradeRequested | Step::Upgraded | Step::UpgradeFailed => {
+            (false, false, true, false, false, false)
+        }
     };
+    if let Some(cp) = &s.control_plane {
+        let conditions = cp["status"]["conditions"]
+            .as_array()
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| {
+                        format!(
+                            "{}={} {}: {}",
+                            c["type"].as_str().unwrap_or_default(),
+                            c["status"].as_str().unwrap_or_default(),
+                            c["reason"].as_str().unwrap_or_default(),
+                            c["message"].as_str().unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        push(
+            "OpenshiftAssistedControlPlane",
+            cp["metadata"]["name"].as_str().unwrap_or_default().into(),
+            format!(
+                "distributionVersion {} (spec {}), version {}",
+                cp["status"]["distributionVersion"].as_str().unwrap_or("-"),
+                cp["spec"]["distributionVersion"].as_str().unwrap_or("-"),
+                cp["status"]["version"].as_str().unwrap_or("-")
+            ),
+            conditions,
+        );
+    }
     if infraenvs {
         for i in &s.infraenvs {
             let state = if i

@@ -93,6 +93,16 @@ struct Cli {
     /// PersistentVolumeClaim. The run must still finish; prints how long each takeover took.
     #[arg(long)]
     kill_leaders: bool,
+    /// Once the cluster is installed (and its day-2 step done), upgrade it: its control
+    /// plane's distributionVersion is set to VERSION and the lab's simulated cluster-version
+    /// operator walks the upgrade (Nodes rebooted one at a time, control plane first); the run
+    /// ends when the control plane reports it done. One cluster only.
+    #[arg(long, value_name = "VERSION", conflicts_with = "clusters")]
+    upgrade_to: Option<String>,
+    /// With --upgrade-to: the simulated cluster-version operator fails the upgrade after its
+    /// first Node (a degraded operator); the run ends when the control plane reports it.
+    #[arg(long, requires = "upgrade_to")]
+    upgrade_fails: bool,
 }
 
 /// `--managers`.
@@ -212,6 +222,10 @@ async fn run(cli: Cli) -> Result<bool> {
         ),
         replicas: cli.replicas,
         kill_leaders: cli.kill_leaders,
+        upgrade: cli.upgrade_to.clone().map(|to| lab::Upgrade {
+            to,
+            fails: cli.upgrade_fails,
+        }),
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

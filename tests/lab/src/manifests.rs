@@ -60,6 +60,9 @@ pub struct ClusterSpec {
     pub day2: Option<(String, u32)>,
     /// InfraEnvs made day-1 (one per Metal3MachineTemplate with Machines).
     pub infraenvs: usize,
+    /// `--upgrade-to`: once the rest is done, the control plane's `distributionVersion` is
+    /// set to this and the run waits for the upgrade (or, `--upgrade-fails`, its failure).
+    pub upgrade: Option<crate::Upgrade>,
 }
 
 impl ClusterSpec {
@@ -115,6 +118,7 @@ impl ClusterSpec {
             index_base,
             masters,
             workers,
+            upgrade: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl ClusterSpec {
             control_plane: f.control_plane.clone(),
             day2: f.day2_pool().map(|p| (p.name.clone(), p.replicas)),
             infraenvs: f.infraenvs_day1(),
+            upgrade: None,
         }
     }
 

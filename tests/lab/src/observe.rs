@@ -11,7 +11,7 @@ use external_types::capi::Machine;
 use external_types::capi::machine::MachineStatusPhase;
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
@@ -28,6 +28,8 @@ pub struct Snapshot {
     pub agents: Vec<Agent>,
     pub aci: Option<AgentClusterInstall>,
     pub nodes: Vec<Node>,
+    /// The OpenshiftAssistedControlPlane, read only when a step needs it (an upgrade).
+    pub control_plane: Option<Value>,
 }
 
 /// One read of the objects of every cluster: each kind listed once across namespaces (so the
@@ -40,12 +42,25 @@ pub struct World {
     pub agents: Vec<Agent>,
     pub acis: Vec<AgentClusterInstall>,
     pub nodes: Vec<Node>,
+    /// Empty unless asked for.
+    pub control_planes: Vec<DynamicObject>,
 }
 
 impl World {
-    pub async fn take(client: &Client, workload: &Client) -> Result<World> {
+    /// One read; the control planes too when `control_planes` (upgrades follow them).
+    pub async fn take(client: &Client, workload: &Client, control_planes: bool) -> Result<World> {
         let lp = ListParams::default();
+        let control_planes = if control_planes {
+            Api::<DynamicObject>::all_with(client.clone(), &control_plane_resource())
+                .list(&lp)
+                .await
+                .context("listing OpenshiftAssistedControlPlanes")?
+                .items
+        } else {
+            Vec::new()
+        };
         Ok(World {
+            control_planes,
             bmhs: Api::<BareMetalHost>::all(client.clone())
                 .list(&lp)
                 .await
@@ -105,7 +120,22 @@ impl World {
                 .into_iter()
                 .find(|a| a.name_any() == aci),
             nodes,
+            control_plane: in_ns(&self.control_planes, ns)
+                .into_iter()
+                .find(|c| c.name_any() == aci)
+                .and_then(|c| serde_json::to_value(c).ok()),
         }
+    }
+}
+
+/// `controlplane.cluster.x-k8s.io/v1alpha3` OpenshiftAssistedControlPlane.
+pub fn control_plane_resource() -> ApiResource {
+    ApiResource {
+        group: "controlplane.cluster.x-k8s.io".into(),
+        version: "v1alpha3".into(),
+        api_version: "controlplane.cluster.x-k8s.io/v1alpha3".into(),
+        kind: "OpenshiftAssistedControlPlane".into(),
+        plural: "openshiftassistedcontrolplanes".into(),
     }
 }
 

@@ -45,6 +45,7 @@ pub fn options() -> Options {
         managers_as_pods: false,
         replicas: 1,
         kill_leaders: false,
+        upgrade: None,
     }
 }
 

@@ -10,3 +10,5 @@ mod cluster_file;
 mod common;
 #[path = "sno.rs"]
 mod sno;
+#[path = "upgrade.rs"]
+mod upgrade;
