@@ -17,6 +17,7 @@ use kube::{Client, ResourceExt};
 use super::Error;
 use super::kubeconfig;
 use super::machines::{CLUSTER_NAME_LABEL, plural};
+use super::release_lookup::{self, Lookup};
 use super::upgrade::{self, WorkloadClusterVersion};
 use crate::api::OpenshiftAssistedControlPlane;
 
@@ -86,10 +87,14 @@ pub struct Dereferenced {
     /// The ClusterImageSet as it is, read only while the day-1 install runs: the release the
     /// install started with, which a changed `distributionVersion` must not rewrite.
     pub installing_image_set: Option<ClusterImageSet>,
+    /// What the registry says of `distributionVersion`'s release image; `None`: not asked
+    /// (the install runs, the control plane is deleted or paused, or the image is invalid).
+    pub release_lookup: Option<Lookup>,
 }
 
 pub async fn dereference(
     client: &Client,
+    releases: &release_lookup::Resolver,
     oacp: Arc<OpenshiftAssistedControlPlane>,
 ) -> Result<Dereferenced, Error> {
     let ns = oacp.namespace().unwrap_or_default();
@@ -178,6 +183,7 @@ pub async fn dereference(
             .map(<[u8]>::to_vec),
         None => None,
     };
+    let mut pull_secret_json = None;
     let pull_secret = match oacp
         .spec
         .config
@@ -186,7 +192,14 @@ pub async fn dereference(
     {
         Some(r) if !r.name.is_empty() => {
             match secrets.get_opt(&r.name).await.map_err(Error::Read)? {
-                Some(_) => PullSecret::Present(r.name.clone()),
+                Some(secret) => {
+                    pull_secret_json = secret
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get(".dockerconfigjson"))
+                        .and_then(|v| String::from_utf8(v.0.clone()).ok());
+                    PullSecret::Present(r.name.clone())
+                }
                 None => PullSecret::Missing(r.name.clone()),
             }
         }
@@ -225,6 +238,17 @@ pub async fn dereference(
             .map_err(Error::Read)?
     } else {
         None
+    };
+    // The release's digest: asked whenever the ClusterImageSet may be written (answers are
+    // kept, see `release_lookup`), never while the install runs on the release it has.
+    let asks_registry = !installing
+        && oacp.metadata.deletion_timestamp.is_none()
+        && !matches!(pull_secret, PullSecret::Missing(_));
+    let release_lookup = match super::plan::release_image_for(&oacp, &architectures) {
+        Ok(image) if asks_registry => {
+            Some(releases.resolve(&image, pull_secret_json.as_deref()).await)
+        }
+        _ => None,
     };
     let mut workload = None;
     let mut workload_version = WorkloadVersion::NotRead;
@@ -270,6 +294,7 @@ pub async fn dereference(
         control_plane_kubelets,
         workload,
         installing_image_set,
+        release_lookup,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod kubeconfig;
 pub mod machines;
 pub mod plan;
 pub mod release;
+pub mod release_lookup;
 pub mod status;
 pub mod upgrade;
 
@@ -46,6 +47,8 @@ pub use manager::controller::Error;
 
 pub struct Context {
     pub client: Client,
+    /// Release tags resolved to digests through their registries.
+    pub releases: release_lookup::Resolver,
     pub recorder: Recorder,
     pub metrics: ControllerMetrics,
     pub install: InstallMetrics,
@@ -94,7 +97,7 @@ async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     ctx.metrics.reconciled();
-    let dereferenced = dereference::dereference(&ctx.client, oacp.clone()).await?;
+    let dereferenced = dereference::dereference(&ctx.client, &ctx.releases, oacp.clone()).await?;
     ctx.install.observe(&dereferenced);
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &oacp, plan, dereferenced.workload.as_ref()).await
@@ -121,6 +124,7 @@ pub async fn run(
         recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
         metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
         install: InstallMetrics::register(&registry),
+        releases: release_lookup::Resolver::new(),
         client: client.clone(),
     });
     // One cache and one backoff per watched kind (manager::cache): a failing watch never

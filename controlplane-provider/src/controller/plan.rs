@@ -11,11 +11,15 @@ use manager::conditions;
 
 use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
+use super::release_lookup::Lookup;
 use super::status::{self, Blocked, Install, StatusInputs};
 use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release, upgrade};
 use crate::api::{
     ControlPlaneInitialization, OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneStatus,
     RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
+};
+use assisted_core::service::controllers::cluster::{
+    RELEASE_ARCHITECTURE_ANNOTATION, RELEASE_VERSION_ANNOTATION, release_from_tag,
 };
 
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
@@ -188,12 +192,19 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
 
     // Upgrades of the installed cluster (never while deleting or paused).
     let upgrade = match (&plan.cleanup, paused, release_image_of(d)) {
-        (None, false, Ok(release_image)) => upgrade::decide(&upgrade::UpgradeInputs {
-            spec_version: &oacp.spec.distribution_version,
-            release_image: &release_image,
-            installed: install.installed(),
-            cluster_version: &d.cluster_version,
-        }),
+        (None, false, Ok(tag)) => {
+            let release = release_to_use(d, &tag);
+            upgrade::decide(&upgrade::UpgradeInputs {
+                spec_version: &oacp.spec.distribution_version,
+                release_image: release.as_deref().unwrap_or(&tag),
+                release_problem: release
+                    .as_ref()
+                    .err()
+                    .map(|b| (b.reason, b.message.as_str())),
+                installed: install.installed(),
+                cluster_version: &d.cluster_version,
+            })
+        }
         _ => upgrade::Upgrade::default(),
     };
     let mut upgrade = upgrade;
@@ -294,7 +305,14 @@ fn desired(
         });
     };
     let okd = release::is_okd(&oacp.spec.distribution_version);
-    let release_image = release_image_of(d)?;
+    let tag = release_image_of(d)?;
+    // Before the install starts a release the registry denies blocks it; after, an upgrade
+    // says so (see `upgrade`), and the image set keeps the tag.
+    let release_image = match release_to_use(d, &tag) {
+        Ok(image) => image,
+        Err(blocked) if !install.started() => return Err(blocked),
+        Err(_) => tag.clone(),
+    };
     let install_config_override =
         install_config::install_config_override(oacp).map_err(|e| Blocked {
             reason: "InvalidInstallConfig",
@@ -345,15 +363,35 @@ fn desired(
         cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
         agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
     };
+    // A digest names no version: the core reads it (and the architecture) from annotations.
+    if release_image != tag {
+        hive.image_set.metadata.annotations = Some(
+            [
+                (
+                    RELEASE_VERSION_ANNOTATION.to_string(),
+                    release::parse_distribution_version(&oacp.spec.distribution_version)
+                        .map(|v| v.to_string())
+                        .unwrap_or_default(),
+                ),
+                (
+                    RELEASE_ARCHITECTURE_ANNOTATION.to_string(),
+                    release_from_tag(&tag).1,
+                ),
+            ]
+            .into(),
+        );
+    }
     // The release is fixed while the install runs: a new distributionVersion waits for it to
     // finish, then becomes an upgrade.
-    if let Some(current) = &d.installing_image_set
-        && current.spec.release_image != hive.image_set.spec.release_image
-    {
+    if let Some(current) = &d.installing_image_set {
         hive.image_set
             .spec
             .release_image
             .clone_from(&current.spec.release_image);
+        hive.image_set
+            .metadata
+            .annotations
+            .clone_from(&current.metadata.annotations);
     }
     // The masters are fixed once the install started: a replica change is refused (see
     // `Scaling::Frozen`), so the install keeps the count it started with.
@@ -426,21 +464,29 @@ fn desired(
 
 /// A `distributionVersion` changed while the day-1 install runs: said, never applied to it.
 fn release_change_during_install(d: &Dereferenced) -> Option<String> {
-    let current = &d.installing_image_set.as_ref()?.spec.release_image;
-    let wanted = release_image_of(d).ok()?;
-    (current != &wanted).then(|| {
+    let current = d.installing_image_set.as_ref()?;
+    let installing = image_set_version(current)?;
+    let wanted = release::parse_distribution_version(&d.oacp.spec.distribution_version).ok()?;
+    (installing != wanted.to_string()).then(|| {
         format!(
-            "distributionVersion {} names {wanted}, but the install of {current} is running: it \
+            "distributionVersion {wanted} changed while the install of {installing} ({}) runs: it \
              goes on with that release, and the upgrade is asked for once it is installed",
-            d.oacp.spec.distribution_version
+            current.spec.release_image
         )
     })
 }
 
-/// The release image `spec.distributionVersion` names (CAPOA's rules, see `release`).
+/// The release image `spec.distributionVersion` names (CAPOA's rules, see `release`): a tag.
 fn release_image_of(d: &Dereferenced) -> Result<String, Blocked> {
-    let oacp = d.oacp.as_ref();
-    let architecture = release::architecture(&d.architectures);
+    release_image_for(&d.oacp, &d.architectures)
+}
+
+/// [`release_image_of`] from its parts (`dereference` asks the registry for it).
+pub fn release_image_for(
+    oacp: &OpenshiftAssistedControlPlane,
+    architectures: &[Option<String>],
+) -> Result<String, Blocked> {
+    let architecture = release::architecture(architectures);
     let repository_override = oacp
         .annotations()
         .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
@@ -458,6 +504,39 @@ fn release_image_of(d: &Dereferenced) -> Result<String, Blocked> {
         },
         message: e.to_string(),
     })
+}
+
+/// The release image to install or upgrade to: pinned by digest when its registry answered,
+/// the tag when it could not be asked; a release the registry does not have, or will not give
+/// with the pull secret, is a problem named with the registry's answer.
+fn release_to_use(d: &Dereferenced, tag: &str) -> Result<String, Blocked> {
+    let version = &d.oacp.spec.distribution_version;
+    match &d.release_lookup {
+        Some(Lookup::Pinned(image)) => Ok(image.clone()),
+        Some(Lookup::NotFound(answer)) => Err(Blocked {
+            reason: "ReleaseImageNotFound",
+            message: format!(
+                "the release image {tag} of distributionVersion {version} does not exist: {answer}; \
+                 check the version (and cluster.x-k8s.io/release-image-repository-override)"
+            ),
+        }),
+        Some(Lookup::Refused(answer)) => Err(Blocked {
+            reason: "ReleaseImageAccessDenied",
+            message: format!(
+                "the registry refused the release image {tag} with the cluster's pull secret \
+                 (spec.config.pullSecretRef): {answer}"
+            ),
+        }),
+        Some(Lookup::Unreachable(_)) | None => Ok(tag.to_string()),
+    }
+}
+
+/// The OpenShift version a ClusterImageSet installs: its annotation, else its image's tag.
+fn image_set_version(set: &ClusterImageSet) -> Option<String> {
+    set.annotations()
+        .get(RELEASE_VERSION_ANNOTATION)
+        .cloned()
+        .or_else(|| release_from_tag(&set.spec.release_image).0)
 }
 
 /// OKD installs without a pull secret, but the assisted installer insists on one (CAPOA's
@@ -701,6 +780,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             control_plane_kubelets: Vec::new(),
             workload: None,
             installing_image_set: None,
+            release_lookup: None,
             pull_secret: PullSecret::Present("pull-secret".into()),
         }
     }
@@ -769,6 +849,53 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
         assert_eq!(p.status.distribution_version.as_deref(), Some("4.19.0"));
         assert_eq!(p.requeue, Some(upgrade::UPGRADE_RECHECK));
         assert!(p.events.iter().any(|e| e.reason == "UpgradeRequested"));
+    }
+
+    #[test]
+    fn the_registrys_answer_pins_or_blocks_the_release() {
+        const PINNED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:0123";
+        let mut d = dereferenced(oacp(""));
+        d.release_lookup = Some(Lookup::Pinned(PINNED.into()));
+        let set = plan(&d, t0()).hive.unwrap().image_set;
+        assert_eq!(set.spec.release_image, PINNED);
+        let annotations = set.metadata.annotations.unwrap();
+        assert_eq!(annotations[RELEASE_VERSION_ANNOTATION], "4.20.0");
+        assert_eq!(annotations[RELEASE_ARCHITECTURE_ANNOTATION], "x86_64");
+
+        // No answer: the tag, as before.
+        d.release_lookup = Some(Lookup::Unreachable("dns error".into()));
+        let set = plan(&d, t0()).hive.unwrap().image_set;
+        assert!(set.spec.release_image.ends_with(":4.20.0-x86_64"));
+        assert!(set.metadata.annotations.is_none());
+
+        // Not there: nothing is written before the install, and Available says why.
+        d.release_lookup = Some(Lookup::NotFound("registry answered 404".into()));
+        let p = plan(&d, t0());
+        assert!(p.hive.is_none());
+        let c = condition(&p, status::AVAILABLE);
+        assert_eq!(c.reason, "ReleaseImageNotFound");
+        assert!(c.message.contains("registry answered 404"), "{}", c.message);
+
+        // Installed: the upgrade is refused with the registry's answer, nothing asked.
+        d.aci = Some(aci_in("installed"));
+        d.cluster_version = upgrade::WorkloadClusterVersion::Read(Box::new(
+            upgrade::ClusterVersion::from_object(&serde_json::json!({"status": {"history": [
+                {"state": "Completed", "version": "4.19.0", "completionTime": "2026-01-01T00:00:00Z"}
+            ]}})),
+        ));
+        d.release_lookup = Some(Lookup::Refused("registry answered 401".into()));
+        let p = plan(&d, t0());
+        assert!(p.hive.is_some(), "the installed cluster's objects are kept");
+        assert!(p.upgrade_request.is_none());
+        let c = condition(&p, upgrade::UPGRADE_COMPLETED);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "ReleaseImageAccessDenied")
+        );
+        // Pinned: the CVO is asked for the digest.
+        d.release_lookup = Some(Lookup::Pinned(PINNED.into()));
+        let request = plan(&d, t0()).upgrade_request.unwrap();
+        assert_eq!((request.image.as_str(), request.force), (PINNED, false));
     }
 
     #[test]

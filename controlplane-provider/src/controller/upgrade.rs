@@ -154,6 +154,8 @@ pub struct UpgradeInputs<'a> {
     pub spec_version: &'a str,
     /// The release image of `spec_version`, pinned by digest when the registry could be read.
     pub release_image: &'a str,
+    /// Why the registry will not give the release (reason, message): no upgrade is asked for.
+    pub release_problem: Option<(&'static str, &'a str)>,
     /// The install is done (the control plane is available).
     pub installed: bool,
     pub cluster_version: &'a WorkloadClusterVersion,
@@ -392,6 +394,12 @@ pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
                     Desired::false_(UPGRADE_COMPLETED, reason, message),
                     rolling_out(&spec.to_string(), "requested".into()),
                 ];
+            } else if let Some((reason, message)) = inputs.release_problem {
+                out.conditions = vec![
+                    Desired::false_(UPGRADE_COMPLETED, reason, message),
+                    not_rolling_out(),
+                ];
+                out.requeue = Some(FAILED_RECHECK);
             } else {
                 let request = desired_update(&spec, inputs.release_image);
                 out.event = Some(PlannedEvent {
@@ -450,6 +458,7 @@ mod tests {
         decide(&UpgradeInputs {
             spec_version: spec,
             release_image: image,
+            release_problem: None,
             installed: true,
             cluster_version: &cv(object),
         })
@@ -648,6 +657,7 @@ mod tests {
         let not_installed = decide(&UpgradeInputs {
             spec_version: "4.17.5",
             release_image: TAG,
+            release_problem: None,
             installed: false,
             cluster_version: &steady,
         });
@@ -660,6 +670,7 @@ mod tests {
             let u = decide(&UpgradeInputs {
                 spec_version: "4.17.5",
                 release_image: TAG,
+                release_problem: None,
                 installed: true,
                 cluster_version: &unreadable,
             });

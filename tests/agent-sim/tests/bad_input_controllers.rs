@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 mod common;
 #[path = "../../../controlplane-provider/tests/bad_input/doc.rs"]
 mod doc;
+#[path = "common/registry.rs"]
+mod registry;
 
 use common::{Run, init_logs, start_providers, start_test_core, state, testbed_with_capi};
 
@@ -26,6 +28,24 @@ use common::{Run, init_logs, start_providers, start_test_core, state, testbed_wi
 const CLUSTER: &str = "sno";
 /// A valid `.dockerconfigjson`.
 const AUTHS: &str = r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}"#;
+/// The test bed's registry (`crane registry serve`), standing in for quay.io: it holds
+/// `ocp/release:4.17.3-x86_64` only.
+static REGISTRY: std::sync::OnceLock<registry::Registry> = std::sync::OnceLock::new();
+
+fn registry_host() -> &'static str {
+    &REGISTRY.get_or_init(registry::start_registry).host
+}
+
+/// The control plane's releases come from the test bed's registry.
+fn from_test_registry(control_plane: &mut Value) {
+    control_plane["metadata"]["annotations"] = json!({
+        controlplane_provider::api::RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION:
+            format!("{}/ocp/release", registry_host()),
+    });
+}
+
+/// A cluster without mistake whose release the test bed's registry has.
+const PINNED_NS: &str = "release-in-the-registry";
 /// How long a row may take to show its reason, from the apply.
 const ROW_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -269,16 +289,16 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
-            what: "a release that does not exist (`4.17.99`)",
+            what: "a release that does not exist (`4.17.99`; the releases come from the test \
+                   bed's registry through `cluster.x-k8s.io/release-image-repository-override`)",
             ns: "release-does-not-exist",
-            reason: "InstallValidationsFailing",
-            install_objects: true,
-            not_named: Some(
-                "the core takes the version from the image tag and reads the release only when \
-                 the install starts (to extract its installer), so this is what every cluster \
-                 shows until its hosts register; the install would fail as it starts",
-            ),
-            mistake: |o| o.control_plane["spec"]["distributionVersion"] = json!("4.17.99"),
+            reason: "ReleaseImageNotFound",
+            install_objects: false,
+            not_named: None,
+            mistake: |o| {
+                from_test_registry(&mut o.control_plane);
+                o.control_plane["spec"]["distributionVersion"] = json!("4.17.99");
+            },
         },
         Row {
             what: "a discovery-image pull Secret that does not exist \
@@ -412,6 +432,9 @@ async fn bad_input_only_the_controllers_know_is_named_on_available() {
         );
     }
 
+    // The registry holds 4.17.3; a control plane naming it gets its release pinned by digest.
+    let pinned_release =
+        registry::push_small_image(&format!("{}/ocp/release:4.17.3-x86_64", registry_host()));
     let tb = testbed_with_capi().await;
     let client = tb.client.clone();
     let (core, _dir) = start_test_core(&client).await;
@@ -441,6 +464,11 @@ async fn bad_input_only_the_controllers_know_is_named_on_available() {
             .await
             .unwrap_or_else(|e| panic!("{}: provision the Metal3Cluster: {e}", row.what));
     }
+    let mut pinned = Objects::new(PINNED_NS);
+    from_test_registry(&mut pinned.control_plane);
+    tb.apply_yaml(&pinned.yaml(PINNED_NS))
+        .await
+        .expect("apply the cluster whose release is in the registry");
     eprintln!("{} rows applied in {:?}", rows.len(), started.elapsed());
 
     // Every row's reason, all rows polled together until each has it or time is up.
@@ -521,6 +549,33 @@ async fn bad_input_only_the_controllers_know_is_named_on_available() {
     }
     for (row, message) in &found {
         eprintln!("{} | {} | {message}", row.ns, row.reason);
+    }
+    // The release the registry has: the ClusterImageSet names it by digest, with the version
+    // and architecture the tag said.
+    let image_set = Api::<assisted_core::api::hive::ClusterImageSet>::all(client.clone())
+        .get_opt(&format!("{PINNED_NS}.{CLUSTER}"))
+        .await
+        .expect("read the ClusterImageSet");
+    let pinned_as = image_set.as_ref().map(|s| {
+        (
+            s.spec.release_image.clone(),
+            s.metadata.annotations.clone().unwrap_or_default(),
+        )
+    });
+    match pinned_as {
+        Some((image, annotations))
+            if image == pinned_release
+                && annotations.get("assisted-core.openshift.io/openshift-version")
+                    == Some(&"4.17.3".to_string())
+                && annotations.get("assisted-core.openshift.io/cpu-architecture")
+                    == Some(&"x86_64".to_string()) =>
+        {
+            eprintln!("{PINNED_NS}: ClusterImageSet pinned to {image}")
+        }
+        other => mismatches.push(format!(
+            "the release in the registry: wanted the ClusterImageSet pinned to {pinned_release} \
+             with version and architecture annotations, got {other:?}"
+        )),
     }
 
     // Steady state: blocked control planes are looked at once a minute and waiting configs

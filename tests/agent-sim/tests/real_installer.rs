@@ -27,6 +27,11 @@ use assisted_core::service::install::{
 use assisted_core::service::store::{ClusterRecord, ClusterSettings};
 use serde_json::Value;
 
+#[path = "common/registry.rs"]
+mod registry;
+
+use registry::{Registry, cache, crane_run, start_registry};
+
 const VERSION: &str = "v1.4.17";
 const NET: &str = "192.168.111.0/24";
 const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64";
@@ -48,79 +53,6 @@ fn installer() -> PathBuf {
          (make test does)"
     );
     bin
-}
-
-/// `${XDG_CACHE_HOME:-$HOME/.cache}/capoa-rs/<dir>`.
-fn cache(dir: &str) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
-    base.join("capoa-rs").join(dir)
-}
-
-/// The real OCI registry of the test bed (`crane registry serve`, built by
-/// tests/openshift-install/payload.sh), on a loopback port, in memory; gone when dropped.
-struct Registry {
-    child: std::process::Child,
-    host: String,
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn crane() -> PathBuf {
-    let bin = cache("crane-v0.22.1/bin/crane");
-    assert!(
-        bin.exists(),
-        "crane is not built: run `bash tests/openshift-install/payload.sh` (make test does)"
-    );
-    bin
-}
-
-fn start_registry() -> Registry {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(crane())
-        .args(["registry", "serve", "--address", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start crane registry serve");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let port = loop {
-        let line = lines
-            .next()
-            .expect("crane registry serve exited")
-            .expect("read crane's log");
-        if let Some(port) = line.split("serving on port ").nth(1) {
-            break port.trim().to_string();
-        }
-    };
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Registry {
-        child,
-        host: format!("127.0.0.1:{port}"),
-    }
-}
-
-/// Runs crane, giving back its stdout (a pushed image's pull spec by digest).
-fn crane_run(args: &[&str]) -> String {
-    let out = std::process::Command::new(crane())
-        .args(args)
-        .output()
-        .expect("run crane");
-    assert!(
-        out.status.success(),
-        "crane {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// A release payload in the registry, laid out as a real one: the installer image (the real

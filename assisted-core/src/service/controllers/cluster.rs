@@ -34,6 +34,8 @@ pub const ACI_FINALIZER: &str = "agentclusterinstall.agent-install.openshift.io/
 const PAUSE_ANNOTATION: &str = "hive.openshift.io/reconcile-pause";
 /// Explicit OpenShift version of a ClusterImageSet whose image tag does not carry one.
 pub const RELEASE_VERSION_ANNOTATION: &str = "assisted-core.openshift.io/openshift-version";
+/// Explicit architecture of a ClusterImageSet whose image is pinned by digest (no tag).
+pub const RELEASE_ARCHITECTURE_ANNOTATION: &str = "assisted-core.openshift.io/cpu-architecture";
 const FIELD_MANAGER: &str = "assisted-core-cluster";
 
 /// Learns a release image's OpenShift version and architecture. The real lookup
@@ -48,7 +50,12 @@ pub struct TagReleaseInfo;
 impl ReleaseInfoSource for TagReleaseInfo {
     fn version(&self, cis: &ClusterImageSet) -> Result<(String, String), String> {
         let image = &cis.spec.release_image;
-        let (tag_version, arch) = release_from_tag(image);
+        let (tag_version, tag_arch) = release_from_tag(image);
+        let arch = cis
+            .annotations()
+            .get(RELEASE_ARCHITECTURE_ANNOTATION)
+            .cloned()
+            .unwrap_or(tag_arch);
         let version = cis
             .annotations()
             .get(RELEASE_VERSION_ANNOTATION)
@@ -1108,6 +1115,31 @@ mod tests {
         );
         assert_eq!(release_from_tag("quay.io/x/y@sha256:abc").0, None);
         assert_eq!(release_from_tag("registry:5000/ocp-release").0, None);
+    }
+
+    #[test]
+    fn a_release_pinned_by_digest_takes_version_and_architecture_from_annotations() {
+        let mut cis = ClusterImageSet::new(
+            "ns.c1",
+            crate::api::hive::ClusterImageSetSpec {
+                release_image: "quay.io/openshift-release-dev/ocp-release@sha256:abc".into(),
+            },
+        );
+        assert!(TagReleaseInfo.version(&cis).is_err());
+        cis.metadata.annotations = Some(
+            [
+                (RELEASE_VERSION_ANNOTATION.to_string(), "4.17.3".to_string()),
+                (
+                    RELEASE_ARCHITECTURE_ANNOTATION.to_string(),
+                    "aarch64".to_string(),
+                ),
+            ]
+            .into(),
+        );
+        assert_eq!(
+            TagReleaseInfo.version(&cis),
+            Ok(("4.17.3".into(), "aarch64".into()))
+        );
     }
 
     fn cd() -> ClusterDeployment {
