@@ -94,6 +94,19 @@ pub const RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION: &str =
         description = "OpenShift version of the control plane"
     ),
     printcolumn(
+        name = "Running Version",
+        type_ = "string",
+        json_path = ".status.distributionVersion",
+        description = "OpenShift version the cluster runs (its cluster-version operator's newest completed version)"
+    ),
+    printcolumn(
+        name = "Upgrade",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"UpgradeCompleted\")].message",
+        description = "Upgrade progress or result, from the cluster-version operator",
+        priority = 10
+    ),
+    printcolumn(
         name = "Install",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Available\")].message",
@@ -248,16 +261,32 @@ pub struct OpenshiftAssistedControlPlaneStatus {
     pub available_replicas: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub up_to_date_replicas: Option<i32>,
-    /// Kubernetes version of the release payload.
+    /// Kubernetes version of the control plane: the lowest its Nodes run (deprecated by
+    /// `versions` in Cluster API's v1beta2 contract; both are written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub version: Option<String>,
+    /// The Kubernetes versions the control-plane Nodes run, oldest first, with how many run
+    /// each (Cluster API v1.14's `status.versions`); two entries while an upgrade moves them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["version"]))]
+    pub versions: Vec<StatusVersion>,
     /// The OpenShift version actually running (from ClusterVersion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distribution_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub observed_generation: Option<i64>,
+}
+
+/// One Kubernetes version of the control plane and how many of its Nodes run it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusVersion {
+    #[schemars(length(min = 1, max = 256))]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]

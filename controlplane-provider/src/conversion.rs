@@ -362,6 +362,8 @@ fn status_to_hub(
         available_replicas: Some(desired.saturating_sub(*unavailable_replicas).max(0)),
         up_to_date_replicas: Some(*updated_replicas),
         version: version.clone(),
+        // Written by the controller from the cluster's Nodes; v1alpha2 has no such list.
+        versions: Vec::new(),
         distribution_version: distribution_version.clone(),
         observed_generation: None,
     }
@@ -382,6 +384,7 @@ fn status_from_hub(
         available_replicas,
         up_to_date_replicas,
         version,
+        versions: _,
         distribution_version,
         observed_generation: _,
     } = status;
@@ -723,6 +726,10 @@ mod tests {
             available_replicas: Some(1),
             up_to_date_replicas: Some(3),
             version: Some("v1.33.2".into()),
+            versions: vec![api::StatusVersion {
+                version: "v1.33.2".into(),
+                replicas: Some(3),
+            }],
             distribution_version: Some("4.20.0".into()),
             observed_generation: Some(2),
         });
@@ -1290,6 +1297,7 @@ spec:
                     available_replicas,
                     up_to_date_replicas,
                     version,
+                    versions: Vec::new(),
                     distribution_version,
                     observed_generation,
                 },

@@ -671,6 +671,7 @@ fn status_of(
             inputs.kubeconfig_published,
         )
         .0,
+        versions: status::versions(inputs.control_plane_kubelets),
         // What the cluster runs: its CVO's newest Completed version once read, else the
         // version installed.
         distribution_version: running

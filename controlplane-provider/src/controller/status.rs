@@ -109,19 +109,40 @@ fn discovery_image_failure(
 /// The lowest of `versions` (`v1.30.4`, `v1.31.0+abc`), by their numbers; a version whose
 /// numbers do not parse sorts first, so it is never hidden.
 pub fn lowest_version(versions: &[String]) -> Option<&str> {
-    let numbers = |v: &str| -> Vec<u64> {
-        v.trim_start_matches('v')
-            .split(['+', '-'])
-            .next()
-            .unwrap_or_default()
-            .split('.')
-            .map(|n| n.parse().unwrap_or(0))
-            .collect()
-    };
     versions
         .iter()
-        .min_by_key(|v| numbers(v))
+        .min_by_key(|v| version_numbers(v))
         .map(String::as_str)
+}
+
+/// `status.versions`: each version the control-plane Nodes' kubelets report, oldest first, with
+/// how many report it.
+pub fn versions(control_plane_kubelets: &[String]) -> Vec<crate::api::StatusVersion> {
+    let mut out: Vec<crate::api::StatusVersion> = Vec::new();
+    let mut sorted = control_plane_kubelets.to_vec();
+    sorted.sort_by_key(|v| version_numbers(v));
+    for v in sorted {
+        match out.last_mut() {
+            Some(last) if last.version == v => {
+                last.replicas = Some(last.replicas.unwrap_or(0) + 1);
+            }
+            _ => out.push(crate::api::StatusVersion {
+                version: v,
+                replicas: Some(1),
+            }),
+        }
+    }
+    out
+}
+
+fn version_numbers(v: &str) -> Vec<u64> {
+    v.trim_start_matches('v')
+        .split(['+', '-'])
+        .next()
+        .unwrap_or_default()
+        .split('.')
+        .map(|n| n.parse().unwrap_or(0))
+        .collect()
 }
 
 /// `status.version` and its condition: the lowest kubelet version of the control-plane Nodes
@@ -664,6 +685,17 @@ spec: {{sshAuthorizedKey: {key}}}
             kubernetes_version(Some("v1.33.4"), &WorkloadVersion::NotRead, &kubelets, true);
         assert_eq!(v.as_deref(), Some("v1.30.10"));
         assert_eq!(c.status, Status::True);
+        let listed: Vec<(String, Option<i32>)> = versions(&kubelets)
+            .into_iter()
+            .map(|v| (v.version, v.replicas))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("v1.30.10".to_string(), Some(1)),
+                ("v1.31.2".to_string(), Some(2))
+            ]
+        );
     }
 
     #[test]

@@ -904,8 +904,16 @@ impl Step {
                         .unwrap_or_default()
                         .to_string()
                 };
+                // Every control-plane Node on the new release: one entry in status.versions.
+                let versions = cp.map(|c| c["status"]["versions"].clone());
                 status("distributionVersion") == to
                     && status("version") == cvo::kubernetes_of(to)
+                    && versions
+                        .as_ref()
+                        .and_then(|v| v.as_array())
+                        .is_some_and(|v| {
+                            v.len() == 1 && v[0]["version"] == cvo::kubernetes_of(to).as_str()
+                        })
                     && cp.is_some_and(|c| {
                         control_plane_condition(c, "UpgradeCompleted")
                             .is_some_and(|(st, _, _)| st == "True")
