@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         manifest: None,
         convert: None,
         validate: &[],
+        mutate: &[],
     };
     cli::main_with::<CoreArgs, _, _>(spec, |leader, args| async move {
         let listeners = Listeners::bind(&args).await?;

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
                 bootstrap_provider::admission::review,
             ),
         ],
+        mutate: &[],
     };
     cli::main(spec, |leader| async move {
         controller::run(

@@ -223,6 +223,7 @@ pub fn provider_manifest() -> ProviderManifest {
                 resource: "openshiftassistedconfigtemplates",
             },
         ],
+        mutating_webhooks: &[],
         namespace_rules: &[],
         extra_objects: Vec::new(),
     }

@@ -7,14 +7,20 @@
 
 use std::net::IpAddr;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::api::OpenshiftAssistedControlPlane;
+use crate::api::{
+    OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneMachineTemplate, default_deletion,
+};
 use crate::controller::release::{Version, parse_distribution_version};
 
 /// Where the control-plane manager serves this validation (kubebuilder's path convention).
 pub const VALIDATE_PATH: &str =
     "/validate-controlplane-cluster-x-k8s-io-v1alpha3-openshiftassistedcontrolplane";
+
+/// Where the control-plane manager serves the defaulting of the machine template.
+pub const MUTATE_PATH: &str =
+    "/mutate-controlplane-cluster-x-k8s-io-v1alpha3-openshiftassistedcontrolplane";
 
 /// The annotation Cluster API's topology controller puts on the objects of its server-side
 /// apply dry runs; such requests must not be refused for fields the topology fills in later.
@@ -66,19 +72,59 @@ pub fn problems(
         None,
         "spec.openshiftAssistedConfigSpec",
     ));
+    out.extend(machine_template_problems(&spec.machine_template));
     if let Some(old) = old {
         out.extend(update_problems(old, new, version.as_ref()));
-        let (before, after) = (
-            &old.spec.machine_template.infrastructure_ref,
-            &spec.machine_template.infrastructure_ref,
-        );
-        if (&before.api_group, &before.kind) != (&after.api_group, &after.kind) {
+        if let (Some(before), Some(after)) = (
+            old.spec.machine_template.infrastructure_ref(),
+            spec.machine_template.infrastructure_ref(),
+        ) && (&before.api_group, &before.kind) != (&after.api_group, &after.kind)
+        {
+            // Both shapes named: the defaulting webhook may have copied one into the other.
             out.push(format!(
-                "spec.machineTemplate.infrastructureRef: the kind cannot change (from {} {} to {} {}); \
-                 only the template name can, to point at another template of the same kind",
+                "{SPEC_REF} (or CAPOA's {FLAT_REF}): the kind cannot change (from {} {} to {} \
+                 {}); only the template name can, to point at another template of the same kind",
                 before.api_group, before.kind, after.api_group, after.kind
             ));
         }
+    }
+    out
+}
+
+const FLAT_REF: &str = "spec.machineTemplate.infrastructureRef";
+const SPEC_REF: &str = "spec.machineTemplate.spec.infrastructureRef";
+
+/// The machine template in its two shapes (CAPOA's flat one and Cluster API v1beta2's
+/// `spec`): one infrastructure reference must be set, and where both shapes are set they
+/// must agree. A flat `deletion` equal to the schema's default yields to `spec.deletion`
+/// (the apiserver fills it in whenever it is unset).
+fn machine_template_problems(
+    template: &OpenshiftAssistedControlPlaneMachineTemplate,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let inner = template.spec.clone().unwrap_or_default();
+    match (&template.infrastructure_ref, &inner.infrastructure_ref) {
+        (None, None) => out.push(format!(
+            "{SPEC_REF}: required: name the infrastructure template of the control-plane \
+             Machines there (or in CAPOA's {FLAT_REF})"
+        )),
+        (Some(flat), Some(nested)) if flat != nested => out.push(format!(
+            "{FLAT_REF} ({} {} {}) differs from {SPEC_REF} ({} {} {}): set one of them, or \
+             both to the same template",
+            flat.api_group, flat.kind, flat.name, nested.api_group, nested.kind, nested.name
+        )),
+        _ => {}
+    }
+    if let (Some(flat), Some(nested)) = (&template.deletion, &inner.deletion)
+        && flat != nested
+        && *flat != default_deletion()
+    {
+        out.push(format!(
+            "spec.machineTemplate.deletion ({}) differs from spec.machineTemplate.spec.deletion \
+             ({}): set one of them, or both to the same timeouts",
+            serde_json::to_string(flat).unwrap_or_default(),
+            serde_json::to_string(nested).unwrap_or_default()
+        ));
     }
     out
 }
@@ -221,6 +267,50 @@ fn replicas_problem(replicas: i32, version: Option<&Version>) -> Option<String> 
             MANY_MASTERS_SINCE.0, MANY_MASTERS_SINCE.1
         )),
     }
+}
+
+/// The JSON Patch that makes the machine template's two shapes agree: whichever of
+/// `infrastructureRef` and `deletion` the user wrote in one shape (CAPOA's flat one, Cluster API
+/// v1beta2's `spec`) is copied to the other, so Cluster API's contract helpers and CAPOA's
+/// tooling both find it. On an update where both are set and differ, the one the user changed
+/// is copied over the one left as it was; otherwise a flat `deletion` equal to the schema's
+/// default yields to `spec.deletion`. Anything else that differs is left for [`problems`] to
+/// refuse. Pure, on the request's JSON (fields this version does not know are kept).
+pub fn default_patch(request: &Value) -> Result<Vec<Value>, String> {
+    let template = &request["object"]["spec"]["machineTemplate"];
+    if !template.is_object() {
+        return Ok(Vec::new());
+    }
+    let old = &request["oldObject"]["spec"]["machineTemplate"];
+    let default_deletion = serde_json::to_value(default_deletion()).unwrap_or_default();
+    let mut out = Vec::new();
+    let mut spec_missing = !template["spec"].is_object();
+    for field in ["infrastructureRef", "deletion"] {
+        let (flat, nested) = (&template[field], &template["spec"][field]);
+        let (old_flat, old_nested) = (&old[field], &old["spec"][field]);
+        let copy_to_flat = match (flat.is_null(), nested.is_null()) {
+            (_, _) if flat == nested => continue,
+            (true, true) => continue,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) if !old.is_null() && flat == old_flat && nested != old_nested => true,
+            (false, false) if !old.is_null() && nested == old_nested && flat != old_flat => false,
+            (false, false) if field == "deletion" && *flat == default_deletion => true,
+            (false, false) => continue,
+        };
+        let base = "/spec/machineTemplate";
+        if copy_to_flat {
+            let op = if flat.is_null() { "add" } else { "replace" };
+            out.push(json!({"op": op, "path": format!("{base}/{field}"), "value": nested}));
+        } else if spec_missing {
+            out.push(json!({"op": "add", "path": format!("{base}/spec"), "value": {field: flat}}));
+            spec_missing = false;
+        } else {
+            let op = if nested.is_null() { "add" } else { "replace" };
+            out.push(json!({"op": op, "path": format!("{base}/spec/{field}"), "value": flat}));
+        }
+    }
+    Ok(out)
 }
 
 /// The answer to an `AdmissionReview` v1 request about a control plane.
@@ -463,6 +553,192 @@ mod tests {
         let p = problems(&other_kind, Some(&old));
         assert!(p[0].contains("the kind cannot change"), "{p:?}");
         assert!(problems(&other_kind, None).is_empty(), "any kind on create");
+    }
+
+    const REF: &str = r#"{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "cp"}"#;
+
+    fn reference(name: &str) -> Value {
+        let mut r: Value = serde_json::from_str(REF).unwrap();
+        r["name"] = json!(name);
+        r
+    }
+
+    #[test]
+    fn either_machine_template_shape_names_the_infrastructure_template() {
+        let nested =
+            oacp(json!({"machineTemplate": {"spec": {"infrastructureRef": reference("cp")}}}));
+        assert_eq!(problems(&nested, None), Vec::<String>::new());
+        let both = oacp(json!({"machineTemplate": {
+            "infrastructureRef": reference("cp"),
+            "spec": {"infrastructureRef": reference("cp"), "readinessGates": [{"conditionType": "A"}]},
+        }}));
+        assert_eq!(problems(&both, None), Vec::<String>::new());
+
+        let neither = oacp(
+            json!({"machineTemplate": {"spec": {"readinessGates": [{"conditionType": "A"}]}}}),
+        );
+        let p = problems(&neither, None);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("spec.machineTemplate.spec.infrastructureRef: required"),
+            "{p:?}"
+        );
+
+        let differ = oacp(json!({"machineTemplate": {
+            "infrastructureRef": reference("cp"),
+            "spec": {"infrastructureRef": reference("cp-other")},
+        }}));
+        let p = problems(&differ, None);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].contains("differs from spec.machineTemplate.spec.infrastructureRef"),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn deletion_timeouts_in_both_shapes_must_agree_unless_the_flat_one_is_the_default() {
+        let with = |flat: Value, nested: Value| {
+            problems(
+                &oacp(json!({"machineTemplate": {
+                    "infrastructureRef": reference("cp"),
+                    "deletion": flat,
+                    "spec": {"deletion": nested},
+                }})),
+                None,
+            )
+        };
+        let same = json!({"nodeDrainTimeoutSeconds": 30});
+        assert!(with(same.clone(), same).is_empty());
+        // The apiserver's default for the flat field yields to spec.deletion.
+        assert!(
+            with(
+                json!({"nodeDeletionTimeoutSeconds": 10}),
+                json!({"nodeDrainTimeoutSeconds": 30})
+            )
+            .is_empty()
+        );
+        let p = with(
+            json!({"nodeDrainTimeoutSeconds": 60}),
+            json!({"nodeDrainTimeoutSeconds": 30}),
+        );
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("spec.machineTemplate.deletion ("), "{p:?}");
+    }
+
+    #[test]
+    fn the_infrastructure_kind_cannot_change_in_either_shape() {
+        let flat = oacp(json!({}));
+        let nested = |kind: &str| {
+            let mut r = reference("cp-v2");
+            r["kind"] = json!(kind);
+            oacp(json!({"machineTemplate": {"spec": {"infrastructureRef": r}}}))
+        };
+        assert!(problems(&nested("Metal3MachineTemplate"), Some(&flat)).is_empty());
+        let p = problems(&nested("DockerMachineTemplate"), Some(&flat));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("the kind cannot change"), "{p:?}");
+        let p = problems(&flat, Some(&nested("DockerMachineTemplate")));
+        assert!(p[0].contains("the kind cannot change"), "{p:?}");
+        // An old object without any reference (written without this webhook) can get one.
+        let none = oacp(json!({"machineTemplate": {}}));
+        assert!(problems(&flat, Some(&none)).is_empty());
+    }
+
+    /// The object after `default_patch`'s operations (add/replace on objects only).
+    fn defaulted(object: Value, old: Option<Value>) -> Value {
+        let request = json!({"object": object.clone(), "oldObject": old.unwrap_or(Value::Null)});
+        let mut out = object;
+        for op in default_patch(&request).unwrap() {
+            let path = op["path"].as_str().unwrap();
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            let target = out.pointer_mut(parent).unwrap().as_object_mut().unwrap();
+            assert_eq!(op["op"] == "replace", target.contains_key(key), "{op}");
+            target.insert(key.to_string(), op["value"].clone());
+        }
+        out
+    }
+
+    fn template_of(object: &Value) -> &Value {
+        &object["spec"]["machineTemplate"]
+    }
+
+    fn with_template(template: Value) -> Value {
+        serde_json::to_value(oacp(json!({"machineTemplate": template}))).unwrap()
+    }
+
+    #[test]
+    fn defaulting_copies_each_shape_into_the_other() {
+        let flat = with_template(
+            json!({"infrastructureRef": reference("cp"), "deletion": {"nodeDrainTimeoutSeconds": 5}}),
+        );
+        let t = defaulted(flat, None);
+        assert_eq!(
+            template_of(&t)["spec"],
+            json!({"infrastructureRef": reference("cp"), "deletion": {"nodeDrainTimeoutSeconds": 5}})
+        );
+        let nested = with_template(
+            json!({"spec": {"infrastructureRef": reference("cp"), "taints": [{"key": "k", "effect": "NoSchedule", "propagation": "Always"}]}}),
+        );
+        let t = defaulted(nested, None);
+        assert_eq!(template_of(&t)["infrastructureRef"], reference("cp"));
+        assert_eq!(template_of(&t)["spec"]["taints"][0]["key"], "k");
+        // The schema's default flat deletion yields to spec.deletion.
+        let defaulted_flat = with_template(json!({
+            "deletion": {"nodeDeletionTimeoutSeconds": 10},
+            "spec": {"infrastructureRef": reference("cp"), "deletion": {"nodeDrainTimeoutSeconds": 30}},
+        }));
+        let t = defaulted(defaulted_flat, None);
+        assert_eq!(
+            template_of(&t)["deletion"],
+            json!({"nodeDrainTimeoutSeconds": 30})
+        );
+        // Both set and different on a create: left for the validation to refuse.
+        let differ = with_template(
+            json!({"infrastructureRef": reference("a"), "spec": {"infrastructureRef": reference("b")}}),
+        );
+        assert_eq!(defaulted(differ.clone(), None), differ);
+        // Nothing to do, or nothing to work on.
+        let agreed = defaulted(
+            with_template(json!({"infrastructureRef": reference("cp")})),
+            None,
+        );
+        assert_eq!(defaulted(agreed.clone(), None), agreed);
+        assert!(
+            default_patch(&json!({"object": {"spec": 1}}))
+                .unwrap()
+                .is_empty()
+        );
+        for t in [&t, &agreed] {
+            let cp: OpenshiftAssistedControlPlane = serde_json::from_value(t.clone()).unwrap();
+            assert!(problems(&cp, None).is_empty());
+        }
+    }
+
+    #[test]
+    fn defaulting_an_update_copies_the_shape_the_user_changed() {
+        let old = defaulted(
+            with_template(json!({"infrastructureRef": reference("cp")})),
+            None,
+        );
+        // CAPOA tooling renames the flat reference only.
+        let mut new = old.clone();
+        new["spec"]["machineTemplate"]["infrastructureRef"]["name"] = json!("cp-v2");
+        let t = defaulted(new, Some(old.clone()));
+        assert_eq!(
+            template_of(&t)["spec"]["infrastructureRef"]["name"],
+            "cp-v2"
+        );
+        // Cluster API's topology renames the v1beta2 one only.
+        let mut new = old.clone();
+        new["spec"]["machineTemplate"]["spec"]["infrastructureRef"]["name"] = json!("cp-v3");
+        let t = defaulted(new, Some(old.clone()));
+        assert_eq!(template_of(&t)["infrastructureRef"]["name"], "cp-v3");
+        // Both changed, differently: refused by the validation, not guessed.
+        let mut new = old.clone();
+        new["spec"]["machineTemplate"]["infrastructureRef"]["name"] = json!("x");
+        new["spec"]["machineTemplate"]["spec"]["infrastructureRef"]["name"] = json!("y");
+        assert_eq!(defaulted(new.clone(), Some(old)), new);
     }
 
     #[test]

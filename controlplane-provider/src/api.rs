@@ -131,18 +131,137 @@ pub struct OpenshiftAssistedControlPlaneSpec {
     pub config: Option<OpenshiftAssistedControlPlaneConfigSpec>,
 }
 
+/// The control-plane Machines' template, in either shape: CAPOA's flat one (`infrastructureRef`
+/// and `deletion` here) or Cluster API v1beta2's (the same under `spec`, with `readinessGates`
+/// and `taints`). Where both are set, `spec` wins; one infrastructure reference is required,
+/// and both shapes set to different values are refused.
+// The controller reads the effective values through `infrastructure_ref()` and `deletion()`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenshiftAssistedControlPlaneMachineTemplate {
     /// Labels and annotations of the control-plane Machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<MachineTemplateMetadata>,
-    /// The infrastructure template cloned for each control-plane Machine.
-    pub infrastructure_ref: ContractVersionedObjectReference,
-    /// Deletion timeouts of the control-plane Machines.
+    /// The infrastructure template cloned for each control-plane Machine (CAPOA's place;
+    /// `spec.infrastructureRef` is Cluster API v1beta2's and wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_ref: Option<ContractVersionedObjectReference>,
+    /// Deletion timeouts of the control-plane Machines (CAPOA's place; `spec.deletion` wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = {"nodeDeletionTimeoutSeconds": 10}))]
     pub deletion: Option<MachineDeletionSpec>,
+    /// The control-plane Machines' spec, as Cluster API v1beta2's control-plane contract
+    /// places it (`spec.machineTemplate.spec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<ControlPlaneMachineTemplateSpec>,
+}
+
+/// The flat `deletion` the schema defaults when it is unset: it yields to `spec.deletion`.
+pub fn default_deletion() -> MachineDeletionSpec {
+    MachineDeletionSpec {
+        node_deletion_timeout_seconds: Some(10),
+        ..Default::default()
+    }
+}
+
+impl OpenshiftAssistedControlPlaneMachineTemplate {
+    /// The effective infrastructure template reference: `spec.infrastructureRef`, else the flat
+    /// one; `None` only when neither is set (admission refuses that).
+    pub fn infrastructure_ref(&self) -> Option<&ContractVersionedObjectReference> {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.infrastructure_ref.as_ref())
+            .or(self.infrastructure_ref.as_ref())
+    }
+
+    /// The effective deletion timeouts: `spec.deletion`, else the flat one.
+    pub fn deletion(&self) -> Option<&MachineDeletionSpec> {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.deletion.as_ref())
+            .or(self.deletion.as_ref())
+    }
+
+    /// The readiness gates of the control-plane Machines (`spec.readinessGates`).
+    pub fn readiness_gates(&self) -> &[MachineReadinessGate] {
+        self.spec.as_ref().map_or(&[], |s| &s.readiness_gates)
+    }
+
+    /// The taints of the control-plane Machines (`spec.taints`).
+    pub fn taints(&self) -> &[MachineTaint] {
+        self.spec.as_ref().map_or(&[], |s| &s.taints)
+    }
+}
+
+/// `spec.machineTemplate.spec`: Cluster API v1beta2's `ControlPlaneMachineTemplateSpec`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneMachineTemplateSpec {
+    /// The infrastructure template cloned for each control-plane Machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infrastructure_ref: Option<ContractVersionedObjectReference>,
+    /// Deletion timeouts of the control-plane Machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<MachineDeletionSpec>,
+    /// Conditions added to each control-plane Machine's Ready condition (the Machines'
+    /// `spec.readinessGates`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(min = 1, max = 32),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["conditionType"])
+    )]
+    pub readiness_gates: Vec<MachineReadinessGate>,
+    /// Node taints Cluster API manages on the control-plane Machines' Nodes (the Machines'
+    /// `spec.taints`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(min = 1, max = 64),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["key", "effect"])
+    )]
+    pub taints: Vec<MachineTaint>,
+}
+
+/// Cluster API v1beta2's `MachineReadinessGate`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineReadinessGate {
+    /// A condition type of the Machine's conditions; missing counts as Unknown.
+    #[schemars(
+        length(min = 1, max = 316),
+        regex(
+            pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+        )
+    )]
+    pub condition_type: String,
+    /// `Positive` (the default: True is normal) or `Negative` (False is normal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Positive", "Negative"]))]
+    pub polarity: Option<String>,
+}
+
+/// Cluster API v1beta2's `MachineTaint`: a Node taint with how Cluster API propagates it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineTaint {
+    #[schemars(
+        length(min = 1, max = 317),
+        regex(
+            pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+        )
+    )]
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+    )]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    #[schemars(extend("enum" = ["NoSchedule", "PreferNoSchedule", "NoExecute"]))]
+    pub effect: String,
+    /// `Always` (kept on the Node) or `OnInitialization` (set once).
+    #[schemars(extend("enum" = ["Always", "OnInitialization"]))]
+    pub propagation: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -296,4 +415,73 @@ pub struct ControlPlaneInitialization {
     /// True once the cluster API is reachable and the kubeconfig Secret is published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_initialized: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(yaml: &str) -> OpenshiftAssistedControlPlaneMachineTemplate {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_effective_reference_and_timeouts_come_from_spec_then_the_flat_fields() {
+        let flat = template(
+            "{infrastructureRef: {apiGroup: g, kind: K, name: flat}, \
+             deletion: {nodeDrainTimeoutSeconds: 5}}",
+        );
+        assert_eq!(flat.infrastructure_ref().unwrap().name, "flat");
+        assert_eq!(flat.deletion().unwrap().node_drain_timeout_seconds, Some(5));
+        let nested = template(
+            "{spec: {infrastructureRef: {apiGroup: g, kind: K, name: nested}, \
+             deletion: {nodeDrainTimeoutSeconds: 7}, readinessGates: [{conditionType: A}], \
+             taints: [{key: k, effect: NoSchedule, propagation: Always}]}}",
+        );
+        assert_eq!(nested.infrastructure_ref().unwrap().name, "nested");
+        assert_eq!(
+            nested.deletion().unwrap().node_drain_timeout_seconds,
+            Some(7)
+        );
+        assert_eq!(nested.readiness_gates()[0].condition_type, "A");
+        assert_eq!(nested.taints()[0].effect, "NoSchedule");
+        let both = template(
+            "{infrastructureRef: {apiGroup: g, kind: K, name: flat}, deletion: \
+             {nodeDeletionTimeoutSeconds: 10}, spec: {infrastructureRef: {apiGroup: g, kind: K, \
+             name: nested}, deletion: {nodeDrainTimeoutSeconds: 7}}}",
+        );
+        assert_eq!(both.infrastructure_ref().unwrap().name, "nested");
+        assert_eq!(both.deletion().unwrap().node_drain_timeout_seconds, Some(7));
+        // Spec without a reference: the flat one still counts.
+        let gates_only = template(
+            "{infrastructureRef: {apiGroup: g, kind: K, name: flat}, \
+             spec: {readinessGates: [{conditionType: A, polarity: Negative}]}}",
+        );
+        assert_eq!(gates_only.infrastructure_ref().unwrap().name, "flat");
+        let none = template("{}");
+        assert_eq!(none.infrastructure_ref(), None);
+        assert_eq!(none.deletion(), None);
+        assert!(none.readiness_gates().is_empty() && none.taints().is_empty());
+    }
+
+    #[test]
+    fn the_schema_has_both_shapes_and_neither_reference_is_required() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(OpenshiftAssistedControlPlane::crd()).unwrap();
+        let template = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["machineTemplate"];
+        assert_eq!(template["required"], serde_json::Value::Null, "{template}");
+        let spec = &template["properties"]["spec"]["properties"];
+        for field in ["infrastructureRef", "deletion", "readinessGates", "taints"] {
+            assert!(spec.get(field).is_some(), "{field}: {spec}");
+        }
+        assert_eq!(
+            spec["readinessGates"]["x-kubernetes-list-map-keys"],
+            serde_json::json!(["conditionType"])
+        );
+        assert_eq!(
+            spec["taints"]["x-kubernetes-list-map-keys"],
+            serde_json::json!(["key", "effect"])
+        );
+    }
 }

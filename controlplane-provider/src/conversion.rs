@@ -67,6 +67,10 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
     }
 
     fn restore_hub(hub: &mut Self::Hub, snapshot: &Self::Hub) {
+        restore_machine_template(
+            &mut hub.spec.machine_template,
+            &snapshot.spec.machine_template,
+        );
         restore_config_spec(
             &mut hub.spec.openshift_assisted_config_spec,
             &snapshot.spec.openshift_assisted_config_spec,
@@ -164,8 +168,11 @@ fn spec_to_hub(
                     labels: m.labels.clone(),
                     annotations: m.annotations.clone(),
                 }),
-            infrastructure_ref: reference_to_hub(infrastructure_ref),
+            // An empty reference (only ever written without admission) is none.
+            infrastructure_ref: Some(reference_to_hub(infrastructure_ref))
+                .filter(|r| *r != api::ContractVersionedObjectReference::default()),
             deletion: (deletion != api::MachineDeletionSpec::default()).then_some(deletion),
+            spec: None,
         },
         openshift_assisted_config_spec: config_spec_to_hub(openshift_assisted_config_spec),
         config: config.as_ref().map(config_to_hub),
@@ -182,12 +189,13 @@ fn spec_from_hub(
         openshift_assisted_config_spec,
         config,
     } = spec;
-    let api::OpenshiftAssistedControlPlaneMachineTemplate {
-        metadata,
-        infrastructure_ref,
-        deletion,
-    } = machine_template;
-    let deletion = deletion.clone().unwrap_or_default();
+    // v1alpha2 has the flat shape only: the effective values (`spec` wins) go there.
+    let metadata = &machine_template.metadata;
+    let infrastructure_ref = machine_template
+        .infrastructure_ref()
+        .cloned()
+        .unwrap_or_default();
+    let deletion = machine_template.deletion().cloned().unwrap_or_default();
     v1alpha2::OpenshiftAssistedControlPlaneSpec {
         config: config.as_ref().map(config_from_hub),
         machine_template: v1alpha2::OpenshiftAssistedControlPlaneMachineTemplate {
@@ -197,7 +205,7 @@ fn spec_from_hub(
                     labels: m.labels.clone(),
                     annotations: m.annotations.clone(),
                 }),
-            infrastructure_ref: reference_from_hub(infrastructure_ref),
+            infrastructure_ref: reference_from_hub(&infrastructure_ref),
             node_drain_timeout: deletion
                 .node_drain_timeout_seconds
                 .map(GoDuration::from_seconds),
@@ -212,6 +220,38 @@ fn spec_from_hub(
         replicas: *replicas,
         distribution_version: distribution_version.clone(),
     }
+}
+
+/// Puts back what v1alpha2 cannot express of the hub's machine template: Cluster API v1beta2's
+/// `spec` (readiness gates, taints) and which shape held the reference and the timeouts. A
+/// value unchanged through v1alpha2 comes back exactly as the hub had it; a value written
+/// through v1alpha2 goes where the hub had it (`spec`, the flat field, or both).
+fn restore_machine_template(
+    template: &mut api::OpenshiftAssistedControlPlaneMachineTemplate,
+    old: &api::OpenshiftAssistedControlPlaneMachineTemplate,
+) {
+    // Already the snapshot's (the engine keeps an unchanged spec whole), or nothing to restore.
+    let Some(old_spec) = old.spec.as_ref().filter(|_| template != old) else {
+        return;
+    };
+    let mut spec = old_spec.clone();
+    if old.infrastructure_ref() == template.infrastructure_ref.as_ref() {
+        template.infrastructure_ref = old.infrastructure_ref.clone();
+    } else if old_spec.infrastructure_ref.is_some() {
+        spec.infrastructure_ref = template.infrastructure_ref.clone();
+        if old.infrastructure_ref.is_none() {
+            template.infrastructure_ref = None;
+        }
+    }
+    if old.deletion() == template.deletion.as_ref() {
+        template.deletion = old.deletion.clone();
+    } else if old_spec.deletion.is_some() {
+        spec.deletion = template.deletion.clone();
+        if old.deletion.is_none() {
+            template.deletion = None;
+        }
+    }
+    template.spec = Some(spec);
 }
 
 /// The API group of an `apiVersion`: `g/v` gives `g`; a string with a dot and no slash is taken
@@ -642,7 +682,7 @@ mod tests {
         assert_eq!(api_group_of(""), "");
 
         let hub = hub();
-        let group_ref = &hub.spec.machine_template.infrastructure_ref;
+        let group_ref = hub.spec.machine_template.infrastructure_ref().unwrap();
         assert_eq!(
             (
                 group_ref.api_group.as_str(),
@@ -672,7 +712,11 @@ mod tests {
             original.spec.machine_template.infrastructure_ref = written.clone();
             let hub = original.to_hub();
             assert_eq!(
-                hub.spec.machine_template.infrastructure_ref.api_group,
+                hub.spec
+                    .machine_template
+                    .infrastructure_ref()
+                    .unwrap()
+                    .api_group,
                 "infrastructure.cluster.x-k8s.io"
             );
             assert!(annotation(&hub).is_some(), "{written:?}");
@@ -872,20 +916,14 @@ spec:
         );
         assert_eq!(crate::controller::machines::desired_replicas(&oacp), 3);
         assert_eq!(oacp.spec.distribution_version, "4.20.0");
-        let template = &oacp.spec.machine_template;
+        let reference = oacp.spec.machine_template.infrastructure_ref().unwrap();
+        assert_eq!(reference.api_group, "infrastructure.cluster.x-k8s.io");
+        assert_eq!(reference.kind, "Metal3MachineTemplate");
+        assert_eq!(reference.name, "test-multinode-controlplane");
         assert_eq!(
-            template.infrastructure_ref.api_group,
-            "infrastructure.cluster.x-k8s.io"
-        );
-        assert_eq!(template.infrastructure_ref.kind, "Metal3MachineTemplate");
-        assert_eq!(
-            template.infrastructure_ref.name,
-            "test-multinode-controlplane"
-        );
-        assert_eq!(
-            template
-                .deletion
-                .as_ref()
+            oacp.spec
+                .machine_template
+                .deletion()
                 .unwrap()
                 .node_drain_timeout_seconds,
             Some(90)
@@ -1304,6 +1342,81 @@ spec:
             )
     }
 
+    /// Where a hub's machine template holds its reference and timeouts, and its v1beta2-only
+    /// readiness gates and taints.
+    #[derive(Debug, Clone)]
+    struct TemplateShape {
+        /// 0: flat only; 1: `spec` only; 2: both, equal; 3: flat, with a `spec` of gates and
+        /// taints only.
+        place: u8,
+        gates: Vec<api::MachineReadinessGate>,
+        taints: Vec<api::MachineTaint>,
+    }
+
+    impl TemplateShape {
+        fn apply(&self, template: &mut api::OpenshiftAssistedControlPlaneMachineTemplate) {
+            let mut spec = api::ControlPlaneMachineTemplateSpec {
+                readiness_gates: self.gates.clone(),
+                taints: self.taints.clone(),
+                ..Default::default()
+            };
+            match self.place {
+                1 => {
+                    spec.infrastructure_ref = template.infrastructure_ref.take();
+                    spec.deletion = template.deletion.take();
+                }
+                2 => {
+                    spec.infrastructure_ref = template.infrastructure_ref.clone();
+                    spec.deletion = template.deletion.clone();
+                }
+                3 => {}
+                _ => return,
+            }
+            template.spec = Some(spec);
+        }
+    }
+
+    fn template_shape_strategy() -> impl Strategy<Value = TemplateShape> {
+        (
+            0u8..4,
+            prop::collection::vec(
+                (
+                    some_text(),
+                    prop::option::of(prop::sample::select(vec!["Positive", "Negative"])),
+                )
+                    .prop_map(|(condition_type, polarity)| {
+                        api::MachineReadinessGate {
+                            condition_type,
+                            polarity: polarity.map(Into::into),
+                        }
+                    }),
+                0..3,
+            ),
+            prop::collection::vec(
+                (
+                    some_text(),
+                    prop::option::of(some_text()),
+                    prop::sample::select(vec!["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+                    prop::sample::select(vec!["Always", "OnInitialization"]),
+                )
+                    .prop_map(|(key, value, effect, propagation)| {
+                        api::MachineTaint {
+                            key,
+                            value,
+                            effect: effect.into(),
+                            propagation: propagation.into(),
+                        }
+                    }),
+                0..3,
+            ),
+        )
+            .prop_map(|(place, gates, taints)| TemplateShape {
+                place,
+                gates,
+                taints,
+            })
+    }
+
     fn hub_spec_strategy() -> impl Strategy<Value = api::OpenshiftAssistedControlPlaneSpec> {
         (
             spoke_spec_strategy(),
@@ -1314,8 +1427,9 @@ spec:
             )),
             prop::collection::vec(some_text(), 0..2),
             prop::option::of(some_text()),
+            template_shape_strategy(),
         )
-            .prop_map(|(spec, deletion, commands, provider_id)| {
+            .prop_map(|(spec, deletion, commands, provider_id, shape)| {
                 let mut hub = spec_to_hub(&spec);
                 hub.machine_template.deletion =
                     deletion.map(|(drain, detach, deletion)| api::MachineDeletionSpec {
@@ -1323,6 +1437,7 @@ spec:
                         node_volume_detach_timeout_seconds: detach,
                         node_deletion_timeout_seconds: deletion,
                     });
+                shape.apply(&mut hub.machine_template);
                 let bootstrap = &mut hub.openshift_assisted_config_spec;
                 bootstrap.post_bootstrap_commands = commands;
                 if let Some(registration) = bootstrap.node_registration.as_mut() {
@@ -1355,6 +1470,38 @@ spec:
             let hub = api::OpenshiftAssistedControlPlane { metadata, spec, status };
             let spoke = v1alpha2::OpenshiftAssistedControlPlane::from_hub(&hub);
             prop_assert_eq!(json(&spoke.to_hub()), json(&hub));
+        }
+
+        #[test]
+        fn a_reference_edited_through_v1alpha2_lands_in_the_hubs_shape_and_is_admitted(
+            metadata in metadata_strategy(),
+            spec in hub_spec_strategy(),
+            name in some_text(),
+        ) {
+            let hub = api::OpenshiftAssistedControlPlane { metadata, spec, status: None };
+            let mut read = v1alpha2::OpenshiftAssistedControlPlane::from_hub(&hub);
+            read.spec.machine_template.infrastructure_ref = ObjectReference {
+                name: Some(format!("edited-{name}")),
+                ..reference("infrastructure.cluster.x-k8s.io/v1beta1")
+            };
+            let written = read.to_hub();
+            let (before, after) = (&hub.spec.machine_template, &written.spec.machine_template);
+            prop_assert_eq!(
+                after.infrastructure_ref().map(|r| r.name.clone()),
+                Some(format!("edited-{name}"))
+            );
+            // Each shape that held the reference holds the new one; the other stays unset.
+            prop_assert_eq!(after.infrastructure_ref.is_some(), before.infrastructure_ref.is_some() || before.infrastructure_ref().is_none());
+            let nested = |t: &api::OpenshiftAssistedControlPlaneMachineTemplate| {
+                t.spec.as_ref().map(|s| (s.infrastructure_ref.is_some(), s.readiness_gates.clone(), s.taints.clone()))
+            };
+            prop_assert_eq!(nested(after), nested(before));
+            if let (Some(flat), Some(inner)) = (
+                after.infrastructure_ref.as_ref(),
+                after.spec.as_ref().and_then(|s| s.infrastructure_ref.as_ref()),
+            ) {
+                prop_assert_eq!(flat, inner);
+            }
         }
 
         #[test]

@@ -37,6 +37,10 @@ fn main() -> ExitCode {
             controlplane_provider::admission::VALIDATE_PATH,
             controlplane_provider::admission::review,
         )],
+        mutate: &[(
+            controlplane_provider::admission::MUTATE_PATH,
+            controlplane_provider::admission::default_patch,
+        )],
     };
     cli::main_with::<ControlPlaneArgs, _, _>(spec, |leader, args| async move {
         let controller = controller::run(

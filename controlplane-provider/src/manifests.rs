@@ -6,8 +6,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
-    DataVolume, EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule,
-    ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS, required_variable,
+    DataVolume, EVENTS, MutatingWebhook, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE,
+    Resources, Rule, ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS,
+    required_variable,
 };
 
 use crate::api::OpenshiftAssistedControlPlane;
@@ -319,6 +320,14 @@ pub fn provider_manifest() -> ProviderManifest {
         validating_webhooks: &[ValidatingWebhook {
             name: "validation.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io",
             path: crate::admission::VALIDATE_PATH,
+            group: "controlplane.cluster.x-k8s.io",
+            version: "v1alpha3",
+            resource: "openshiftassistedcontrolplanes",
+        }],
+        // Fills CAPOA's flat machine template from Cluster API v1beta2's and back.
+        mutating_webhooks: &[MutatingWebhook {
+            name: "default.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io",
+            path: crate::admission::MUTATE_PATH,
             group: "controlplane.cluster.x-k8s.io",
             version: "v1alpha3",
             resource: "openshiftassistedcontrolplanes",

@@ -54,6 +54,8 @@ pub struct ManagerSpec {
     pub convert: Option<webhook::ConvertFn>,
     /// Validating admission webhooks: (path, validation), served next to `/convert`.
     pub validate: &'static [(&'static str, webhook::ValidateFn)],
+    /// Mutating (defaulting) admission webhooks: (path, mutation), served next to `/convert`.
+    pub mutate: &'static [(&'static str, webhook::MutateFn)],
 }
 
 /// Parses the command line and runs it; errors are printed as one clear message.
@@ -119,8 +121,16 @@ where
                 let convert: webhook::Converter = std::sync::Arc::new(convert);
                 webhook::conversion_router(convert)
             });
-            for (path, validate) in spec.validate {
-                let router = webhook::validation_router(path, *validate);
+            let routers = spec
+                .validate
+                .iter()
+                .map(|(path, validate)| webhook::validation_router(path, *validate))
+                .chain(
+                    spec.mutate
+                        .iter()
+                        .map(|(path, mutate)| webhook::mutation_router(path, *mutate)),
+                );
+            for router in routers {
                 webhooks = Some(match webhooks {
                     Some(w) => w.merge(router),
                     None => router,

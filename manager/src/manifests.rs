@@ -91,6 +91,9 @@ pub struct ProviderManifest {
     pub webhooks: bool,
     /// Validating admission webhooks the manager serves (a ValidatingWebhookConfiguration).
     pub validating_webhooks: &'static [ValidatingWebhook],
+    /// Mutating (defaulting) admission webhooks the manager serves (a
+    /// MutatingWebhookConfiguration).
+    pub mutating_webhooks: &'static [MutatingWebhook],
     /// What the manager may do in its own namespace only (added to the leader-election Role).
     pub namespace_rules: &'static [Rule],
     /// Further objects of the release (in the manager's namespace), written after the rest.
@@ -135,6 +138,10 @@ pub struct ValidatingWebhook {
     pub version: &'static str,
     pub resource: &'static str,
 }
+
+/// One mutating admission webhook of a provider: the same fields (its name, e.g.
+/// `default.openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io`).
+pub type MutatingWebhook = ValidatingWebhook;
 
 pub const METRICS_PORT: u16 = 8080;
 pub const HEALTH_PORT: u16 = 8081;
@@ -196,32 +203,64 @@ impl ProviderManifest {
     /// The ValidatingWebhookConfiguration of [`ProviderManifest::validating_webhooks`], pointed
     /// at the webhook Service with cert-manager's CA injection.
     pub fn validating_webhook_configuration(&self) -> Option<Value> {
-        if self.validating_webhooks.is_empty() {
+        self.webhook_configuration(
+            "ValidatingWebhookConfiguration",
+            "validating-webhook-configuration",
+            self.validating_webhooks,
+            json!({ "failurePolicy": "Fail" }),
+        )
+    }
+
+    /// The MutatingWebhookConfiguration of [`ProviderManifest::mutating_webhooks`], pointed at
+    /// the webhook Service with cert-manager's CA injection. `failurePolicy: Fail`, as CAPI's
+    /// defaulting webhooks: an object written while the manager is away would miss its
+    /// defaults (the writer retries, as with the validating webhook); it is not called again
+    /// after other mutations (`reinvocationPolicy: Never`).
+    pub fn mutating_webhook_configuration(&self) -> Option<Value> {
+        self.webhook_configuration(
+            "MutatingWebhookConfiguration",
+            "mutating-webhook-configuration",
+            self.mutating_webhooks,
+            json!({ "failurePolicy": "Fail", "reinvocationPolicy": "Never" }),
+        )
+    }
+
+    fn webhook_configuration(
+        &self,
+        kind: &str,
+        name: &str,
+        webhooks: &[ValidatingWebhook],
+        policy: Value,
+    ) -> Option<Value> {
+        if webhooks.is_empty() {
             return None;
         }
-        let hooks: Vec<Value> = self
-            .validating_webhooks
+        let hooks: Vec<Value> = webhooks
             .iter()
             .map(|w| {
-                json!({
+                let mut hook = json!({
                     "name": w.name,
                     "admissionReviewVersions": ["v1"],
                     "clientConfig": { "service": { "namespace": self.namespace, "name": self.webhook_service_name(), "path": w.path, "port": 443 } },
-                    "failurePolicy": "Fail",
                     "matchPolicy": "Equivalent",
                     "sideEffects": "None",
                     "rules": [{ "apiGroups": [w.group], "apiVersions": [w.version], "operations": ["CREATE", "UPDATE"], "resources": [w.resource] }]
-                })
+                });
+                if let (Some(hook), Some(policy)) = (hook.as_object_mut(), policy.as_object()) {
+                    hook.extend(policy.clone());
+                }
+                hook
             })
             .collect();
-        let mut meta = json!({ "name": format!("{}validating-webhook-configuration", self.name_prefix), "labels": self.labels() });
+        let mut meta =
+            json!({ "name": format!("{}{name}", self.name_prefix), "labels": self.labels() });
         meta["annotations"][INJECT_CA_FROM] = json!(format!(
             "{}/{}",
             self.namespace,
             self.serving_certificate_name()
         ));
         Some(json!({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
             "metadata": meta,
             "webhooks": hooks
         }))
@@ -418,6 +457,7 @@ impl ProviderManifest {
             }));
             objects.extend(self.webhook_certificates());
             objects.extend(self.validating_webhook_configuration());
+            objects.extend(self.mutating_webhook_configuration());
         }
         if let Some((name, extra)) = self.extra_service {
             let mut selector = self.selector_labels();

@@ -153,6 +153,57 @@ pub fn validation_router(path: &str, validate: ValidateFn) -> Router {
         .with_state(validate)
 }
 
+/// A provider's defaulting of one kind: the `AdmissionReview` request in, the JSON Patch
+/// (RFC 6902) operations that complete the object (none: unchanged), or the reason to refuse.
+pub type MutateFn = fn(&Value) -> Result<Vec<Value>, String>;
+
+/// The answer to a mutating `AdmissionReview` v1: allowed with the operations as a base64
+/// `JSONPatch` (none when there is nothing to change), or refused with the reason (403).
+pub fn mutation_response(review: &Value, mutate: MutateFn) -> Value {
+    use base64::Engine as _;
+    let request = &review["request"];
+    let mut response = json!({"uid": request["uid"].clone()});
+    match mutate(request) {
+        Ok(operations) => {
+            response["allowed"] = json!(true);
+            if !operations.is_empty() {
+                let patch = serde_json::to_vec(&operations).unwrap_or_default();
+                response["patchType"] = json!("JSONPatch");
+                response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch));
+            }
+        }
+        Err(reason) => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 403, "reason": "Forbidden", "message": reason});
+        }
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+async fn mutate_handler(
+    State(mutate): State<MutateFn>,
+    body: axum::body::Bytes,
+) -> impl IntoResponse {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(review) => (
+            StatusCode::OK,
+            axum::Json(mutation_response(&review, mutate)),
+        ),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"message": format!("the body is not an AdmissionReview: {e}")})),
+        ),
+    }
+}
+
+/// `path` answering mutating `AdmissionReview`s with `mutate`.
+pub fn mutation_router(path: &str, mutate: MutateFn) -> Router {
+    Router::new()
+        .route(path, post(mutate_handler))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(mutate)
+}
+
 /// `/convert`, for the provider's CRDs.
 pub fn conversion_router(convert: Converter) -> Router {
     Router::new()
@@ -373,6 +424,45 @@ mod tests {
         assert_eq!(refused["response"]["status"]["message"], "spec.n: 3 is odd");
         let malformed = admission_response(&json!({}), refuse_odd);
         assert_eq!(malformed["response"]["allowed"], false);
+    }
+
+    fn add_a_label(request: &Value) -> Result<Vec<Value>, String> {
+        match request["object"]["metadata"]["name"].as_str() {
+            Some("refused") => Err("no".into()),
+            Some("plain") => Ok(Vec::new()),
+            _ => Ok(vec![
+                json!({"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}),
+            ]),
+        }
+    }
+
+    #[test]
+    fn mutation_answers_carry_a_base64_json_patch_only_when_there_is_one() {
+        use base64::Engine as _;
+        let review =
+            |name: &str| json!({"request": {"uid": "u-9", "object": {"metadata": {"name": name}}}});
+        let patched = mutation_response(&review("x"), add_a_label);
+        let response = &patched["response"];
+        assert_eq!(
+            (
+                &response["uid"],
+                &response["allowed"],
+                &response["patchType"]
+            ),
+            (&json!("u-9"), &json!(true), &json!("JSONPatch"))
+        );
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(response["patch"].as_str().unwrap())
+            .unwrap();
+        let operations: Value = serde_json::from_slice(&patch).unwrap();
+        assert_eq!(operations[0]["path"], "/metadata/labels");
+        let plain = mutation_response(&review("plain"), add_a_label);
+        assert_eq!(plain["response"]["allowed"], true);
+        assert_eq!(plain["response"].get("patch"), None);
+        assert_eq!(plain["response"].get("patchType"), None);
+        let refused = mutation_response(&review("refused"), add_a_label);
+        assert_eq!(refused["response"]["allowed"], false);
+        assert_eq!(refused["response"]["status"]["message"], "no");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use kube::{Client, ResourceExt};
 
 use super::Error;
 use super::kubeconfig;
-use super::machines::{CLUSTER_NAME_LABEL, plural};
+use super::machines::{self, CLUSTER_NAME_LABEL, plural};
 use super::release_lookup::{self, Lookup};
 use super::upgrade::{self, WorkloadClusterVersion};
 use crate::api::OpenshiftAssistedControlPlane;
@@ -378,7 +378,10 @@ async fn infrastructure_template(
     client: &Client,
     oacp: &OpenshiftAssistedControlPlane,
 ) -> Result<Template, Error> {
-    let reference = &oacp.spec.machine_template.infrastructure_ref;
+    let reference = match machines::infrastructure_reference(oacp) {
+        Ok(reference) => reference,
+        Err(message) => return Ok(Template::NotFound(message)),
+    };
     let crd_name = format!("{}.{}", plural(&reference.kind), reference.api_group);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let Some(crd) = crds.get_opt(&crd_name).await.map_err(Error::Read)? else {

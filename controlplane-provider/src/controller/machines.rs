@@ -15,7 +15,7 @@ use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::api::OpenshiftAssistedControlPlane;
+use crate::api::{ContractVersionedObjectReference, OpenshiftAssistedControlPlane};
 
 pub use super::hive::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
@@ -189,6 +189,23 @@ pub fn selector(oacp: &OpenshiftAssistedControlPlane, cluster_name: &str) -> Str
     )
 }
 
+/// The infrastructure template the control-plane Machines are cloned from (the machine
+/// template's effective reference), or why there is none: only a control plane written
+/// without the admission webhook names none.
+pub fn infrastructure_reference(
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<&ContractVersionedObjectReference, String> {
+    oacp.spec
+        .machine_template
+        .infrastructure_ref()
+        .ok_or_else(|| {
+            "the machine template names no infrastructure template: set \
+         spec.machineTemplate.spec.infrastructureRef (or CAPOA's \
+         spec.machineTemplate.infrastructureRef)"
+                .to_string()
+        })
+}
+
 /// Builds the Machine, its config and its infrastructure machine.
 pub fn control_plane_machine(
     inputs: &MachineInputs,
@@ -274,12 +291,9 @@ pub fn control_plane_machine(
         status: None,
     };
 
-    let deletion = oacp
-        .spec
-        .machine_template
-        .deletion
-        .clone()
-        .unwrap_or_default();
+    let template = &oacp.spec.machine_template;
+    let deletion = template.deletion().cloned().unwrap_or_default();
+    let (readiness_gates, taints) = (template.readiness_gates(), template.taints());
     let machine: Machine = serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "Machine",
@@ -304,6 +318,8 @@ pub fn control_plane_machine(
                 "nodeVolumeDetachTimeoutSeconds": deletion.node_volume_detach_timeout_seconds,
                 "nodeDeletionTimeoutSeconds": deletion.node_deletion_timeout_seconds,
             },
+            "readinessGates": (!readiness_gates.is_empty()).then_some(readiness_gates),
+            "taints": (!taints.is_empty()).then_some(taints),
         },
     }))
     .map_err(|e| TemplateError::Machine {
@@ -573,6 +589,55 @@ status:
         let infra_labels = m.infra.metadata.labels.clone().unwrap();
         assert_eq!(infra_labels["from-template"], "yes");
         assert_eq!(infra_labels[CONTROL_PLANE_NAME_LABEL], "cp");
+    }
+
+    #[test]
+    fn the_v1beta2_template_spec_gives_the_machines_reference_timeouts_gates_and_taints() {
+        let mut oacp = oacp();
+        oacp.spec.machine_template = serde_yaml::from_str(
+            r#"
+deletion: {nodeDeletionTimeoutSeconds: 10}
+spec:
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: cp-template}
+  deletion: {nodeDrainTimeoutSeconds: 120}
+  readinessGates: [{conditionType: NodeHealthy}, {conditionType: example.com/Maintenance, polarity: Negative}]
+  taints: [{key: node-role.kubernetes.io/master, effect: NoSchedule, propagation: OnInitialization}]
+"#,
+        )
+        .unwrap();
+        let (template, resource) = template();
+        let inputs = MachineInputs {
+            oacp: &oacp,
+            cluster_name: "c1",
+            template: &template,
+            template_resource: &resource,
+        };
+        let m = control_plane_machine(&inputs, "cp-0", None).unwrap();
+        let spec = serde_json::to_value(&m.machine.spec).unwrap();
+        assert_eq!(spec["deletion"], json!({"nodeDrainTimeoutSeconds": 120}));
+        assert_eq!(
+            spec["readinessGates"],
+            json!([{"conditionType": "NodeHealthy"}, {"conditionType": "example.com/Maintenance", "polarity": "Negative"}])
+        );
+        assert_eq!(
+            spec["taints"],
+            json!([{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule", "propagation": "OnInitialization"}])
+        );
+        // The flat shape sets neither.
+        let flat = self::oacp();
+        let inputs = MachineInputs {
+            oacp: &flat,
+            ..inputs
+        };
+        let spec = serde_json::to_value(
+            &control_plane_machine(&inputs, "cp-0", None)
+                .unwrap()
+                .machine
+                .spec,
+        )
+        .unwrap();
+        assert_eq!(spec.get("readinessGates"), None);
+        assert_eq!(spec.get("taints"), None);
     }
 
     #[test]

@@ -974,6 +974,23 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
     }
 
     #[test]
+    fn a_control_plane_without_an_infrastructure_reference_is_blocked_not_a_panic() {
+        let mut oacp = oacp("");
+        oacp.spec.machine_template = Default::default();
+        let message = machines::infrastructure_reference(&oacp).unwrap_err();
+        let mut d = dereferenced(oacp);
+        d.template = Template::NotFound(message.clone());
+        let p = plan(&d, t0());
+        assert!(p.create.is_empty());
+        let c = condition(&p, "Available");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            ("False", "InfrastructureTemplateNotFound", message.as_str())
+        );
+        assert!(message.contains("spec.machineTemplate.spec.infrastructureRef"));
+    }
+
+    #[test]
     fn okd_without_a_pull_secret_gets_a_placeholder_owned_by_the_control_plane() {
         let mut d = dereferenced(oacp(""));
         Arc::make_mut(&mut d.oacp).spec.distribution_version = "4.19.0-okd-scos.ec.6".into();

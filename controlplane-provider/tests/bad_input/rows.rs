@@ -147,6 +147,18 @@ pub fn rows() -> Vec<Row> {
             "a control-plane node label that is not key=value",
             json!({"spec": {"openshiftAssistedConfigSpec": {"nodeRegistration": {"kubeletExtraLabels": ["infra"]}}}}),
         ),
+        cp(
+            "no infrastructure template in either machine-template shape",
+            json!({"spec": {"machineTemplate": {"infrastructureRef": null}}}),
+        ),
+        cp(
+            "different infrastructure templates in the two machine-template shapes",
+            json!({"spec": {"machineTemplate": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "cp-other"}}}}}),
+        ),
+        cp(
+            "different deletion timeouts in the two machine-template shapes",
+            json!({"spec": {"machineTemplate": {"deletion": {"nodeDrainTimeoutSeconds": 60}, "spec": {"deletion": {"nodeDrainTimeoutSeconds": 30}}}}}),
+        ),
         update(
             "a downgrade",
             json!({"spec": {"distributionVersion": "4.19.2"}}),
@@ -166,6 +178,11 @@ pub fn rows() -> Vec<Row> {
             "another kind of machine template",
             json!({}),
             json!({"spec": {"machineTemplate": {"infrastructureRef": {"kind": "OtherMachineTemplate"}}}}),
+        ),
+        update(
+            "another kind of machine template, in Cluster API v1beta2's shape",
+            json!({}),
+            json!({"spec": {"machineTemplate": {"infrastructureRef": null, "spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OtherMachineTemplate", "name": "cp"}}}}}),
         ),
         tpl(
             "a node label that is not key=value",

@@ -77,11 +77,17 @@ spec:
         .get("multinode")
         .await
         .expect("read as v1alpha3");
-    let reference = &hub.spec.machine_template.infrastructure_ref;
+    let reference = hub.spec.machine_template.infrastructure_ref().unwrap();
     assert_eq!(reference.api_group, "infrastructure.cluster.x-k8s.io");
     assert_eq!(reference.kind, "Metal3MachineTemplate");
     let drain = serde_json::to_value(&hub.spec.machine_template).unwrap();
     assert_eq!(drain["deletion"]["nodeDrainTimeoutSeconds"], 90, "{drain}");
+    // The defaulting webhook filled Cluster API v1beta2's shape from CAPOA's flat one.
+    assert_eq!(
+        drain["spec"]["infrastructureRef"], drain["infrastructureRef"],
+        "{drain}"
+    );
+    assert_eq!(drain["spec"]["deletion"], drain["deletion"], "{drain}");
     let template = Api::<bootstrap_provider::api::OpenshiftAssistedConfigTemplate>::namespaced(
         tb.client.clone(),
         NS,
@@ -277,6 +283,115 @@ spec:
     .expect("the template name may change");
     assert!(
         format!("{err:#}").contains("the kind cannot change"),
+        "{err:#}"
+    );
+    // The rename written in CAPOA's shape reaches Cluster API v1beta2's.
+    let renamed = hubs.get("multinode").await.expect("read the renamed one");
+    let template = &renamed.spec.machine_template;
+    let nested = template
+        .spec
+        .as_ref()
+        .and_then(|s| s.infrastructure_ref.as_ref());
+    assert_eq!(
+        nested.map(|r| r.name.as_str()),
+        Some("multinode-controlplane-v2")
+    );
+    assert_eq!(template.infrastructure_ref.as_ref(), nested);
+
+    // Cluster API v1beta2's shape alone (what its topology controller writes) is accepted, read
+    // back with CAPOA's flat shape filled in, and reads in v1alpha2 with the reference.
+    tb.apply_yaml(
+        r#"apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {name: v1beta2-shape, namespace: default}
+spec:
+  distributionVersion: 4.19.0
+  replicas: 3
+  config: {baseDomain: lab.home, apiVIPs: [192.168.222.40], ingressVIPs: [192.168.222.41]}
+  machineTemplate:
+    spec:
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: cp}
+      deletion: {nodeDrainTimeoutSeconds: 30}
+      readinessGates: [{conditionType: example.com/Ready}]
+      taints: [{key: example.com/cp, effect: NoSchedule, propagation: OnInitialization}]
+"#,
+    )
+    .await
+    .expect("the v1beta2 machine template shape is accepted");
+    let read = hubs.get("v1beta2-shape").await.expect("read it back");
+    let template = &read.spec.machine_template;
+    let spec = template.spec.clone().expect("spec kept");
+    assert_eq!(
+        spec.infrastructure_ref.as_ref().map(|r| r.name.as_str()),
+        Some("cp")
+    );
+    assert_eq!(spec.readiness_gates[0].condition_type, "example.com/Ready");
+    assert_eq!(spec.taints[0].propagation, "OnInitialization");
+    assert_eq!(
+        template.infrastructure_ref, spec.infrastructure_ref,
+        "flat filled in"
+    );
+    assert_eq!(
+        template.deletion, spec.deletion,
+        "the schema's default yielded to spec"
+    );
+    let as_v1alpha2 = Api::<DynamicObject>::namespaced_with(
+        tb.client.clone(),
+        NS,
+        &resource(
+            "controlplane.cluster.x-k8s.io",
+            "v1alpha2",
+            "OpenshiftAssistedControlPlane",
+            "openshiftassistedcontrolplanes",
+        ),
+    );
+    let old = as_v1alpha2
+        .get("v1beta2-shape")
+        .await
+        .expect("read as v1alpha2");
+    let flat = &old.data["spec"]["machineTemplate"];
+    assert_eq!(flat["infrastructureRef"]["name"], "cp", "{flat}");
+    assert_eq!(flat["nodeDrainTimeout"], "30s", "{flat}");
+    // An edit through v1alpha2 keeps the v1beta2-only fields and moves both references.
+    as_v1alpha2
+        .patch(
+            "v1beta2-shape",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"machineTemplate": {"infrastructureRef": {"name": "cp-v2"}}}})),
+        )
+        .await
+        .expect("rename through v1alpha2");
+    let read = hubs.get("v1beta2-shape").await.expect("read it back");
+    let template = &read.spec.machine_template;
+    let spec = template.spec.clone().expect("spec kept");
+    assert_eq!(
+        spec.infrastructure_ref.as_ref().map(|r| r.name.as_str()),
+        Some("cp-v2")
+    );
+    assert_eq!(template.infrastructure_ref, spec.infrastructure_ref);
+    assert_eq!(spec.readiness_gates.len(), 1);
+    assert_eq!(spec.taints.len(), 1);
+
+    // Two shapes naming different templates are refused.
+    let err = tb
+        .apply_yaml(
+            r#"apiVersion: controlplane.cluster.x-k8s.io/v1alpha3
+kind: OpenshiftAssistedControlPlane
+metadata: {name: two-templates, namespace: default}
+spec:
+  distributionVersion: 4.19.0
+  replicas: 3
+  config: {baseDomain: lab.home, apiVIPs: [192.168.222.40], ingressVIPs: [192.168.222.41]}
+  machineTemplate:
+    infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: a}
+    spec:
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: Metal3MachineTemplate, name: b}
+"#,
+        )
+        .await
+        .expect_err("two different templates are refused");
+    assert!(
+        format!("{err:#}").contains("differs from spec.machineTemplate.spec.infrastructureRef"),
         "{err:#}"
     );
 }

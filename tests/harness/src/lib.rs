@@ -594,9 +594,20 @@ impl Testbed {
     /// Points every webhook of the installed ValidatingWebhookConfiguration `name` at
     /// `https://127.0.0.1:<port><its path>`, trusting the testbed CA.
     pub async fn point_validating_webhooks(&self, name: &str, port: u16) -> Result<()> {
+        self.point_webhook_configuration("ValidatingWebhookConfiguration", name, port)
+            .await
+    }
+
+    /// The same for the installed MutatingWebhookConfiguration `name`.
+    pub async fn point_mutating_webhooks(&self, name: &str, port: u16) -> Result<()> {
+        self.point_webhook_configuration("MutatingWebhookConfiguration", name, port)
+            .await
+    }
+
+    async fn point_webhook_configuration(&self, kind: &str, name: &str, port: u16) -> Result<()> {
         let doc = serde_json::json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
+            "kind": kind,
             "metadata": {"name": name},
         });
         resources::repoint_existing(&self.client, &doc, port, self.ca_pem()).await

@@ -94,6 +94,10 @@ pub async fn point_webhooks(tb: &testbed::Testbed, managers: &Managers) -> Resul
         if let Some(config) = validating_webhook_configuration(name) {
             tb.point_validating_webhooks(config, *port).await?;
         }
+        if *name == CONTROLPLANE {
+            tb.point_mutating_webhooks("capoa-controlplane-mutating-webhook-configuration", *port)
+                .await?;
+        }
     }
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! Both managers' webhook servers on loopback, for the tests that send objects through the real
 //! kube-apiserver (`conversion.rs`, `bad_input.rs`; included with `#[path]`): each manager's
-//! conversion and validation routers over TLS with a certificate of the testbed CA, our CRDs'
-//! conversion pointed at them, and each manager's ValidatingWebhookConfiguration installed as
-//! its release installs it and pointed at its server, as the webhook Service and cert-manager's
-//! CA injector do in a cluster.
+//! conversion, validation and defaulting routers over TLS with a certificate of the testbed CA,
+//! our CRDs' conversion pointed at them, and each manager's Validating- and
+//! MutatingWebhookConfiguration installed as its release installs them and pointed at its
+//! server, as the webhook Service and cert-manager's CA injector do in a cluster.
 
 use std::sync::Arc;
 
-use manager::webhook::{Converter, conversion_router, serve_tls, validation_router};
+use manager::webhook::{
+    Converter, conversion_router, mutation_router, serve_tls, validation_router,
+};
 use testbed::Testbed;
 use tokio::sync::watch;
 
@@ -62,6 +64,14 @@ pub async fn serve(tb: &Testbed) -> Webhooks {
         tb.point_validating_webhooks(config["metadata"]["name"].as_str().unwrap(), port)
             .await
             .expect("point it at the webhook server");
+        if let Some(config) = manifest.mutating_webhook_configuration() {
+            tb.apply_yaml(&config.to_string())
+                .await
+                .expect("install the MutatingWebhookConfiguration");
+            testbed::resources::repoint_existing(&tb.client, &config, port, tb.ca_pem())
+                .await
+                .expect("point it at the webhook server");
+        }
     }
     Webhooks { _stop: stop }
 }
@@ -84,10 +94,15 @@ async fn serve_conversion(
     let port = listener.local_addr().unwrap().port();
     let mut router = conversion_router(convert);
     if name == "controlplane" {
-        router = router.merge(validation_router(
-            controlplane_provider::admission::VALIDATE_PATH,
-            controlplane_provider::admission::review,
-        ));
+        router = router
+            .merge(validation_router(
+                controlplane_provider::admission::VALIDATE_PATH,
+                controlplane_provider::admission::review,
+            ))
+            .merge(mutation_router(
+                controlplane_provider::admission::MUTATE_PATH,
+                controlplane_provider::admission::default_patch,
+            ));
     } else {
         for path in [
             bootstrap_provider::admission::VALIDATE_CONFIG_PATH,

@@ -39,6 +39,22 @@ const TABLE: &[(&str, Coverage)] = &[
         Acted("machines.rs Machine spec.deletion"),
     ),
     (
+        "spec.machineTemplate.spec.infrastructureRef",
+        Acted("plan.rs template cloned per Machine (wins over the flat one)"),
+    ),
+    (
+        "spec.machineTemplate.spec.deletion",
+        Acted("machines.rs Machine spec.deletion (wins over the flat one)"),
+    ),
+    (
+        "spec.machineTemplate.spec.readinessGates",
+        Acted("machines.rs Machine spec.readinessGates"),
+    ),
+    (
+        "spec.machineTemplate.spec.taints",
+        Acted("machines.rs Machine spec.taints"),
+    ),
+    (
         "spec.config.apiVIPs",
         Acted("hive.rs ACI apiVIPs, platform BareMetal; alone: InvalidConfig"),
     ),
