@@ -215,8 +215,9 @@ impl Gate {
             ),
             Gate::DiscoveryImageFailed { infraenv, message } => format!(
                 "InfraEnv {infraenv} cannot build the discovery image: {message}; fix the \
-                 OpenshiftAssistedConfigTemplate's fields or what they name (pull secret, proxy, \
-                 ignition override, NMStateConfigs)"
+                 config's fields (from the OpenshiftAssistedConfigTemplate, or for control-plane \
+                 Machines the control plane's spec.openshiftAssistedConfigSpec) or what they name \
+                 (pull secret, proxy, ignition override, NMStateConfigs)"
             ),
             Gate::WaitingForMetal3MachineImage {
                 metal3machine,
