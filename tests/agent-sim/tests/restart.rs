@@ -235,7 +235,13 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
     let infraenvs: Api<InfraEnv> = Api::namespaced(admin.clone(), NS);
     let metal3machines: Api<Metal3Machine> = Api::namespaced(admin.clone(), NS);
     let limit = Duration::from_secs(60);
-    let steps = tokio::spawn(steps_of_cluster_b(admin.clone(), back, limit));
+    // The interrupted cluster's chain runs through Cluster API, whose controllers back off
+    // exponentially while the apiserver is away: in one CI run CAPI alone took 28.7 s to own
+    // the control plane after the apiserver answered again (our managers 0.1 s), and the
+    // bootstrap step after it waits on CAPI's Machine controller too. Our managers' own
+    // reactions keep `limit` and the 15 s budget; the chain gets room for CAPI's backoff.
+    let chain_limit = Duration::from_secs(120);
+    let steps = tokio::spawn(steps_of_cluster_b(admin.clone(), back, chain_limit));
     let (controlplane_s, core_s, bootstrap_s, chain_s) = tokio::join!(
         // The control plane counts the new worker into its AgentClusterInstall.
         reaction(back, limit, || async {
@@ -265,12 +271,12 @@ async fn every_manager_reacts_within_15s_of_an_apiserver_restart() {
                 == Some(a_iso.as_str())
         }),
         // Cluster b, interrupted mid-reconcile, goes on through all three managers and CAPI.
-        reaction(back, limit, || async {
+        reaction(back, chain_limit, || async {
             metal3machine_with_iso(&admin, "b").await.is_some()
         }),
     );
     let figure = |d: Option<Duration>| {
-        d.map_or("not within 60 s".into(), |d| {
+        d.map_or("not in time".into(), |d| {
             format!("{:.1} s", d.as_secs_f64())
         })
     };
