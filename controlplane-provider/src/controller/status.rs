@@ -23,6 +23,7 @@ pub const SCALING_DOWN: &str = "ScalingDown";
 pub const PAUSED: &str = "Paused";
 pub const DELETING: &str = "Deleting";
 pub const KUBERNETES_VERSION_AVAILABLE: &str = "KubernetesVersionAvailable";
+pub const REMEDIATING: &str = "Remediating";
 /// On each control-plane Machine (CAPI's `MachineUpToDateCondition`).
 pub const MACHINE_UP_TO_DATE: &str = "UpToDate";
 
@@ -450,6 +451,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         paused,
         deleting,
         version,
+        remediating(inputs.machines),
     ];
     // Blocks nothing; present only while a field is set that takes no effect (the caller
     // merges with `conditions::merge_owned` so that it leaves once none is).
@@ -541,6 +543,59 @@ fn vip_hint(oacp: &OpenshiftAssistedControlPlane, failing: &str) -> String {
          spec.config.apiVIPs ({}) and ingressVIPs are addresses of the hosts' network",
         vips.join(", ")
     )
+}
+
+/// CAPI v1beta2's `Remediating`: True while a MachineHealthCheck has marked a control-plane
+/// Machine unhealthy and left its remediation to us (`HealthCheckSucceeded` and
+/// `OwnerRemediated` both False), as KubeadmControlPlane reports it. This provider does not
+/// replace control-plane Machines yet, so the message says so and names what to do.
+pub fn remediating(machines: &[Machine]) -> Desired {
+    let unhealthy: Vec<String> = machines
+        .iter()
+        .filter(|m| {
+            machine_condition_is_false(m, "HealthCheckSucceeded")
+                && machine_condition_is_false(m, "OwnerRemediated")
+        })
+        .map(|m| {
+            let name = m.metadata.name.clone().unwrap_or_default();
+            match machine_condition_message(m, "HealthCheckSucceeded") {
+                Some(why) if !why.is_empty() => format!("{name} ({why})"),
+                _ => name,
+            }
+        })
+        .collect();
+    if unhealthy.is_empty() {
+        return Desired::false_(REMEDIATING, "NotRemediating", "");
+    }
+    Desired::new(
+        REMEDIATING,
+        Status::True,
+        "Remediating",
+        format!(
+            "MachineHealthCheck marked {} unhealthy; this provider does not replace \
+             control-plane Machines yet: repair the host, or replace it by hand as \
+             docs/controlplane-provider.md (Remediation) describes",
+            unhealthy.join(", ")
+        ),
+    )
+}
+
+fn machine_condition_is_false(machine: &Machine, type_: &str) -> bool {
+    machine
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(|c| conditions::find(c, type_))
+        .is_some_and(|c| c.status == "False")
+}
+
+fn machine_condition_message(machine: &Machine, type_: &str) -> Option<String> {
+    machine
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(|c| conditions::find(c, type_))
+        .map(|c| c.message.clone())
 }
 
 fn not_scaling(type_: &'static str, reason: &'static str) -> Desired {
@@ -654,6 +709,53 @@ spec: {{sshAuthorizedKey: {key}}}
                 upgrade: &[],
             }
         }
+    }
+
+    fn with_condition(mut m: Machine, type_: &str, status: &str, message: &str) -> Machine {
+        let c: k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition = serde_json::from_value(serde_json::json!({
+            "type": type_, "status": status, "reason": "R", "message": message,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        m.status
+            .get_or_insert_with(Default::default)
+            .conditions
+            .get_or_insert_with(Vec::new)
+            .push(c);
+        m
+    }
+
+    #[test]
+    fn remediating_names_the_machines_a_health_check_left_to_us() {
+        let healthy = machine("cp-0", true);
+        assert_eq!(remediating(&[healthy.clone()]).reason, "NotRemediating");
+        // Marked unhealthy but already taken over (OwnerRemediated True): not ours to report.
+        let taken = with_condition(
+            with_condition(machine("cp-1", false), "HealthCheckSucceeded", "False", "x"),
+            "OwnerRemediated",
+            "True",
+            "",
+        );
+        assert_eq!(remediating(&[taken]).status, Status::False);
+        let left = with_condition(
+            with_condition(
+                machine("cp-2", false),
+                "HealthCheckSucceeded",
+                "False",
+                "Node cp-2 NotReady for 5m",
+            ),
+            "OwnerRemediated",
+            "False",
+            "waiting",
+        );
+        let d = remediating(&[healthy, left]);
+        assert_eq!((d.status, d.reason.as_str()), (Status::True, "Remediating"));
+        assert!(
+            d.message.contains("cp-2 (Node cp-2 NotReady for 5m)"),
+            "{}",
+            d.message
+        );
+        assert!(!d.message.contains("cp-0"));
     }
 
     #[test]
