@@ -43,6 +43,9 @@ pub fn problems(
             None
         }
     };
+    if let Some(problem) = spec.version.as_deref().and_then(kubernetes_version_problem) {
+        out.push(format!("spec.version: {problem}"));
+    }
     let replicas = spec.replicas.unwrap_or(1);
     if let Some(problem) = replicas_problem(replicas, version.as_ref()) {
         out.push(format!("spec.replicas: {problem}"));
@@ -89,6 +92,48 @@ pub fn problems(
         }
     }
     out
+}
+
+/// `spec.version` is a Kubernetes version as Cluster API writes it: `v`, then semantic
+/// version (`v1.30.3`, `v1.30.3+a1b2c3d` as OpenShift's kubelets report it).
+fn kubernetes_version_problem(version: &str) -> Option<String> {
+    let refuse = || {
+        Some(format!(
+            "{version:?} is not a Kubernetes version (e.g. v1.30.3: the Kubernetes of the \
+             release in spec.distributionVersion, as Cluster API's topology version)"
+        ))
+    };
+    let Some(rest) = version.strip_prefix('v') else {
+        return refuse();
+    };
+    let (rest, build) = rest
+        .split_once('+')
+        .map_or((rest, None), |(r, b)| (r, Some(b)));
+    let (core, pre) = rest
+        .split_once('-')
+        .map_or((rest, None), |(c, p)| (c, Some(p)));
+    let numbers: Vec<&str> = core.split('.').collect();
+    let number_ok = |n: &&str| {
+        !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && (n.len() == 1 || !n.starts_with('0'))
+    };
+    let identifiers_ok = |s: Option<&str>| {
+        s.is_none_or(|s| {
+            s.split('.').all(|id| {
+                !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+        })
+    };
+    if numbers.len() == 3
+        && numbers.iter().all(number_ok)
+        && identifiers_ok(pre)
+        && identifiers_ok(build)
+    {
+        None
+    } else {
+        refuse()
+    }
 }
 
 const FLAT_REF: &str = "spec.machineTemplate.infrastructureRef";
@@ -739,6 +784,19 @@ mod tests {
         new["spec"]["machineTemplate"]["infrastructureRef"]["name"] = json!("x");
         new["spec"]["machineTemplate"]["spec"]["infrastructureRef"]["name"] = json!("y");
         assert_eq!(defaulted(new.clone(), Some(old)), new);
+    }
+
+    #[test]
+    fn the_kubernetes_version_is_what_cluster_api_writes() {
+        for good in ["v1.30.3", "v1.30.3+a1b2c3d", "v1.31.0-rc.1", "v0.0.0"] {
+            assert_eq!(kubernetes_version_problem(good), None, "{good}");
+        }
+        for bad in [
+            "1.30.3", "v1.30", "v4.17.x", "v01.2.3", "v1.2.3+", "v1.2.3-", "4.17.3", "",
+        ] {
+            let problem = kubernetes_version_problem(bad).expect(bad);
+            assert!(problem.contains("is not a Kubernetes version"), "{problem}");
+        }
     }
 
     #[test]

@@ -120,6 +120,13 @@ pub struct OpenshiftAssistedControlPlaneSpec {
     /// (e.g. `4.20.0` or `4.19.0-okd-scos.ec.6`). Changing it upgrades the cluster.
     #[schemars(length(min = 1, max = 256))]
     pub distribution_version: String,
+    /// The Kubernetes version of the release, as Cluster API's control-plane contract names it
+    /// (e.g. `v1.30.3`): Cluster API's topology sets it from `Cluster.spec.topology.version` and
+    /// compares it with `status.versions`. The release installed and upgraded to is
+    /// `distributionVersion`; this field only tells Cluster API which Kubernetes that is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub version: Option<String>,
     /// Number of control-plane machines: 1 (single node) or 3 to 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
@@ -415,6 +422,66 @@ pub struct ControlPlaneInitialization {
     /// True once the cluster API is reachable and the kubeconfig Secret is published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_initialized: Option<bool>,
+}
+
+/// The control plane of a ClusterClass: Cluster API's topology makes one
+/// OpenshiftAssistedControlPlane per Cluster from `spec.template`, filling in `replicas`,
+/// `version` and `machineTemplate.spec.infrastructureRef` itself.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "controlplane.cluster.x-k8s.io",
+    version = "v1alpha3",
+    kind = "OpenshiftAssistedControlPlaneTemplate",
+    plural = "openshiftassistedcontrolplanetemplates",
+    shortname = "oacpt",
+    category = "cluster-api",
+    namespaced,
+    label("cluster.x-k8s.io/v1beta2", "v1alpha3"),
+    printcolumn(
+        name = "Distribution Version",
+        type_ = "string",
+        json_path = ".spec.template.spec.distributionVersion",
+        description = "OpenShift version of the control planes made from this template"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "Time duration since creation of OpenshiftAssistedControlPlaneTemplate"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneTemplateSpec {
+    pub template: OpenshiftAssistedControlPlaneTemplateResource,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneTemplateResource {
+    /// Labels and annotations of the control planes made from this template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<MachineTemplateMetadata>,
+    pub spec: OpenshiftAssistedControlPlaneTemplateResourceSpec,
+}
+
+/// The control plane's spec without what the topology owns (`replicas`, `version`, the
+/// infrastructure template reference).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenshiftAssistedControlPlaneTemplateResourceSpec {
+    /// The OpenShift or OKD version to install and keep (usually set per Cluster by a
+    /// ClusterClass variable and patch).
+    #[schemars(length(min = 1, max = 256))]
+    pub distribution_version: String,
+    /// Metadata, deletion timeouts, readiness gates and taints of the control-plane Machines;
+    /// the topology adds the infrastructure template reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_template: Option<OpenshiftAssistedControlPlaneMachineTemplate>,
+    /// The OpenshiftAssistedConfig spec of every control-plane Machine.
+    #[serde(default)]
+    pub openshift_assisted_config_spec: OpenshiftAssistedConfigSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<OpenshiftAssistedControlPlaneConfigSpec>,
 }
 
 #[cfg(test)]

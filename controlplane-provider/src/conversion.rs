@@ -67,6 +67,7 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
     }
 
     fn restore_hub(hub: &mut Self::Hub, snapshot: &Self::Hub) {
+        hub.spec.version = snapshot.spec.version.clone();
         restore_machine_template(
             &mut hub.spec.machine_template,
             &snapshot.spec.machine_template,
@@ -158,6 +159,8 @@ fn spec_to_hub(
     };
     api::OpenshiftAssistedControlPlaneSpec {
         distribution_version: distribution_version.clone(),
+        // Only v1alpha3 has it (the v1beta2 contract's field); kept in the conversion data.
+        version: None,
         replicas: *replicas,
         machine_template: api::OpenshiftAssistedControlPlaneMachineTemplate {
             // v1alpha3 wants at least one of labels and annotations.
@@ -184,6 +187,7 @@ fn spec_from_hub(
 ) -> v1alpha2::OpenshiftAssistedControlPlaneSpec {
     let api::OpenshiftAssistedControlPlaneSpec {
         distribution_version,
+        version: _,
         replicas,
         machine_template,
         openshift_assisted_config_spec,
@@ -833,6 +837,7 @@ mod tests {
         hub.spec
             .openshift_assisted_config_spec
             .pre_bootstrap_commands = vec!["echo pre".into()];
+        hub.spec.version = Some("v1.33.0".into());
         hub.status = Some(api::OpenshiftAssistedControlPlaneStatus {
             conditions: vec![metav1("Available", "True", "Installed")],
             observed_generation: Some(7),
@@ -843,6 +848,7 @@ mod tests {
         read.spec.replicas = Some(5);
         let written = read.to_hub();
         assert_eq!(written.spec.replicas, Some(5));
+        assert_eq!(written.spec.version.as_deref(), Some("v1.33.0"));
         assert_eq!(
             written
                 .spec
@@ -1428,9 +1434,11 @@ spec:
             prop::collection::vec(some_text(), 0..2),
             prop::option::of(some_text()),
             template_shape_strategy(),
+            prop::option::of(some_text()),
         )
-            .prop_map(|(spec, deletion, commands, provider_id, shape)| {
+            .prop_map(|(spec, deletion, commands, provider_id, shape, version)| {
                 let mut hub = spec_to_hub(&spec);
+                hub.version = version;
                 hub.machine_template.deletion =
                     deletion.map(|(drain, detach, deletion)| api::MachineDeletionSpec {
                         node_drain_timeout_seconds: drain,

@@ -11,7 +11,7 @@ use manager::manifests::{
     required_variable,
 };
 
-use crate::api::OpenshiftAssistedControlPlane;
+use crate::api::{OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneTemplate};
 
 /// The clusterctl variable with the agent API's URL as the site's hosts reach it.
 pub const AGENT_API_URL_VARIABLE: &str = "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL";
@@ -32,7 +32,8 @@ pub const NAMESPACE: &str = "capoa-controlplane-system";
 pub const WEBHOOK_SERVICE_NAME: &str = "capoa-controlplane-webhook-service";
 
 /// This manager's CRDs: OpenshiftAssistedControlPlane (v1alpha3 stored, v1alpha2 deprecated and
-/// converted by the webhook at [`WEBHOOK_SERVICE_NAME`]) and the CRDs of the embedded assisted-core.
+/// converted by the webhook at [`WEBHOOK_SERVICE_NAME`]), its template for ClusterClasses
+/// (v1alpha3 only) and the CRDs of the embedded assisted-core.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     let control_plane = merge_crds(
         vec![
@@ -48,6 +49,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         NAMESPACE,
         WEBHOOK_SERVICE_NAME,
     )];
+    crds.push(OpenshiftAssistedControlPlaneTemplate::crd());
     crds.extend(assisted_api::crds());
     crds
 }

@@ -92,9 +92,21 @@ pub fn image_mode(template: &Metal3MachineTemplate) -> ImageMode {
     }
 }
 
-/// The template needs the ISO written: live-ISO mode and its image is not that ISO yet.
+/// The label Cluster API's topology puts on the objects it owns (a ClusterClass cluster's
+/// templates).
+pub const TOPOLOGY_OWNED_LABEL: &str = "topology.cluster.x-k8s.io/owned";
+
+/// The template needs the ISO written: live-ISO mode and its image is not that ISO yet. Never a
+/// template Cluster API's topology owns: topology sees any change as drift from its ClusterClass
+/// and rotates the template (a new name, a new InfraEnv, the old ISO URL gone from under the
+/// booting hosts); the Metal3Machines carry the image that matters.
 pub fn template_needs_image(template: &Metal3MachineTemplate, iso_url: &str) -> bool {
     !iso_url.is_empty()
+        && !template
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(TOPOLOGY_OWNED_LABEL))
         && image_mode(template) == ImageMode::LiveIso
         && template.spec.template.spec.image.as_ref() != Some(&live_iso_template_image(iso_url))
 }
@@ -426,6 +438,10 @@ mod tests {
     fn template_image_is_written_once_per_url() {
         assert!(template_needs_image(&template("{}"), ISO));
         assert!(!template_needs_image(&template("{}"), ""));
+        // A ClusterClass cluster's template belongs to Cluster API's topology.
+        let mut owned = template("{}");
+        owned.metadata.labels = Some([(TOPOLOGY_OWNED_LABEL.to_string(), String::new())].into());
+        assert!(!template_needs_image(&owned, ISO));
         let current = format!("{{image: {{url: '{ISO}', checksum: '', diskFormat: live-iso}}}}");
         assert!(!template_needs_image(&template(&current), ISO));
         // Regenerated image: the template follows.

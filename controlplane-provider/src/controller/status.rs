@@ -712,11 +712,12 @@ spec: {{sshAuthorizedKey: {key}}}
     }
 
     fn with_condition(mut m: Machine, type_: &str, status: &str, message: &str) -> Machine {
-        let c: k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition = serde_json::from_value(serde_json::json!({
-            "type": type_, "status": status, "reason": "R", "message": message,
-            "lastTransitionTime": "2026-01-01T00:00:00Z"
-        }))
-        .unwrap();
+        let c: k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition =
+            serde_json::from_value(serde_json::json!({
+                "type": type_, "status": status, "reason": "R", "message": message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }))
+            .unwrap();
         m.status
             .get_or_insert_with(Default::default)
             .conditions

@@ -90,6 +90,10 @@ pub fn rows() -> Vec<Row> {
             "a release the assisted installer does not install",
             json!({"spec": {"distributionVersion": "4.12.0"}}),
         ),
+        cp(
+            "an OpenShift version where the Kubernetes version goes",
+            json!({"spec": {"version": "4.19.0"}}),
+        ),
         cp("two control-plane nodes", json!({"spec": {"replicas": 2}})),
         cp(
             "five control-plane nodes before 4.18",

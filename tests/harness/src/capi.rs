@@ -98,6 +98,8 @@ pub(crate) async fn start(tb: &mut Testbed) -> Result<()> {
         format!("--health-addr=127.0.0.1:{health_port}"),
         format!("--diagnostics-address=127.0.0.1:{diagnostics_port}"),
         "--insecure-diagnostics=true".to_owned(),
+        // ClusterClass support, as `CLUSTER_TOPOLOGY=true clusterctl init` turns it on.
+        "--feature-gates=ClusterTopology=true".to_owned(),
         "--v=2".to_owned(),
     ];
     let kubeconfig = tb.kubeconfig.display().to_string();

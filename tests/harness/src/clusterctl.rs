@@ -44,8 +44,10 @@ pub const INIT_OUR_PROVIDERS: &[&str] = &[
 /// The variables our control-plane components require (they have no default), set unless a
 /// test gives its own: the agent API's and image server's URLs as a site's hosts would reach
 /// them. Here, the in-cluster Service: nothing but the lab's pods mode reaches the core through
-/// them, and it sets its own.
+/// them, and it sets its own. Plus Cluster API's `ClusterTopology` feature gate, on as a user of
+/// ClusterClasses sets it.
 pub const DEFAULT_VARIABLES: &[(&str, &str)] = &[
+    ("CLUSTER_TOPOLOGY", "true"),
     (
         "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL",
         "https://capoa-controlplane-assisted-core.capoa-controlplane-system.svc:8090",

@@ -155,6 +155,23 @@ pub struct ClusterFile {
     pub missing_secrets: Vec<String>,
     /// Things the lab left out or assumed, to tell the user.
     pub notes: Vec<String>,
+    /// The Cluster is a topology over a ClusterClass of the file: the control plane and the
+    /// MachineDeployments are made by Cluster API, with the names the class's naming templates
+    /// give them.
+    pub cluster_class: bool,
+}
+
+/// What [`ClusterFile::parse`] reads of the control plane and the workers.
+struct Parts {
+    control_plane: String,
+    masters: u32,
+    control_plane_template: String,
+    control_plane_hosts: HostSelector,
+    pools: Vec<WorkerPool>,
+    api_vips: Vec<String>,
+    ingress_vips: Vec<String>,
+    /// Objects and the pointers at which they name a pull secret.
+    pull_secret_holders: Vec<(Value, &'static str)>,
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -284,9 +301,8 @@ impl ClusterFile {
             .pointer("/spec/topology")
             .is_some_and(|t| !t.is_null())
         {
-            bail!(
-                "{source}: Cluster {name} uses spec.topology (a ClusterClass); the lab needs a Cluster with a controlPlaneRef to an OpenshiftAssistedControlPlane"
-            );
+            let parts = topology_parts(source, cluster, &objects)?;
+            return ClusterFile::from_parts(source, objects, namespace, name, parts, notes, true);
         }
         if find(CONTROLPLANE, OACP).is_empty() {
             bail!("{source} has no OpenshiftAssistedControlPlane ({CONTROLPLANE})");
@@ -398,18 +414,59 @@ impl ClusterFile {
 
         let api_vips = strings(oacp, "/spec/config/apiVIPs", &cp_user)?;
         let ingress_vips = strings(oacp, "/spec/config/ingressVIPs", &cp_user)?;
+        let parts = Parts {
+            control_plane: cp_name,
+            masters,
+            control_plane_template,
+            control_plane_hosts,
+            pools,
+            api_vips,
+            ingress_vips,
+            pull_secret_holders: vec![
+                (oacp.clone(), "/spec/config/pullSecretRef/name"),
+                (
+                    oacp.clone(),
+                    "/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
+                ),
+            ],
+        };
+        ClusterFile::from_parts(source, objects, namespace, name, parts, notes, false)
+    }
+
+    /// The rest of [`ClusterFile::parse`], shared by plain and topology clusters: the machine
+    /// network, the pull secrets to supply, every object in the Cluster's namespace.
+    fn from_parts(
+        source: &str,
+        mut objects: Vec<Value>,
+        namespace: String,
+        name: String,
+        parts: Parts,
+        notes: Vec<String>,
+        cluster_class: bool,
+    ) -> Result<ClusterFile> {
+        let Parts {
+            control_plane,
+            masters,
+            control_plane_template,
+            control_plane_hosts,
+            pools,
+            api_vips,
+            ingress_vips,
+            pull_secret_holders,
+        } = parts;
+        let cp_user = format!("{OACP} {control_plane}");
         let machine_cidr = machine_network(&api_vips, &ingress_vips)
             .map_err(|e| anyhow!("{source}: {cp_user}: {e}"))?;
 
         // Pull secrets referred to but not given: the lab supplies placeholders.
         let mut wanted = BTreeSet::new();
-        for p in [
-            "/spec/config/pullSecretRef/name",
-            "/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
-        ] {
-            wanted.extend(str_at(oacp, p).map(str::to_string));
+        for (holder, pointer) in &pull_secret_holders {
+            wanted.extend(str_at(holder, pointer).map(str::to_string));
         }
-        for t in find(BOOTSTRAP, OACT) {
+        for t in objects
+            .iter()
+            .filter(|o| group_of(o) == BOOTSTRAP && kind_of(o) == OACT)
+        {
             wanted.extend(str_at(t, "/spec/template/spec/pullSecretRef/name").map(str::to_string));
         }
         let missing_secrets = wanted
@@ -446,7 +503,7 @@ impl ClusterFile {
             objects,
             namespace,
             name,
-            control_plane: cp_name,
+            control_plane,
             masters,
             control_plane_template,
             control_plane_hosts,
@@ -456,6 +513,7 @@ impl ClusterFile {
             machine_cidr,
             missing_secrets,
             notes,
+            cluster_class,
         })
     }
 
@@ -526,6 +584,164 @@ impl ClusterFile {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// What a Cluster with `spec.topology` over a ClusterClass of the same file makes: the control
+/// plane and the MachineDeployments with the names of the class's naming templates, their
+/// Metal3MachineTemplates, and the VIPs of the variables `apiVIP` and `ingressVIP` (the lab does
+/// not run the class's patches; templates/cluster-template-topology.yaml has these variables).
+fn topology_parts(source: &str, cluster: &Value, objects: &[Value]) -> Result<Parts> {
+    let name = name_of(cluster);
+    let named = |group: &str, kind: &str, n: &str| -> Option<&Value> {
+        objects
+            .iter()
+            .find(|o| group_of(o) == group && kind_of(o) == kind && name_of(o) == n)
+    };
+    let class_name = str_at(cluster, "/spec/topology/classRef/name")
+        .with_context(|| format!("{source}: Cluster {name} has no spec.topology.classRef.name"))?;
+    let class = named(CAPI, "ClusterClass", class_name).with_context(|| {
+        format!(
+            "{source}: ClusterClass {class_name} (Cluster {name}'s classRef) is not in the file"
+        )
+    })?;
+    let class_user = format!("ClusterClass {class_name}");
+    // A name from a naming template; the lab must know it before Cluster API makes the object.
+    let render = |pointer: &str, what: &str, md: Option<&str>| -> Result<String> {
+        let template = str_at(class, pointer).with_context(|| {
+            format!(
+                "{source}: {class_user} has no {}: the lab needs the {what}'s name fixed by a naming template (e.g. \"{{{{ .cluster.name }}}}-cp\")",
+                pointer.trim_start_matches('/').replace('/', ".")
+            )
+        })?;
+        let mut out = template.replace("{{ .cluster.name }}", name);
+        if let Some(md) = md {
+            out = out.replace("{{ .machineDeployment.topologyName }}", md);
+        }
+        if out.contains("{{") {
+            bail!(
+                "{source}: {class_user}'s naming template {template:?} uses more than {{{{ .cluster.name }}}}{}: the lab cannot know the {what}'s name",
+                if md.is_some() {
+                    " and {{ .machineDeployment.topologyName }}"
+                } else {
+                    ""
+                }
+            );
+        }
+        Ok(out)
+    };
+    let hosts_of = |template: &str, user: &str| -> Result<HostSelector> {
+        let t = named(INFRA, M3MT, template).with_context(|| {
+            format!("{source}: Metal3MachineTemplate {template} (of {user}) is not in the file")
+        })?;
+        HostSelector::parse(
+            t.pointer("/spec/template/spec/hostSelector"),
+            &format!("{source}: Metal3MachineTemplate {template}"),
+        )
+    };
+    let template_ref = |obj: &Value, pointer: &str, kind: &str, user: &str| -> Result<String> {
+        match (
+            str_at(obj, &format!("{pointer}/kind")),
+            str_at(obj, &format!("{pointer}/name")),
+        ) {
+            (Some(k), Some(n)) if k == kind => Ok(n.to_string()),
+            (Some(other), _) => bail!("{source}: {user} names a {other}; the lab needs a {kind}"),
+            _ => bail!(
+                "{source}: {user} has no {} (kind and name)",
+                pointer.trim_start_matches('/').replace('/', ".")
+            ),
+        }
+    };
+
+    let cp_template_name = template_ref(
+        class,
+        "/spec/controlPlane/templateRef",
+        "OpenshiftAssistedControlPlaneTemplate",
+        &class_user,
+    )?;
+    let cp_template = named(CONTROLPLANE, "OpenshiftAssistedControlPlaneTemplate", &cp_template_name)
+        .with_context(|| {
+            format!("{source}: OpenshiftAssistedControlPlaneTemplate {cp_template_name} ({class_user}'s control plane) is not in the file")
+        })?;
+    let control_plane_template = template_ref(
+        class,
+        "/spec/controlPlane/machineInfrastructure/templateRef",
+        M3MT,
+        &class_user,
+    )?;
+    let control_plane = render("/spec/controlPlane/naming/template", "control plane", None)?;
+    let control_plane_hosts = hosts_of(&control_plane_template, &class_user)?;
+    let masters = replicas(
+        cluster,
+        "/spec/topology/controlPlane/replicas",
+        &format!("Cluster {name}'s control plane"),
+    )?;
+    if masters == 0 {
+        bail!("{source}: Cluster {name}'s control plane has 0 replicas");
+    }
+
+    let classes = class
+        .pointer("/spec/workers/machineDeployments")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut pools = Vec::new();
+    for md in cluster
+        .pointer("/spec/topology/workers/machineDeployments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let topology_name = str_at(md, "/name").unwrap_or_default();
+        let md_class = str_at(md, "/class").unwrap_or_default();
+        let user = format!("Cluster {name}'s MachineDeployment {topology_name:?}");
+        let (i, c) = classes
+            .iter()
+            .enumerate()
+            .find(|(_, c)| str_at(c, "/class") == Some(md_class))
+            .with_context(|| {
+                format!("{source}: {user}'s class {md_class:?} is not in {class_user}")
+            })?;
+        let pointer = format!("/spec/workers/machineDeployments/{i}/naming/template");
+        let md_name = render(&pointer, "MachineDeployment", Some(topology_name))?;
+        template_ref(c, "/bootstrap/templateRef", OACT, &user)?;
+        let template = template_ref(c, "/infrastructure/templateRef", M3MT, &user)?;
+        pools.push(WorkerPool {
+            name: md_name,
+            replicas: replicas(md, "/replicas", &user)?,
+            hosts: hosts_of(&template, &user)?,
+            template,
+        });
+    }
+
+    let variable = |wanted: &str| -> Vec<String> {
+        cluster
+            .pointer("/spec/topology/variables")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|v| str_at(v, "/name") == Some(wanted))
+            .filter_map(|v| v.get("value").and_then(scalar))
+            .collect()
+    };
+    Ok(Parts {
+        control_plane,
+        masters,
+        control_plane_template,
+        control_plane_hosts,
+        pools,
+        api_vips: variable("apiVIP"),
+        ingress_vips: variable("ingressVIP"),
+        pull_secret_holders: vec![
+            (
+                cp_template.clone(),
+                "/spec/template/spec/config/pullSecretRef/name",
+            ),
+            (
+                cp_template.clone(),
+                "/spec/template/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
+            ),
+        ],
+    })
 }
 
 /// The /24 around the first VIP; every VIP must be an IPv4 address in it.

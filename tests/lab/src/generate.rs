@@ -16,6 +16,8 @@ pub const TEMPLATE_SNO: &str = "templates/cluster-template-sno.yaml";
 /// The OKD flavours: the same clusters without a pull secret (`--okd`).
 pub const TEMPLATE_OKD: &str = "templates/cluster-template-okd.yaml";
 pub const TEMPLATE_OKD_SNO: &str = "templates/cluster-template-okd-sno.yaml";
+/// The ClusterClass flavour (`--cluster-class`): the highly available cluster as a topology.
+pub const TEMPLATE_TOPOLOGY: &str = "templates/cluster-template-topology.yaml";
 
 /// Values the lab gives the templates' variables (besides names, counts and VIPs).
 pub const OPENSHIFT_VERSION: &str = "4.17.3";
@@ -59,6 +61,10 @@ impl Generate {
         .to_vec();
         let version = if okd { OKD_VERSION } else { OPENSHIFT_VERSION };
         let mut vars = vec![("OPENSHIFT_VERSION", version.to_string())];
+        if spec.cluster_class {
+            // The Kubernetes version the lab's simulated kubelets of that release report.
+            vars.push(("KUBERNETES_VERSION", crate::cvo::kubernetes_of(version)));
+        }
         if spec.topology.highly_available() {
             args.extend([
                 "--control-plane-machine-count".into(),

@@ -151,6 +151,11 @@ pub struct Options {
     pub kill_leaders: bool,
     /// `--upgrade-to`: once the cluster is installed (and its day-2 step done), upgrade it.
     pub upgrade: Option<Upgrade>,
+    /// `--cluster-class`: the cluster as a topology over a ClusterClass
+    /// (templates/cluster-template-topology.yaml): three masters installed day-1, the workers'
+    /// MachineDeployment made by Cluster API after the install at 0 replicas, and the day-2
+    /// step scaling it through the Cluster's topology.
+    pub cluster_class: bool,
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -297,13 +302,11 @@ impl MaxSeen {
     /// per replica (the day-2 worker included), an Agent per host of the site.
     pub fn duplicates(&self, spec: &ClusterSpec, hosts: usize) -> Vec<String> {
         let workers = spec.workers as usize + usize::from(spec.day2.is_some());
+        // A day-2 step on a MachineDeployment with no day-1 workers brings its template's
+        // InfraEnv along (the ClusterClass run).
+        let infraenvs = spec.infraenvs + usize::from(spec.day2.is_some() && spec.workers == 0);
         [
-            (
-                "InfraEnvs",
-                self.infraenvs,
-                spec.infraenvs,
-                "templates in use",
-            ),
+            ("InfraEnvs", self.infraenvs, infraenvs, "templates in use"),
             (
                 "control-plane Machines",
                 self.control_plane_machines,
@@ -908,6 +911,7 @@ impl Step {
                 let versions = cp.map(|c| c["status"]["versions"].clone());
                 status("distributionVersion") == to
                     && status("version") == cvo::kubernetes_of(to)
+                    && (!spec.cluster_class || topology_settled(s, &cvo::kubernetes_of(to)))
                     && versions
                         .as_ref()
                         .and_then(|v| v.as_array())
@@ -961,8 +965,57 @@ async fn install_cluster_version(
     ))
 }
 
-/// `--upgrade-to`: the user's edit of `spec.distributionVersion`.
+/// Edits the Cluster's `spec.topology` as a user would: read, change, write back (a merge
+/// patch of the whole topology, guarded by the resourceVersion read).
+async fn edit_topology(
+    client: &Client,
+    spec: &ClusterSpec,
+    change: impl FnOnce(&mut Value),
+) -> Result<()> {
+    let api = Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        &spec.ns,
+        &observe::cluster_resource(),
+    );
+    let cluster = api
+        .get(&spec.name)
+        .await
+        .with_context(|| format!("reading Cluster {}", spec.name))?;
+    let mut topology = cluster.data["spec"]["topology"].clone();
+    change(&mut topology);
+    api.patch(
+        &spec.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({
+            "metadata": {"resourceVersion": cluster.metadata.resource_version},
+            "spec": {"topology": topology},
+        })),
+    )
+    .await?;
+    Ok(())
+}
+
+/// `--upgrade-to`: the user's edit of `spec.distributionVersion`; of a ClusterClass cluster,
+/// its topology's version and openshiftVersion variable together.
 async fn request_upgrade(client: &Client, spec: &ClusterSpec, to: &str) -> Result<()> {
+    if spec.cluster_class {
+        let kubernetes = cvo::kubernetes_of(to);
+        return edit_topology(client, spec, |topology| {
+            topology["version"] = json!(kubernetes);
+            if let Some(variables) = topology["variables"].as_array_mut() {
+                for v in variables.iter_mut().filter(|v| v["name"] == "openshiftVersion") {
+                    v["value"] = json!(to);
+                }
+            }
+        })
+        .await
+        .with_context(|| {
+            format!(
+                "setting Cluster {}'s topology version to {kubernetes} and openshiftVersion to {to}",
+                spec.name
+            )
+        });
+    }
     let name = spec.control_plane_name();
     Api::<kube::api::DynamicObject>::namespaced_with(
         client.clone(),
@@ -977,6 +1030,19 @@ async fn request_upgrade(client: &Client, spec: &ClusterSpec, to: &str) -> Resul
     .await
     .with_context(|| format!("setting {name}'s distributionVersion to {to}"))?;
     Ok(())
+}
+
+/// Cluster API's topology caught up with an upgrade: the topology and the control plane's
+/// `spec.version` at `kubernetes`, and the Cluster's `TopologyReconciled` True (which Cluster API
+/// sets only once the MachineDeployments are at that version too).
+fn topology_settled(s: &Snapshot, kubernetes: &str) -> bool {
+    let (Some(cp), Some(cluster)) = (s.control_plane.as_ref(), s.cluster.as_ref()) else {
+        return false;
+    };
+    cp["spec"]["version"] == kubernetes
+        && cluster["spec"]["topology"]["version"] == kubernetes
+        && control_plane_condition(cluster, "TopologyReconciled")
+            .is_some_and(|(status, _, _)| status == "True")
 }
 
 /// The version `--upgrade-to` names (empty without).
@@ -1200,6 +1266,14 @@ fn link(target: &Path, at: &Path) {
 }
 
 async fn scale_workers(client: &Client, spec: &ClusterSpec, replicas: u32) -> Result<()> {
+    if spec.cluster_class {
+        return edit_topology(client, spec, |topology| {
+            // The lab's topology has one MachineDeployment, the workers'.
+            topology["workers"]["machineDeployments"][0]["replicas"] = json!(replicas);
+        })
+        .await
+        .with_context(|| format!("scaling Cluster {}'s workers to {replicas}", spec.name));
+    }
     let md = spec.workers_name();
     Api::<MachineDeployment>::namespaced(client.clone(), &spec.ns)
         .patch(
@@ -1454,9 +1528,19 @@ async fn plan_generated(
     start: Instant,
 ) -> Result<Plan> {
     let t = opts.topology;
-    let spec = ClusterSpec::new(t, opts.workers, c, n);
+    let mut spec = ClusterSpec::new(t, opts.workers, c, n);
+    let template = if opts.cluster_class {
+        // Workers only come after the install (Cluster API's topology waits for the control
+        // plane's version): none day-1, the day-2 step scales the topology's MachineDeployment.
+        spec = ClusterSpec::new(Topology::Compact, 0, c, n);
+        spec.cluster_class = true;
+        spec.day2 = Some((spec.workers_name(), 0));
+        generate::TEMPLATE_TOPOLOGY
+    } else {
+        generate::template(t, opts.okd)
+    };
     let root = testbed::cache::repo_root();
-    let g = Generate::new(&spec, &root.join(generate::template(t, opts.okd)), opts.okd);
+    let g = Generate::new(&spec, &root.join(template), opts.okd);
     let yaml = g
         .run(clusterctl, &opts.dir.join("clusterctl-home"))
         .await
@@ -1496,7 +1580,7 @@ async fn plan_generated(
     };
     let (got, wanted) = (
         seen(&expected, expected.day2.is_some()),
-        seen(&spec, t.highly_available()),
+        seen(&spec, spec.topology.highly_available()),
     );
     if got != wanted {
         anyhow::bail!(
@@ -1873,7 +1957,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 plans,
                 format!(
                     "{} (clusterctl generate cluster)",
-                    generate::template(opts.topology, opts.okd)
+                    if opts.cluster_class {
+                        generate::TEMPLATE_TOPOLOGY
+                    } else {
+                        generate::template(opts.topology, opts.okd)
+                    }
                 ),
             )
         }
@@ -2015,7 +2103,13 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             break Some(format!("a manager exited: {e:#}"));
         }
         memory.sample(&lab.managers.pids());
-        let world = match World::take(&client, &lab.workload.client, opts.upgrade.is_some()).await {
+        let world = match World::take(
+            &client,
+            &lab.workload.client,
+            opts.upgrade.is_some() || opts.cluster_class,
+        )
+        .await
+        {
             Ok(w) => Some(w),
             // A slow apiserver is not a failure; the deadline catches a dead one.
             Err(e) => {
@@ -2246,14 +2340,39 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                                 r.spec.control_plane_name()
                             );
                         }
+                        if let Some((status, reason, message)) = r
+                            .snap
+                            .cluster
+                            .as_ref()
+                            .filter(|_| r.spec.cluster_class)
+                            .and_then(|c| control_plane_condition(c, "TopologyReconciled"))
+                        {
+                            println!(
+                                "{} {pre}Cluster {}: TopologyReconciled {status} {reason}{}{message}",
+                                stamp(start),
+                                r.spec.name,
+                                if message.is_empty() { "" } else { ": " }
+                            );
+                        }
                         Ok(())
                     }
                     (Step::UpgradeRequested, _) => {
                         let to = upgrade_to(&r.spec).to_string();
+                        let edit = if r.spec.cluster_class {
+                            format!(
+                                "setting Cluster {}'s topology version to {} and its openshiftVersion variable",
+                                r.spec.name,
+                                cvo::kubernetes_of(&to)
+                            )
+                        } else {
+                            format!(
+                                "setting {}'s distributionVersion",
+                                r.spec.control_plane_name()
+                            )
+                        };
                         println!(
-                            "{} setting {}'s distributionVersion to {to}{}",
+                            "{} {edit} to {to}{}",
                             stamp(start),
-                            r.spec.control_plane_name(),
                             if opts.upgrade.as_ref().is_some_and(|u| u.fails) {
                                 " (the simulated cluster-version operator fails it)"
                             } else {

@@ -103,6 +103,14 @@ struct Cli {
     /// first Node (a degraded operator); the run ends when the control plane reports it.
     #[arg(long, requires = "upgrade_to")]
     upgrade_fails: bool,
+    /// Declare the cluster as Cluster API topology over a ClusterClass
+    /// (templates/cluster-template-topology.yaml, Cluster API's ClusterTopology gate on): three
+    /// masters installed day-1; Cluster API makes the workers' MachineDeployment once the control
+    /// plane reports its version, at 0 replicas, and the day-2 step scales it through the
+    /// Cluster's spec.topology. With --upgrade-to the upgrade edits the topology's version and
+    /// its openshiftVersion variable.
+    #[arg(long, conflicts_with_all = ["cluster_file", "okd", "topology", "workers"])]
+    cluster_class: bool,
 }
 
 /// `--managers`.
@@ -226,6 +234,7 @@ async fn run(cli: Cli) -> Result<bool> {
             to,
             fails: cli.upgrade_fails,
         }),
+        cluster_class: cli.cluster_class,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

@@ -63,6 +63,9 @@ pub struct ClusterSpec {
     /// `--upgrade-to`: once the rest is done, the control plane's `distributionVersion` is
     /// set to this and the run waits for the upgrade (or, `--upgrade-fails`, its failure).
     pub upgrade: Option<crate::Upgrade>,
+    /// Declared as a Cluster with `spec.topology` over a ClusterClass (`--cluster-class`):
+    /// scaling and upgrading edit the Cluster's topology.
+    pub cluster_class: bool,
 }
 
 impl ClusterSpec {
@@ -119,6 +122,7 @@ impl ClusterSpec {
             masters,
             workers,
             upgrade: None,
+            cluster_class: false,
         }
     }
 
@@ -148,6 +152,7 @@ impl ClusterSpec {
             day2: f.day2_pool().map(|p| (p.name.clone(), p.replicas)),
             infraenvs: f.infraenvs_day1(),
             upgrade: None,
+            cluster_class: f.cluster_class,
         }
     }
 

@@ -30,6 +30,8 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
     /// The OpenshiftAssistedControlPlane, read only when a step needs it (an upgrade).
     pub control_plane: Option<Value>,
+    /// The Cluster, read with the control plane (its topology, for `--cluster-class`).
+    pub cluster: Option<Value>,
 }
 
 /// One read of the objects of every cluster: each kind listed once across namespaces (so the
@@ -44,23 +46,34 @@ pub struct World {
     pub nodes: Vec<Node>,
     /// Empty unless asked for.
     pub control_planes: Vec<DynamicObject>,
+    /// Empty unless asked for (with the control planes).
+    pub clusters: Vec<DynamicObject>,
 }
 
 impl World {
-    /// One read; the control planes too when `control_planes` (upgrades follow them).
+    /// One read; the control planes and Clusters too when `control_planes` (upgrades and
+    /// topologies follow them).
     pub async fn take(client: &Client, workload: &Client, control_planes: bool) -> Result<World> {
         let lp = ListParams::default();
-        let control_planes = if control_planes {
-            Api::<DynamicObject>::all_with(client.clone(), &control_plane_resource())
-                .list(&lp)
-                .await
-                .context("listing OpenshiftAssistedControlPlanes")?
-                .items
+        let (control_planes, clusters) = if control_planes {
+            (
+                Api::<DynamicObject>::all_with(client.clone(), &control_plane_resource())
+                    .list(&lp)
+                    .await
+                    .context("listing OpenshiftAssistedControlPlanes")?
+                    .items,
+                Api::<DynamicObject>::all_with(client.clone(), &cluster_resource())
+                    .list(&lp)
+                    .await
+                    .context("listing Clusters")?
+                    .items,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         Ok(World {
             control_planes,
+            clusters,
             bmhs: Api::<BareMetalHost>::all(client.clone())
                 .list(&lp)
                 .await
@@ -124,7 +137,23 @@ impl World {
                 .into_iter()
                 .find(|c| c.name_any() == aci)
                 .and_then(|c| serde_json::to_value(c).ok()),
+            // The lab installs one Cluster per namespace.
+            cluster: in_ns(&self.clusters, ns)
+                .into_iter()
+                .next()
+                .and_then(|c| serde_json::to_value(c).ok()),
         }
+    }
+}
+
+/// `cluster.x-k8s.io/v1beta2` Cluster.
+pub fn cluster_resource() -> ApiResource {
+    ApiResource {
+        group: "cluster.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "cluster.x-k8s.io/v1beta2".into(),
+        kind: "Cluster".into(),
+        plural: "clusters".into(),
     }
 }
 

@@ -46,6 +46,7 @@ pub fn options() -> Options {
         replicas: 1,
         kill_leaders: false,
         upgrade: None,
+        cluster_class: false,
     }
 }
 

@@ -4,6 +4,8 @@
 
 #[path = "chaos.rs"]
 mod chaos;
+#[path = "cluster_class.rs"]
+mod cluster_class;
 #[path = "cluster_file.rs"]
 mod cluster_file;
 #[path = "common.rs"]
