@@ -197,6 +197,9 @@ pub struct Report {
     /// The search for the run's secrets where they must not be (`None`: it could not read
     /// them; `failure` says why).
     pub secrets: Option<secrets::Checked>,
+    /// What Cluster API says of the cluster at the end: the real `clusterctl describe cluster
+    /// --show-templates` (one cluster, when it could run).
+    pub describe: Option<String>,
 }
 
 /// What `--kill-leaders` did to one manager.
@@ -424,6 +427,8 @@ mod report_json {
         /// `--kill-leaders`; empty otherwise.
         pub leader_kills: Vec<LeaderKill<'a>>,
         pub secrets: Option<Secrets<'a>>,
+        /// `clusterctl describe cluster --show-templates` at the end (one cluster).
+        pub describe: Option<&'a str>,
     }
 
     #[derive(Serialize)]
@@ -757,6 +762,7 @@ impl Report {
                 found: c.leaks.iter().map(secrets::Leak::describe).collect(),
                 missing: &c.missing,
             }),
+            describe: self.describe.as_deref(),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
         serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -2559,6 +2565,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         }
     };
 
+    let describe = match &runs[..] {
+        [r] => clusterctl_describe(&lab, &r.spec).await,
+        _ => None,
+    };
+
     println!();
     let shape = shape(&runs[0].spec);
     if n == 1 {
@@ -2707,6 +2718,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         }
         None => println!("Secrets: not checked (see FAILED)"),
     }
+    if let (Some(d), [r]) = (&describe, &runs[..]) {
+        println!(
+            "What Cluster API sees (clusterctl describe cluster {} -n {} --show-templates):",
+            r.spec.name, r.spec.ns
+        );
+        for line in d.lines() {
+            println!("  {}", line.trim_end());
+        }
+    }
     let unfinished: Vec<&ClusterRun> = runs.iter().filter(|r| r.next < steps.len()).collect();
     let stuck = failure.as_ref().map(|f| match unfinished.first() {
         Some(r) => format!("{}{}: {f}", prefix(&r.spec), steps[r.next].title()),
@@ -2768,6 +2788,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         chaos: chaos_report,
         leader_kills,
         secrets: secrets_checked,
+        describe,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -3077,6 +3098,38 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
     out
 }
 
+/// `clusterctl describe cluster --show-templates` of the cluster, as Cluster API sees it (its
+/// control plane's version, infrastructure template and conditions); `None` when it failed.
+async fn clusterctl_describe(lab: &Lab, spec: &ClusterSpec) -> Option<String> {
+    let out = tokio::process::Command::new(lab.tb.cache.bin("clusterctl"))
+        .args([
+            "describe",
+            "cluster",
+            &spec.name,
+            "-n",
+            &spec.ns,
+            "--show-templates",
+        ])
+        .env("KUBECONFIG", &lab.tb.kubeconfig)
+        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
+        .output()
+        .await;
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(o) => {
+            tracing::warn!(
+                "clusterctl describe: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!("clusterctl describe: {e}");
+            None
+        }
+    }
+}
+
 /// `--keep`: everything keeps running (the site too) until Ctrl-C.
 async fn keep_running(lab: &mut Lab, runs: &mut [ClusterRun]) {
     let clusterctl = lab.tb.cache.bin("clusterctl");
@@ -3238,6 +3291,7 @@ mod tests {
                 }],
                 missing: Vec::new(),
             }),
+            describe: None,
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.

@@ -31,4 +31,16 @@ async fn a_cluster_class_cluster_installs_scales_and_upgrades() {
     expected.extend(DAY2_MILESTONES);
     expected.extend(["upgrade requested", "upgraded"]);
     assert_eq!(milestones(&report), expected);
+    // What the real clusterctl reads: the topology's version on the Cluster and on the control
+    // plane (its spec.version), the infrastructure template the topology cloned for the control
+    // plane (from spec.machineTemplate.spec.infrastructureRef), the conditions.
+    let describe = report.describe.as_deref().expect("clusterctl describe ran");
+    for wanted in [
+        "Cluster lab/compact, v1.31.0",
+        "OpenshiftAssistedControlPlane lab/compact-cp, v1.31.0",
+        "Metal3MachineTemplate lab/compact-",
+        "Available",
+    ] {
+        assert!(describe.contains(wanted), "{wanted:?} not in:\n{describe}");
+    }
 }

@@ -24,4 +24,13 @@ async fn sno_installs_and_its_machine_runs() {
     assert!(report.memory.samples > 1);
     assert!(report.memory.managers.iter().all(|m| m.peak_kib > 0));
     assert!(report.all_installed().is_some());
+    // Cluster API finds the control plane's infrastructure template where the v1beta2
+    // contract puts it (spec.machineTemplate.spec.infrastructureRef, which the defaulting
+    // webhook fills from the template's flat CAPOA shape).
+    let describe = report.describe.as_deref().expect("clusterctl describe ran");
+    assert!(
+        describe.contains("OpenshiftAssistedControlPlane lab/sno-cp")
+            && describe.contains("Metal3MachineTemplate lab/sno-controlplane"),
+        "{describe}"
+    );
 }
