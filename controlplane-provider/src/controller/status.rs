@@ -729,7 +729,10 @@ spec: {{sshAuthorizedKey: {key}}}
     #[test]
     fn remediating_names_the_machines_a_health_check_left_to_us() {
         let healthy = machine("cp-0", true);
-        assert_eq!(remediating(std::slice::from_ref(&healthy)).reason, "NotRemediating");
+        assert_eq!(
+            remediating(std::slice::from_ref(&healthy)).reason,
+            "NotRemediating"
+        );
         // Marked unhealthy but already taken over (OwnerRemediated True): not ours to report.
         let taken = with_condition(
             with_condition(machine("cp-1", false), "HealthCheckSucceeded", "False", "x"),

@@ -291,8 +291,17 @@ pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
         ..Default::default()
     };
 
-    // An upgrade in progress runs to its end first: one at a time.
-    if let Some(to) = cv.upgrading_to() {
+    // An upgrade in progress runs to its end first: one at a time. A failing one may be
+    // retargeted to another, newer release (as `oc adm upgrade --to` does): then it is asked
+    // for below, once.
+    let retargeted = |to: &str| {
+        cv.failing.is_some()
+            && to != spec.to_string()
+            && running
+                .parse::<Version>()
+                .is_ok_and(|r| compare(&spec, &r) == Ordering::Greater)
+    };
+    if let Some(to) = cv.upgrading_to().filter(|to| !retargeted(to)) {
         let waiting = if to == spec.to_string() {
             String::new()
         } else {
@@ -368,7 +377,12 @@ pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
             if already_asked {
                 // Asked before; the CVO has not started (or refused the release). Never asked
                 // again: that would be a retry storm on a refused release.
-                let (reason, message) = match cv.release_refused.as_ref().or(cv.failing.as_ref()) {
+                // A `Failing` of the upgrade this one retargets is not about this release.
+                let failing = cv
+                    .failing
+                    .as_ref()
+                    .filter(|_| cv.upgrading_to().is_none_or(|t| t == spec.to_string()));
+                let (reason, message) = match cv.release_refused.as_ref().or(failing) {
                     Some(refusal) => (
                         UPGRADE_FAILED,
                         format!(
@@ -587,6 +601,36 @@ mod tests {
                 "row {i}"
             );
         }
+    }
+
+    #[test]
+    fn a_failing_upgrade_can_be_retargeted_once_but_a_running_one_cannot() {
+        let failing = json!({"spec": {"desiredUpdate": {"version": "4.17.5"}},
+            "status": {"history": [partial("4.17.5"), completed("4.17.3")], "conditions": [
+                condition("Failing", "True", "Cluster operator kube-apiserver is degraded")]}});
+        // A newer release than the failing one: asked for (the CVO accepts a new target).
+        let u = decide_for("4.17.6", TAG, failing.clone());
+        assert_eq!(
+            u.request.as_ref().map(|r| r.version.as_str()),
+            Some("4.17.6")
+        );
+        assert_eq!(upgrade_completed(&u).1, UPGRADE_IN_PROGRESS);
+        // Once asked, never again while the CVO has it; the old target's failure is not
+        // reported as the new one's.
+        let mut asked = failing.clone();
+        asked["spec"]["desiredUpdate"] = json!({"version": "4.17.6"});
+        let u = decide_for("4.17.6", TAG, asked);
+        assert!(u.request.is_none());
+        assert_eq!(upgrade_completed(&u).1, UPGRADE_IN_PROGRESS);
+        // Back to what the cluster runs is not an upgrade: the failure stays reported.
+        let back = decide_for("4.17.3", TAG, failing);
+        assert!(back.request.is_none());
+        assert_eq!(upgrade_completed(&back).1, UPGRADE_FAILED);
+        // A running (not failing) upgrade is never retargeted.
+        let running = json!({"spec": {"desiredUpdate": {"version": "4.17.5"}},
+            "status": {"history": [partial("4.17.5"), completed("4.17.3")], "conditions": [
+                condition("Progressing", "True", "Working towards 4.17.5")]}});
+        assert!(decide_for("4.17.6", TAG, running).request.is_none());
     }
 
     #[test]
