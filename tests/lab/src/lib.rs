@@ -151,6 +151,10 @@ pub struct Options {
     pub kill_leaders: bool,
     /// `--upgrade-to`: once the cluster is installed (and its day-2 step done), upgrade it.
     pub upgrade: Option<Upgrade>,
+    /// `--fail-host HOST`: once the cluster is installed (and its day-2 step done), a
+    /// MachineHealthCheck is applied over HOST's Machines and HOST's kubelet stops; the run
+    /// follows the remediation ([`Step::HostFailed`] and after).
+    pub fail_host: Option<String>,
     /// `--cluster-class`: the cluster as a topology over a ClusterClass
     /// (templates/cluster-template-topology.yaml): three masters installed day-1, the workers'
     /// MachineDeployment made by Cluster API after the install at 0 replicas, and the day-2
@@ -785,10 +789,15 @@ enum Step {
     UpgradeRequested,
     Upgraded,
     UpgradeFailed,
+    HostFailed,
+    Remediated,
+    Replaced,
+    RemediationReported,
 }
 
 impl Step {
-    fn all(day2: bool, upgrade: Option<&Upgrade>) -> Vec<Step> {
+    /// `fail_master`: `--fail-host` names a control-plane host (`Some(true)`) or a worker.
+    fn all(day2: bool, upgrade: Option<&Upgrade>, fail_master: Option<bool>) -> Vec<Step> {
         use Step::*;
         let mut s = vec![
             HostsAvailable,
@@ -802,6 +811,11 @@ impl Step {
         ];
         if day2 {
             s.extend([Day2Installed, ScaleDownDone]);
+        }
+        match fail_master {
+            Some(true) => s.extend([HostFailed, RemediationReported]),
+            Some(false) => s.extend([HostFailed, Remediated, Replaced]),
+            None => {}
         }
         match upgrade {
             Some(u) if u.fails => s.extend([UpgradeRequested, UpgradeFailed]),
@@ -827,6 +841,10 @@ impl Step {
             Step::UpgradeRequested => "upgrade requested",
             Step::Upgraded => "upgraded",
             Step::UpgradeFailed => "upgrade failure reported",
+            Step::HostFailed => "host failed",
+            Step::Remediated => "unhealthy Machine remediated",
+            Step::Replaced => "replacement installed",
+            Step::RemediationReported => "remediation reported",
         }
     }
 
@@ -871,6 +889,12 @@ impl Step {
                 "the control plane's UpgradeCompleted False/UpgradeFailed with the CVO's message ({})",
                 cvo::FAILURE_MESSAGE
             ),
+            Step::HostFailed => "the MachineHealthCheck applied and the host's kubelet stopped".into(),
+            Step::Remediated => "the MachineHealthCheck's remediation: the failed host's Machine deleted by its MachineSet, its Agent and Node gone, its BareMetalHost deprovisioned".into(),
+            Step::Replaced => format!(
+                "{n} Machines Running again, the replacement's Agent `added-to-existing-cluster` (day-2) and its Node Ready"
+            ),
+            Step::RemediationReported => "the control plane's Remediating True naming the failed host's Machine".into(),
         }
     }
 
@@ -928,6 +952,46 @@ impl Step {
                         control_plane_condition(c, "UpgradeCompleted")
                             .is_some_and(|(st, _, _)| st == "True")
                     })
+            }
+            Step::HostFailed => true,
+            Step::Remediated => site.failed.as_ref().is_some_and(|f| {
+                let bmh_state = |name: &str| {
+                    s.bmhs
+                        .iter()
+                        .find(|b| b.name_any() == name)
+                        .and_then(|b| b.status.as_ref())
+                        .map(|st| st.provisioning.state.clone())
+                        .unwrap_or_default()
+                };
+                !s.machines
+                    .iter()
+                    .any(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
+                    && !s.nodes.iter().any(|node| node.name_any() == f.node)
+                    && !s.agents.iter().any(|a| a.name_any() == f.agent)
+                    && bmh_state(&f.host) != "provisioned"
+            }),
+            Step::Replaced => {
+                s.machines.len() == n
+                    && s.machines_running() == n
+                    && s.agents.len() == n
+                    && s.nodes_ready() == n
+                    && s.agents.iter().any(|a| {
+                        Snapshot::is_day2(a)
+                            && Snapshot::agent_state(a) == "added-to-existing-cluster"
+                    })
+            }
+            Step::RemediationReported => {
+                let failed_machine = site.failed.as_ref().and_then(|f| {
+                    s.machines
+                        .iter()
+                        .find(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
+                        .map(|m| m.name_any())
+                });
+                s.control_plane.as_ref().is_some_and(|c| {
+                    control_plane_condition(c, "Remediating").is_some_and(|(st, _, m)| {
+                        st == "True" && failed_machine.is_some_and(|name| m.contains(&name))
+                    })
+                })
             }
             Step::UpgradeFailed => s.control_plane.as_ref().is_some_and(|c| {
                 control_plane_condition(c, "UpgradeCompleted").is_some_and(|(st, r, m)| {
@@ -1036,6 +1100,62 @@ async fn request_upgrade(client: &Client, spec: &ClusterSpec, to: &str) -> Resul
     .await
     .with_context(|| format!("setting {name}'s distributionVersion to {to}"))?;
     Ok(())
+}
+
+/// Whether `--fail-host`'s host is a control-plane host; an error naming the hosts when the
+/// site has no such host.
+fn fail_host_role(host: &str, servers: &[Server]) -> Result<bool> {
+    if let Some(master) = role_keyword(host) {
+        return Ok(master);
+    }
+    match servers.iter().find(|s| s.name == host) {
+        Some(s) => Ok(s.role == "master"),
+        None => anyhow::bail!(
+            "--fail-host {host}: the site has no such host (it has {})",
+            servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// `--fail-host master` or `worker`: whichever host of that role is in the cluster then
+/// (Metal3 picks the hosts, so their names are known only once they run).
+fn role_keyword(host: &str) -> Option<bool> {
+    match host {
+        "master" => Some(true),
+        "worker" => Some(false),
+        _ => None,
+    }
+}
+
+/// The MachineHealthCheck a user would write for the failed host's Machines: the workers'
+/// MachineDeployment, or the control plane; unhealthy after 10 s of a Node not Ready.
+fn machine_health_check(spec: &ClusterSpec, master: bool) -> Value {
+    let (name, selector) = if master {
+        (
+            format!("{}-control-plane", spec.name),
+            json!({"cluster.x-k8s.io/control-plane": ""}),
+        )
+    } else {
+        let md = spec.workers_name();
+        (md.clone(), json!({"cluster.x-k8s.io/deployment-name": md}))
+    };
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineHealthCheck",
+        "metadata": {"name": name, "namespace": spec.ns},
+        "spec": {
+            "clusterName": spec.name,
+            "selector": {"matchLabels": selector},
+            "checks": {"unhealthyNodeConditions": [
+                {"type": "Ready", "status": "Unknown", "timeoutSeconds": 10},
+                {"type": "Ready", "status": "False", "timeoutSeconds": 10},
+            ]},
+        },
+    })
 }
 
 /// Cluster API's topology caught up with an upgrade: the topology and the control plane's
@@ -2052,7 +2172,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     };
 
     // Every cluster of a run has the same shape (one topology, or the one file's cluster).
-    let steps = Step::all(runs[0].spec.day2.is_some(), opts.upgrade.as_ref());
+    let fail_master = match &opts.fail_host {
+        Some(host) => Some(fail_host_role(host, &runs[0].servers)?),
+        None => None,
+    };
+    let steps = Step::all(
+        runs[0].spec.day2.is_some(),
+        opts.upgrade.as_ref(),
+        fail_master,
+    );
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
@@ -2112,7 +2240,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         let world = match World::take(
             &client,
             &lab.workload.client,
-            opts.upgrade.is_some() || opts.cluster_class,
+            opts.upgrade.is_some() || opts.cluster_class || opts.fail_host.is_some(),
         )
         .await
         {
@@ -2361,6 +2489,48 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                             );
                         }
                         Ok(())
+                    }
+                    (Step::RemediationReported, _) => {
+                        if let Some((status, reason, message)) = r
+                            .snap
+                            .control_plane
+                            .as_ref()
+                            .and_then(|c| control_plane_condition(c, "Remediating"))
+                        {
+                            println!(
+                                "{} {pre}{}: Remediating {status} {reason}: {message}",
+                                stamp(start),
+                                r.spec.control_plane_name()
+                            );
+                        }
+                        Ok(())
+                    }
+                    (Step::HostFailed, _) => {
+                        let named = opts.fail_host.clone().unwrap_or_default();
+                        let master = fail_master == Some(true);
+                        let host = match role_keyword(&named) {
+                            Some(m) => r
+                                .site
+                                .running_host(if m { "master" } else { "worker" })
+                                .unwrap_or(named),
+                            None => named,
+                        };
+                        let mhc = machine_health_check(&r.spec, master);
+                        println!(
+                            "{} applied MachineHealthCheck {} (Node Ready Unknown or False for 10 s: unhealthy)",
+                            stamp(start),
+                            mhc["metadata"]["name"].as_str().unwrap_or_default()
+                        );
+                        match testbed::resources::apply_all(&client, vec![mhc]).await {
+                            Err(e) => Err(e).context("applying the MachineHealthCheck"),
+                            Ok(_) => r.site.fail_host(&host).await.map(|f| {
+                                println!(
+                                    "{} site: {host}'s kubelet stopped; Node {} Ready Unknown (\"Kubelet stopped posting node status.\")",
+                                    stamp(start),
+                                    f.node
+                                );
+                            }),
+                        }
                     }
                     (Step::UpgradeRequested, _) => {
                         let to = upgrade_to(&r.spec).to_string();
@@ -2992,12 +3162,16 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         Step::AgentsApproved => (false, false, false, true, false, true),
         Step::InstallStarted | Step::Installed => (false, false, false, true, true, true),
         Step::NodesRegistered => (false, false, false, false, false, true),
-        Step::MachinesRunning | Step::Day2Installed | Step::ScaleDownDone => {
-            (true, false, true, true, false, true)
-        }
-        Step::UpgradeRequested | Step::Upgraded | Step::UpgradeFailed => {
-            (false, false, true, false, false, false)
-        }
+        Step::MachinesRunning
+        | Step::Day2Installed
+        | Step::ScaleDownDone
+        | Step::HostFailed
+        | Step::Remediated
+        | Step::Replaced => (true, false, true, true, false, true),
+        Step::UpgradeRequested
+        | Step::Upgraded
+        | Step::UpgradeFailed
+        | Step::RemediationReported => (false, false, true, false, false, false),
     };
     if let Some(cp) = &s.control_plane {
         let conditions = cp["status"]["conditions"]

@@ -111,6 +111,13 @@ struct Cli {
     /// its openshiftVersion variable.
     #[arg(long, conflicts_with_all = ["cluster_file", "okd", "topology", "workers"])]
     cluster_class: bool,
+    /// Once the cluster is installed (and its day-2 step done), break HOST (a host name, or
+    /// `worker` / `master` for whichever host of that role is in the cluster then): a MachineHealthCheck over its Machines is applied and its kubelet stops (its
+    /// Node goes Ready Unknown). A worker must be remediated by Cluster API and replaced (a
+    /// day-2 install on a free host); for a master the run waits for the control plane to
+    /// report the Machine in `Remediating`. One cluster only.
+    #[arg(long, value_name = "HOST", conflicts_with = "clusters")]
+    fail_host: Option<String>,
 }
 
 /// `--managers`.
@@ -235,6 +242,7 @@ async fn run(cli: Cli) -> Result<bool> {
             fails: cli.upgrade_fails,
         }),
         cluster_class: cli.cluster_class,
+        fail_host: cli.fail_host.clone(),
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

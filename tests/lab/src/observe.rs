@@ -205,6 +205,14 @@ impl Snapshot {
         m.status.as_ref().and_then(|s| s.phase.as_ref()) == Some(&MachineStatusPhase::Running)
     }
 
+    /// The name of the Node a Machine's `status.nodeRef` names.
+    pub fn node_of(m: &Machine) -> Option<&str> {
+        m.status
+            .as_ref()
+            .and_then(|s| s.node_ref.as_ref())
+            .map(|n| n.name.as_str())
+    }
+
     pub fn machines_running(&self) -> usize {
         self.machines
             .iter()

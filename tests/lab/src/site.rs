@@ -66,6 +66,18 @@ pub struct Site {
     speed: f64,
     /// The CA the site's BMCs verify an https image server with (the site's operator gave it).
     bmc_trust: Trust,
+    /// The host `--fail-host` broke, until it is deprovisioned.
+    pub failed: Option<FailedHost>,
+}
+
+/// A host whose kubelet stopped (`--fail-host`): what the lab follows through remediation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedHost {
+    pub host: String,
+    pub node: String,
+    /// Its Agent's name (the host's UUID).
+    pub agent: String,
+    pub master: bool,
 }
 
 /// The site's servers of one cluster for `masters` + `workers` (workers include the day-2
@@ -314,7 +326,71 @@ impl Site {
             boot_failing: BTreeMap::new(),
             speed,
             bmc_trust,
+            failed: None,
         }
+    }
+
+    /// The first host (by name) of `role` that is in the cluster now (its Node registered).
+    pub fn running_host(&self, role: &str) -> Option<String> {
+        self.booted
+            .iter()
+            .find(|(_, b)| b.role == role && b.node.is_some())
+            .map(|(name, _)| name.clone())
+    }
+
+    /// `--fail-host`: the host's kubelet stops (the server hangs). Its Node's conditions become
+    /// Unknown with the unreachable taints, as the node lifecycle controller writes them once a
+    /// kubelet stops posting status (the workload apiserver here has no controller-manager).
+    /// The server stays powered on until baremetal-operator deprovisions it.
+    pub async fn fail_host(&mut self, name: &str) -> Result<FailedHost> {
+        let running: Vec<String> = self.booted.keys().cloned().collect();
+        let b = self.booted.get_mut(name).with_context(|| {
+            format!(
+                "{name} is not running now: only a host in the cluster can fail ({})",
+                running.join(", ")
+            )
+        })?;
+        let node = b.node.clone().with_context(|| {
+            format!("{name} has no Node yet: only a host in the cluster can fail")
+        })?;
+        if let Some(k) = b.kubelet.take() {
+            k.abort();
+        }
+        let now = jiff::Timestamp::now().to_string();
+        let unknown = |type_: &str| {
+            serde_json::json!({"type": type_, "status": "Unknown", "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.",
+                "lastHeartbeatTime": now, "lastTransitionTime": now})
+        };
+        let nodes = Api::<Node>::all(self.workload.clone());
+        nodes
+            .patch_status(
+                &node,
+                &PatchParams::default(),
+                &Patch::Strategic(serde_json::json!({"status": {"conditions": [
+                    unknown("Ready"), unknown("MemoryPressure"), unknown("DiskPressure"),
+                    unknown("PIDPressure")]}})),
+            )
+            .await
+            .with_context(|| format!("marking Node {node} unreachable"))?;
+        nodes
+            .patch(
+                &node,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {"taints": [
+                    {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": now},
+                    {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}]}})),
+            )
+            .await
+            .with_context(|| format!("tainting Node {node} unreachable"))?;
+        let failed = FailedHost {
+            host: name.to_string(),
+            node,
+            agent: b.host.profile().uuid.clone(),
+            master: b.role == "master",
+        };
+        self.failed = Some(failed.clone());
+        Ok(failed)
     }
 
     /// The Nodes of the powered-on day-2 hosts (registered or joining).

@@ -47,6 +47,7 @@ pub fn options() -> Options {
         kill_leaders: false,
         upgrade: None,
         cluster_class: false,
+        fail_host: None,
     }
 }
 

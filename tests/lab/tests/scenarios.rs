@@ -10,6 +10,8 @@ mod cluster_class;
 mod cluster_file;
 #[path = "common.rs"]
 mod common;
+#[path = "remediation.rs"]
+mod remediation;
 #[path = "sno.rs"]
 mod sno;
 #[path = "upgrade.rs"]

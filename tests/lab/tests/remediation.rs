@@ -1,0 +1,53 @@
+//! Broken hosts (`--fail-host`): a MachineHealthCheck (the real Cluster API's) over the
+//! failed host's Machines, the host's kubelet stopped. A worker is remediated by its
+//! MachineSet and replaced by a day-2 install; a master is reported in the control plane's
+//! `Remediating` (it is not replaced yet).
+
+use lab::{Options, Topology};
+
+use crate::common::{DAY1_MILESTONES, DAY2_MILESTONES, milestones, options, run_ok};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_worker_is_remediated_and_replaced() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "remediate-worker",
+        Options {
+            topology: Topology::ThreePlusTwo,
+            workers: 1,
+            fail_host: Some("worker".into()),
+            timeout: std::time::Duration::from_secs(420),
+            ..options()
+        },
+    )
+    .await;
+    let mut expected = DAY1_MILESTONES.to_vec();
+    expected.extend(DAY2_MILESTONES);
+    expected.extend([
+        "host failed",
+        "unhealthy Machine remediated",
+        "replacement installed",
+    ]);
+    assert_eq!(milestones(&report), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_master_is_reported_in_remediating() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "remediate-master",
+        Options {
+            fail_host: Some("master".into()),
+            timeout: std::time::Duration::from_secs(300),
+            ..options()
+        },
+    )
+    .await;
+    let mut expected = DAY1_MILESTONES.to_vec();
+    expected.extend(["host failed", "remediation reported"]);
+    assert_eq!(milestones(&report), expected);
+}
