@@ -166,7 +166,7 @@ pub const RBAC_RULES: &[Rule] = &[
     Rule {
         group: "",
         resources: &["configmaps"],
-        verbs: READ,
+        verbs: READ_WRITE,
     },
     Rule {
         group: "events.k8s.io",

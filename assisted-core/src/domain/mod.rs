@@ -39,6 +39,7 @@ pub mod formats;
 pub mod hardware;
 pub mod host_sm;
 pub mod inventory;
+pub mod mirrors;
 pub mod net;
 pub mod orchestration;
 pub mod release_support;

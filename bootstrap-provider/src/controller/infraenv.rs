@@ -77,6 +77,9 @@ pub struct InfraEnvInputs<'a> {
     pub configs: &'a [&'a OpenshiftAssistedConfig],
     /// The Secret used when a config names no pull secret (assisted-core insists on one).
     pub placeholder_pull_secret: &'a str,
+    /// The cluster's mirror registry ConfigMap (its AgentClusterInstall's `mirrorRegistryRef`,
+    /// from the control plane's `imageRegistryRef`): the discovery image pulls through it too.
+    pub mirror_registry_ref: Option<&'a assisted_api::infraenv::NamespacedReference>,
 }
 
 /// Why no InfraEnv can be built. The controller reports it as a condition and waits for a change.
@@ -361,6 +364,7 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
             .collect(),
         additional_trust_bundle: first.trust_bundle.clone(),
         os_image_version: first.os_image_version.clone(),
+        mirror_registry_ref: inputs.mirror_registry_ref.cloned(),
         // As CAPOA: the full ISO carries the static network configuration in its ignition,
         // and Metal3 boots an ISO over virtual media, with no iPXE chain to fetch a rootfs.
         image_type: Some(ImageType::FullIso),
@@ -427,6 +431,7 @@ mod tests {
             cluster_deployment: &cd,
             configs,
             placeholder_pull_secret: "placeholder-pull-secret",
+            mirror_registry_ref: None,
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -55,6 +55,14 @@ pub async fn apply(
             "ClusterImageSet",
         )
         .await?;
+        if let Some(manifests) = &hive.registry_manifests {
+            apply_one(
+                Api::<ConfigMap>::namespaced(client.clone(), &ns),
+                manifests,
+                "mirror manifests ConfigMap",
+            )
+            .await?;
+        }
         // Without `spec.installed`, which the core sets once the cluster is installed.
         let cd_name = hive.cluster_deployment.name_any();
         Api::<ClusterDeployment>::namespaced(client.clone(), &ns)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
 use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::{Cluster, Machine, MachineDeployment};
-use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -17,6 +17,7 @@ use kube::{Client, ResourceExt};
 use super::Error;
 use super::kubeconfig;
 use super::machines::{self, CLUSTER_NAME_LABEL, plural};
+use super::registry::ImageRegistry;
 use super::release_lookup::{self, Lookup};
 use super::upgrade::{self, WorkloadClusterVersion};
 use crate::api::OpenshiftAssistedControlPlane;
@@ -76,6 +77,8 @@ pub struct Dereferenced {
     /// The admin kubeconfig the core published, once it has.
     pub admin_kubeconfig: Option<Vec<u8>>,
     pub pull_secret: PullSecret,
+    /// The ConfigMap `config.imageRegistryRef` names.
+    pub image_registry: ImageRegistry,
     pub workload_version: WorkloadVersion,
     /// The installed cluster's ClusterVersion, read on every reconcile once it is installed.
     pub cluster_version: WorkloadClusterVersion,
@@ -205,6 +208,27 @@ pub async fn dereference(
         }
         _ => PullSecret::Unset,
     };
+    let image_registry = match oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.image_registry_ref.as_ref())
+    {
+        Some(r) if !r.name.is_empty() => {
+            match Api::<ConfigMap>::namespaced(client.clone(), &ns)
+                .get_opt(&r.name)
+                .await
+                .map_err(Error::Read)?
+            {
+                Some(cm) => ImageRegistry::Present {
+                    name: r.name.clone(),
+                    data: cm.data.unwrap_or_default(),
+                },
+                None => ImageRegistry::Missing(r.name.clone()),
+            }
+        }
+        _ => ImageRegistry::Unset,
+    };
 
     // The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
     // `/version` is asked only while no Node reports its kubelet's version.
@@ -289,6 +313,7 @@ pub async fn dereference(
         cluster_deployment_exists,
         admin_kubeconfig,
         pull_secret,
+        image_registry,
         workload_version,
         cluster_version,
         control_plane_kubelets,

@@ -10,6 +10,7 @@ pub mod install_config;
 pub mod kubeconfig;
 pub mod machines;
 pub mod plan;
+pub mod registry;
 pub mod release;
 pub mod release_lookup;
 pub mod status;

@@ -13,7 +13,7 @@ use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
 use super::status::{self, Blocked, Install, StatusInputs};
-use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, release, upgrade};
+use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, registry, release, upgrade};
 use crate::api::{
     ControlPlaneInitialization, OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneStatus,
     RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
@@ -32,6 +32,9 @@ pub struct HiveObjects {
     pub image_set: ClusterImageSet,
     pub cluster_deployment: ClusterDeployment,
     pub agent_cluster_install: AgentClusterInstall,
+    /// The installed cluster's mirror manifests from `config.imageRegistryRef`, written before
+    /// the AgentClusterInstall that names them.
+    pub registry_manifests: Option<k8s_openapi::api::core::v1::ConfigMap>,
 }
 
 /// The step of a deletion.
@@ -345,6 +348,17 @@ fn desired(
         }
     };
 
+    let invalid = |e: hive::HiveError| Blocked {
+        reason: "InvalidConfig",
+        message: e.to_string(),
+    };
+    let registry = registry::desired(
+        oacp,
+        &d.image_registry,
+        hive::owner_reference(oacp).map_err(invalid)?,
+        hive::labels(oacp, &cluster.name_any()),
+    )?;
+    let registry_manifests_name = registry.as_ref().map(|r| r.manifests.name_any());
     let inputs = hive::HiveInputs {
         oacp,
         cluster,
@@ -352,17 +366,23 @@ fn desired(
         pull_secret_name: &pull_secret_name,
         release_image: &release_image,
         install_config_override: install_config_override.as_deref(),
-        image_registry_config_map: None,
-    };
-    let invalid = |e: hive::HiveError| Blocked {
-        reason: "InvalidConfig",
-        message: e.to_string(),
+        image_registry_config_map: registry_manifests_name.as_deref(),
     };
     let mut hive = HiveObjects {
         image_set: hive::cluster_image_set(&inputs).map_err(invalid)?,
         cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
         agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
+        registry_manifests: None,
     };
+    // The core renders the mirrors into the install-config from the user's ConfigMap.
+    if let Some(r) = registry {
+        hive.agent_cluster_install.spec.mirror_registry_ref =
+            Some(assisted_api::infraenv::NamespacedReference {
+                name: r.mirror_config_map,
+                namespace: oacp.namespace().unwrap_or_default(),
+            });
+        hive.registry_manifests = Some(r.manifests);
+    }
     // A digest names no version: the core reads it (and the architecture) from annotations.
     if release_image != tag {
         hive.image_set.metadata.annotations = Some(
@@ -783,6 +803,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             installing_image_set: None,
             release_lookup: None,
             pull_secret: PullSecret::Present("pull-secret".into()),
+            image_registry: crate::controller::registry::ImageRegistry::Unset,
         }
     }
 

@@ -1033,11 +1033,8 @@ spec: {{sshAuthorizedKey: {key}}}
         );
         case.oacp
             .spec
-            .config
-            .get_or_insert_with(Default::default)
-            .image_registry_ref = Some(assisted_api::common::LocalObjectReference {
-            name: "mirrors".into(),
-        });
+            .openshift_assisted_config_spec
+            .os_image_version = Some("4.16".into());
         let conds = desired_conditions(&case.inputs());
         let fields = find(&conds, conditions::FIELDS_SUPPORTED);
         assert_eq!(
@@ -1047,7 +1044,7 @@ spec: {{sshAuthorizedKey: {key}}}
         assert!(
             fields
                 .message
-                .contains("spec.config.imageRegistryRef is not supported yet"),
+                .contains("spec.openshiftAssistedConfigSpec.osImageVersion is not supported yet"),
             "{}",
             fields.message
         );

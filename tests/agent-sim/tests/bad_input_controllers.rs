@@ -53,6 +53,8 @@ const ROW_TIMEOUT: Duration = Duration::from_secs(60);
 struct Objects {
     pull_secret: Value,
     control_plane: Value,
+    /// More objects the mistake needs (a ConfigMap).
+    extra: Vec<Value>,
 }
 
 impl Objects {
@@ -82,6 +84,7 @@ impl Objects {
                     }},
                 },
             }),
+            extra: Vec::new(),
         }
     }
 
@@ -132,6 +135,7 @@ impl Objects {
         ];
         objects
             .iter()
+            .chain(&self.extra)
             .map(Value::to_string)
             .collect::<Vec<_>>()
             .join("\n---\n")
@@ -298,6 +302,47 @@ fn rows() -> Vec<Row> {
             mistake: |o| {
                 from_test_registry(&mut o.control_plane);
                 o.control_plane["spec"]["distributionVersion"] = json!("4.17.99");
+            },
+        },
+        Row {
+            what: "`spec.config.imageRegistryRef` naming a ConfigMap that does not exist",
+            ns: "missing-mirror-config",
+            reason: "ImageRegistryConfigNotFound",
+            install_objects: false,
+            not_named: None,
+            mistake: |o| {
+                o.control_plane["spec"]["config"]["imageRegistryRef"] = json!({"name": "mirrors"});
+            },
+        },
+        Row {
+            what: "a mirror `registries.conf` that is not TOML (line 2: a key with no value)",
+            ns: "mirror-config-not-toml",
+            reason: "InvalidImageRegistryConfig",
+            install_objects: false,
+            not_named: None,
+            mistake: |o| {
+                o.control_plane["spec"]["config"]["imageRegistryRef"] = json!({"name": "mirrors"});
+                o.extra.push(json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "mirrors", "namespace": "mirror-config-not-toml"},
+                    "data": {"registries.conf": "[[registry]]\nlocation =\n"},
+                }));
+            },
+        },
+        Row {
+            what: "a mirror registry without a mirror",
+            ns: "mirror-config-without-mirror",
+            reason: "InvalidImageRegistryConfig",
+            install_objects: false,
+            not_named: None,
+            mistake: |o| {
+                o.control_plane["spec"]["config"]["imageRegistryRef"] = json!({"name": "mirrors"});
+                o.extra.push(json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "mirrors", "namespace": "mirror-config-without-mirror"},
+                    "data": {"registries.conf":
+                        "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n"},
+                }));
             },
         },
         Row {

@@ -4,7 +4,8 @@
 //! registry (`crane registry serve`), laid out as a real payload. The install-config,
 //! manifests and environment the core gives it, and what the core does to its output, on a
 //! single-node cluster and on a 3+2 baremetal cluster with VIPs, a proxy, NTP sources, a trust
-//! bundle, user manifests (one multi-document, one patch) and install-config overrides.
+//! bundle, a mirror registry with its CA, user manifests (one multi-document, one patch) and
+//! install-config overrides.
 //! The installer failing fails the test, and so does any warning it prints but the two it
 //! prints by design (the release-image override the core always sets, and masters made
 //! schedulable in a cluster without workers): an unknown field is only a warning to it, and the
@@ -436,6 +437,18 @@ async fn three_masters_two_workers_with_the_real_installer() {
         trust_bundles: vec![ca.clone()],
         ntp_sources: vec!["ntp.infraenv.example.com".into()],
     };
+    // A mirror registry (the ACI's mirrorRegistryRef, as the core parses it), with its CA.
+    let mirror_ca = generate_lab_pki("mirror", jiff::Timestamp::now())
+        .unwrap()
+        .ca_cert_pem;
+    let registries_conf = "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n[[registry.mirror]]\nlocation = \"mirror.lab.example.com:5000/ocp/release\"\n\n[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-v4.0-art-dev\"\n\n[[registry.mirror]]\nlocation = \"mirror.lab.example.com:5000/ocp/release\"\n";
+    rec.settings.mirrors = Some(
+        dom::mirrors::parse(&BTreeMap::from([
+            ("registries.conf".to_string(), registries_conf.to_string()),
+            ("ca-bundle.crt".to_string(), mirror_ca.clone()),
+        ]))
+        .unwrap(),
+    );
     let art = install(&mut rec, &ie).await;
     let boot = files(&art.bootstrap_ign);
 
@@ -536,8 +549,35 @@ async fn three_masters_two_workers_with_the_real_installer() {
     // On baremetal the installer points them at the API VIP.
     assert_eq!(master_src, "https://192.168.111.5:22623/config/master");
     assert_eq!(pointer(&art.worker_ign).0, master_ca);
+    // The mirrors: the bootstrap host pulls the release through them, trusting their CA (in
+    // the cluster's trust bundle beside the InfraEnv's), and the cluster gets them as an
+    // ImageDigestMirrorSet.
+    let registries = text(&boot, "/etc/containers/registries.conf");
+    assert!(
+        registries.contains("mirror.lab.example.com:5000/ocp/release"),
+        "{registries}"
+    );
+    assert!(
+        bundle.contains(mirror_ca.lines().nth(1).unwrap()),
+        "mirror CA missing: {bundle}"
+    );
+    let mirror_sets: Vec<&String> = boot
+        .keys()
+        .filter(|p| p.contains("image-digest-mirror"))
+        .collect();
+    assert_eq!(
+        mirror_sets.len(),
+        1,
+        "{:?}",
+        boot.keys().collect::<Vec<_>>()
+    );
     // install-config as the installer read it: overrides applied, nothing dropped.
     let cfg: Value = serde_yaml::from_slice(&art.install_config_yaml).unwrap();
+    assert_eq!(
+        cfg["imageDigestSources"][0],
+        serde_json::json!({"source": "quay.io/openshift-release-dev/ocp-release",
+                           "mirrors": ["mirror.lab.example.com:5000/ocp/release"]})
+    );
     assert_eq!(cfg["capabilities"]["baselineCapabilitySet"], "vCurrent");
     assert!(
         cfg["platform"]["baremetal"]

@@ -534,6 +534,8 @@ pub struct Dereferenced {
     pub image_set: Option<ClusterImageSet>,
     /// The manifests ConfigMaps the ACI names, in order; `None` for a missing one.
     pub manifests: Vec<(String, Option<ConfigMap>)>,
+    /// The ConfigMap `mirrorRegistryRef` names (`None` inside: it does not exist).
+    pub mirror_registry: Option<(String, Option<ConfigMap>)>,
     /// The Secret `ignitionEndpoint.caCertificateReference` names, when it exists.
     pub ignition_ca: Option<Secret>,
     /// The cluster's record in the store before this reconcile.
@@ -665,6 +667,19 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         let cm = cms.get_opt(&name).await.map_err(Error::Read)?;
         manifests.push((name, cm));
     }
+    let mirror_registry = match &aci.spec.mirror_registry_ref {
+        Some(r) => {
+            let namespace = Some(r.namespace.as_str())
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&ns);
+            let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(Error::Read)?;
+            Some((r.name.clone(), cm))
+        }
+        None => None,
+    };
     let id = cd.uid().unwrap_or_default();
     let record = ctx
         .store
@@ -683,6 +698,7 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         pull_secret,
         image_set,
         manifests,
+        mirror_registry,
         ignition_ca,
         record,
         files,
@@ -712,6 +728,22 @@ fn manifest_config_maps(aci: &AgentClusterInstall) -> Vec<String> {
                 .map(|r| r.name.clone()),
         )
         .collect()
+}
+
+/// The mirror configuration `mirrorRegistryRef` names, or the input error to show (the
+/// ConfigMap missing, or what is wrong in it, naming the key and line).
+fn mirrors_of(
+    read: Option<&(String, Option<ConfigMap>)>,
+) -> Result<Option<crate::domain::mirrors::MirrorConfig>, String> {
+    let Some((name, cm)) = read else {
+        return Ok(None);
+    };
+    let cm = cm.as_ref().ok_or_else(|| {
+        format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef) not found")
+    })?;
+    crate::domain::mirrors::parse(&cm.data.clone().unwrap_or_default())
+        .map(Some)
+        .map_err(|e| format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {e}"))
 }
 
 /// The pull secret's `.dockerconfigjson`, or the input error to show.
@@ -772,6 +804,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                 out.extend(manifests_of(cm)?);
                 Ok(out)
             });
+    let mirrors = mirrors_of(read.mirror_registry.as_ref());
     let (config, release_image, spec_error) = match (&pull, &version) {
         (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
             c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
@@ -788,6 +821,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
     // applies, so validations go on.
     let spec_error = spec_error
         .or_else(|| manifests.as_ref().err().cloned())
+        .or_else(|| mirrors.as_ref().err().cloned())
         .or_else(|| unsupported::input_error(unsupported::ACI_ROWS, &aci.spec));
     let settings = ClusterSettings {
         namespace: ns,
@@ -830,6 +864,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             unsupported::CLUSTER_DEPLOYMENT_ROWS,
             &cd.spec,
         ),
+        mirrors: mirrors.ok().flatten(),
     };
     let status = read.record.as_ref().map(|r| r.status);
     let recheck = match status {
@@ -1355,6 +1390,44 @@ mod tests {
     }
 
     #[test]
+    fn the_mirror_registry_config_map_reaches_the_settings_or_names_its_error() {
+        let (cd, mut read) = plan_fixture();
+        let cm = |conf: &str| ConfigMap {
+            data: Some(BTreeMap::from([(
+                "registries.conf".to_string(),
+                conf.to_string(),
+            )])),
+            ..ConfigMap::default()
+        };
+        let good = "[[registry]]\nlocation = \"quay.io/ocp\"\n[[registry.mirror]]\nlocation = \"mirror.example.com/ocp\"\n";
+        read.mirror_registry = Some(("mirrors".into(), Some(cm(good))));
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(p.spec_error, None);
+        let mirrors = p.settings.mirrors.expect("parsed");
+        assert_eq!(
+            crate::domain::mirrors::image_digest_sources(&mirrors)[0].mirrors,
+            ["mirror.example.com/ocp"]
+        );
+
+        // Missing, or malformed: an input error naming the ConfigMap (and the line), no mirrors.
+        read.mirror_registry = Some(("mirrors".into(), None));
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        assert_eq!(
+            p.spec_error.as_deref(),
+            Some("mirror registry ConfigMap mirrors (spec.mirrorRegistryRef) not found")
+        );
+        read.mirror_registry = Some(("mirrors".into(), Some(cm("[[registry]]\nlocation = \n"))));
+        let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
+        let e = p.spec_error.unwrap();
+        assert!(
+            e.starts_with("mirror registry ConfigMap mirrors (spec.mirrorRegistryRef): ")
+                && e.contains("line 2"),
+            "{e}"
+        );
+        assert_eq!(p.settings.mirrors, None);
+    }
+
+    #[test]
     fn plan_registers_the_cluster_and_names_input_errors() {
         let (cd, mut read) = plan_fixture();
         let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
@@ -1490,19 +1563,16 @@ mod tests {
 
     #[test]
     fn plan_reports_unsupported_fields_without_unconfiguring_the_cluster() {
-        use crate::api::infraenv::NamespacedReference;
         let (mut cd, mut read) = plan_fixture();
-        read.aci.as_mut().unwrap().spec.mirror_registry_ref = Some(NamespacedReference {
-            name: "mirror".into(),
-            namespace: String::new(),
-        });
+        read.aci.as_mut().unwrap().spec.platform_type =
+            Some(crate::api::agentclusterinstall::PlatformType::VSphere);
         cd.spec.manage_dns = true;
         let p = sync_plan(plan(&cd, &read, &TagReleaseInfo));
         assert!(
             p.spec_error
                 .as_deref()
                 .unwrap()
-                .starts_with("spec.mirrorRegistryRef is not supported yet"),
+                .starts_with("spec.platformType is not supported yet"),
             "{:?}",
             p.spec_error
         );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -263,6 +263,8 @@ pub struct Dereferenced {
     pub token: String,
     /// How the agent verifies the agent API's certificate.
     pub agent_trust: AgentTrust,
+    /// The ConfigMap `mirrorRegistryRef` names (`None` inside: it does not exist).
+    pub mirror_registry: Option<(String, Option<ConfigMap>)>,
 }
 
 /// The service-wide inputs of every image: where agents reach the core, what they run and
@@ -305,7 +307,11 @@ pub(crate) async fn sync(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> 
         // cert-manager usually issues within seconds of the core's start.
         Err(Problem::CertificatePending) => Action::requeue(Duration::from_secs(3)),
         // Invalid input: the InfraEnv, its Secret, NMStateConfigs and ClusterDeployments are
-        // watched, so a fix reconciles it again.
+        // watched, so a fix reconciles it again; the mirror ConfigMap is not: looked at again
+        // every minute.
+        Err(Problem::Error(_)) if ie.spec.mirror_registry_ref.is_some() => {
+            Action::requeue(Duration::from_secs(60))
+        }
         Err(Problem::Error(_)) => Action::await_change(),
     })
 }
@@ -371,12 +377,26 @@ async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error
                 .filter(|t| !t.is_empty())
         })
         .unwrap_or_else(|| ctx.keys.sign(&Claims::infra_env(&id)));
+    let mirror_registry = match &spec.mirror_registry_ref {
+        Some(r) => {
+            let namespace = Some(r.namespace.as_str())
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&ns);
+            let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+                .get_opt(&r.name)
+                .await
+                .map_err(Error::Read)?;
+            Some((r.name.clone(), cm))
+        }
+        None => None,
+    };
     Ok(Dereferenced {
         pull_secret,
         cluster,
         nmstate_configs,
         token,
         agent_trust: agent_trust(&ctx.images.urls.agent_api, ctx.images.serving.as_deref()),
+        mirror_registry,
     })
 }
 
@@ -474,6 +494,24 @@ pub fn decide(
         .network_discovery_delay_seconds
         .and_then(|d| u64::try_from(d).ok())
         .unwrap_or(0);
+    // The mirrors the discovery agent pulls through (its registries.conf and CA).
+    let mirror_files = match &read.mirror_registry {
+        None => Vec::new(),
+        Some((name, None)) => {
+            return Err(Problem::Error(format!(
+                "mirror registry ConfigMap {name} (spec.mirrorRegistryRef) not found"
+            )));
+        }
+        Some((name, Some(cm))) => {
+            crate::domain::mirrors::parse(&cm.data.clone().unwrap_or_default())
+                .map(|c| crate::domain::mirrors::discovery_files(&c))
+                .map_err(|e| {
+                    Problem::Error(format!(
+                        "mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {e}"
+                    ))
+                })?
+        }
+    };
     let params = DiscoveryIgnitionParams {
         service_base_url: settings.urls.agent_api.clone(),
         infra_env_id: id.clone(),
@@ -494,6 +532,7 @@ pub fn decide(
             .filter(|o| !o.is_empty()),
         kernel_arguments: kernel_arguments.clone(),
         openshift_version: Some(version.clone()),
+        mirror_files,
     };
     let ignition = discovery_ignition(&params).map_err(|e| Problem::Error(e.to_string()))?;
     let initrd = minimal_initrd(&static_network, &proxy, discovery_delay)
@@ -760,6 +799,7 @@ mod tests {
             nmstate_configs: Vec::new(),
             token: "tok".into(),
             agent_trust: AgentTrust::Plain,
+            mirror_registry: None,
         };
         let settings = ImageSettings {
             urls: ServiceUrls {
@@ -830,6 +870,34 @@ mod tests {
         // Another CA is another image.
         read.agent_trust = AgentTrust::Verify(Some("other".into()));
         assert_ne!(decide(&ie, &read, &settings).unwrap().1.iso, urls.iso);
+    }
+
+    #[test]
+    fn the_mirror_config_map_reaches_the_discovery_ignition_or_names_its_error() {
+        let (ie, mut read, settings) = decide_fixture();
+        let before = decide(&ie, &read, &settings).unwrap().1.iso;
+        let cm = ConfigMap {
+            data: Some(BTreeMap::from([(
+                "registries.conf".to_string(),
+                "[[registry]]\nlocation = \"quay.io/ocp\"\n[[registry.mirror]]\nlocation = \"mirror.example.com/ocp\"\n".to_string(),
+            )])),
+            ..ConfigMap::default()
+        };
+        read.mirror_registry = Some(("mirrors".into(), Some(cm)));
+        let (rec, urls) = decide(&ie, &read, &settings).unwrap();
+        let ign = rec.discovery_ignition.to_string();
+        assert!(ign.contains("/etc/containers/registries.conf"), "{ign}");
+        // A new image: its URL moves.
+        assert_ne!(urls.iso, before);
+
+        read.mirror_registry = Some(("mirrors".into(), None));
+        let Err(Problem::Error(why)) = decide(&ie, &read, &settings) else {
+            panic!("a missing ConfigMap is an error");
+        };
+        assert_eq!(
+            why,
+            "mirror registry ConfigMap mirrors (spec.mirrorRegistryRef) not found"
+        );
     }
 
     #[test]
@@ -917,10 +985,7 @@ mod tests {
             "only ImageCreated when nothing is unsupported"
         );
 
-        ie.spec.mirror_registry_ref = Some(crate::api::infraenv::NamespacedReference {
-            name: "mirror".into(),
-            namespace: String::new(),
-        });
+        ie.spec.approved_mac_address_config_map_label_selector = Some(Default::default());
         let outcome = decide(&ie, &read, &settings);
         let (st, _) = status(&ie, &outcome, now);
         let types: Vec<&str> = st.conditions.iter().map(|c| c.type_.as_str()).collect();
@@ -938,7 +1003,7 @@ mod tests {
             c.message
                 .as_deref()
                 .unwrap_or_default()
-                .contains("spec.mirrorRegistryRef is not supported yet"),
+                .contains("spec.approvedMACAddressConfigMapLabelSelector is not supported yet"),
             "{c:?}"
         );
         assert!(st.iso_download_url.is_some());

@@ -178,6 +178,11 @@ pub fn install_config_input(
     input.user_managed_load_balancer = rec.settings.user_managed_load_balancer;
     input.external = rec.settings.external_platform.clone();
     input.additional_trust_bundles = infra_envs.trust_bundles.clone();
+    if let Some(m) = &rec.settings.mirrors {
+        input.image_digest_sources = crate::domain::mirrors::image_digest_sources(m);
+        // The mirrors' CA: the bootstrap and the nodes must trust them to pull the release.
+        input.additional_trust_bundles.extend(m.ca_bundle.clone());
+    }
     input
 }
 

@@ -96,6 +96,8 @@ pub struct DiscoveryIgnitionParams {
     pub kernel_arguments: Vec<String>,
     /// Shown in `/etc/motd`.
     pub openshift_version: Option<String>,
+    /// The mirror registry's files (`registries.conf`, its CA, ...): `(path, contents, mode)`.
+    pub mirror_files: Vec<(String, String, u32)>,
 }
 
 #[cfg(any(test, feature = "test-support"))]
@@ -159,6 +161,10 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
             0o644,
             tb.as_bytes(),
         ));
+    }
+
+    for (path, contents, mode) in &p.mirror_files {
+        files.push(file(path, *mode, contents.as_bytes()));
     }
 
     if !p.proxy.is_empty() {
@@ -810,7 +816,21 @@ mod tests {
             ignition_config_override: None,
             kernel_arguments: vec![],
             openshift_version: Some("4.18.3".into()),
+            mirror_files: vec![(
+                "/etc/containers/registries.conf".into(),
+                "[[registry]]\nlocation = \"quay.io\"\n".into(),
+                0o644,
+            )],
         }
+    }
+
+    #[test]
+    fn the_mirror_files_are_written_as_given() {
+        let v = render(&params());
+        assert_eq!(
+            file_text(&v, "/etc/containers/registries.conf").as_deref(),
+            Some("[[registry]]\nlocation = \"quay.io\"\n")
+        );
     }
 
     #[test]

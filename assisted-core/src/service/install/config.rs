@@ -131,6 +131,9 @@ pub struct InstallConfigInput {
     /// PEM bundles the cluster trusts besides its own CAs (the InfraEnvs'
     /// `additionalTrustBundle`), appended to any bundle the install-config overrides set.
     pub additional_trust_bundles: Vec<String>,
+    /// `imageDigestSources`: the mirrors the release is pulled from (the ACI's
+    /// `mirrorRegistryRef`); empty leaves the field out.
+    pub image_digest_sources: Vec<crate::domain::mirrors::ImageDigestSource>,
     pub hosts: Vec<InstallHost>,
     /// The install-config overrides annotation (JSON merge patch), applied last.
     pub install_config_overrides: Option<String>,
@@ -184,6 +187,7 @@ impl InstallConfigInput {
                 .then(|| "TechPreviewNoUpgrade".to_string()),
             proxy: None,
             additional_trust_bundles: Vec::new(),
+            image_digest_sources: Vec::new(),
             hosts: bound.iter().map(|h| install_host(h)).collect(),
             install_config_overrides: overrides.map(str::to_string),
         }
@@ -276,6 +280,12 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
         root.insert(
             "bootstrapInPlace".into(),
             json!({ "installationDisk": disk }),
+        );
+    }
+    if !input.image_digest_sources.is_empty() {
+        root.insert(
+            "imageDigestSources".into(),
+            json!(input.image_digest_sources),
         );
     }
     if let Some(proxy) = proxy(input) {
@@ -565,6 +575,7 @@ mod tests {
             feature_set: None,
             proxy: None,
             additional_trust_bundles: Vec::new(),
+            image_digest_sources: Vec::new(),
             hosts: vec![
                 host(
                     "m0",

@@ -104,6 +104,9 @@ pub struct ClusterSettings {
     /// Fields set that the core ignores and that block nothing (the ClusterDeployment's
     /// Hive-only ones): the ACI's `FieldsSupported` condition.
     pub unsupported_fields: Vec<String>,
+    /// The ACI's `mirrorRegistryRef` configuration: the install-config's
+    /// `imageDigestSources` and trust bundle.
+    pub mirrors: Option<crate::domain::mirrors::MirrorConfig>,
 }
 
 /// One cluster: the domain snapshot plus what the service layer keeps beside it.

@@ -269,6 +269,10 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
             cluster_deployment: &cd_ref,
             configs: &configs,
             placeholder_pull_secret: &cluster_pull_secret,
+            mirror_registry_ref: d
+                .aci
+                .as_ref()
+                .and_then(|a| a.spec.mirror_registry_ref.as_ref()),
         };
         match infraenv::desired_infraenv(&inputs) {
             Ok(desired) => plan.infraenv = Some(desired),

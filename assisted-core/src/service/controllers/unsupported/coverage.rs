@@ -91,7 +91,10 @@ const TABLE: &[(&str, &[(&str, Coverage)])] = &[
                 "spec.osImageVersion",
                 Acted("image version without clusterRef"),
             ),
-            ("spec.mirrorRegistryRef", Unsupported),
+            (
+                "spec.mirrorRegistryRef",
+                Acted("discovery ignition registries.conf and CA"),
+            ),
             ("spec.imageType", Acted("ISO URL full/minimal")),
             (
                 "spec.agentApproval",
@@ -220,7 +223,10 @@ const TABLE: &[(&str, &[(&str, Coverage)])] = &[
                 "spec.mastersSchedulable",
                 Acted("Scheduler patch (cluster-scheduler-02-config.yml)"),
             ),
-            ("spec.mirrorRegistryRef", Unsupported),
+            (
+                "spec.mirrorRegistryRef",
+                Acted("install-config imageDigestSources and additionalTrustBundle"),
+            ),
             (
                 "spec.loadBalancer",
                 Acted("install-config platform.baremetal.loadBalancer"),

@@ -61,11 +61,6 @@ pub fn fields_supported(messages: &[String]) -> Option<Cond> {
 /// InfraEnv: discovery-only fields.
 pub const INFRAENV_ROWS: &[Row<InfraEnvSpec>] = &[
     Row {
-        field: "spec.mirrorRegistryRef",
-        is_set: |s| s.mirror_registry_ref.is_some(),
-        note: "the discovery image gets no mirror registries.conf; hosts pull from the sources",
-    },
-    Row {
         field: "spec.approvedMACAddressConfigMapLabelSelector",
         is_set: |s| s.approved_mac_address_config_map_label_selector.is_some(),
         note: "it is not an assisted-service field; use agentApproval or approve Agents",
@@ -112,11 +107,6 @@ fn disabled(pool: Option<&crate::api::agentclusterinstall::AgentMachinePool>) ->
 
 /// AgentClusterInstall: fields that change what gets installed.
 pub const ACI_ROWS: &[Row<AgentClusterInstallSpec>] = &[
-    Row {
-        field: "spec.mirrorRegistryRef",
-        is_set: |s| s.mirror_registry_ref.is_some(),
-        note: "install-config gets no imageDigestSources",
-    },
     Row {
         field: "spec.platformType",
         is_set: |s| {
@@ -212,7 +202,6 @@ pub const CLUSTER_DEPLOYMENT_ROWS: &[Row<ClusterDeploymentSpec>] = &[
 mod tests {
     use super::*;
     use crate::api::agentclusterinstall::{AgentMachinePool, ProvisionRequirements};
-    use crate::api::infraenv::NamespacedReference;
 
     fn aci(cp: i32, workers: i32) -> AgentClusterInstallSpec {
         AgentClusterInstallSpec {
@@ -237,10 +226,6 @@ mod tests {
     #[test]
     fn aci_rows_name_each_field_in_one_input_error() {
         let mut s = aci(3, 2);
-        s.mirror_registry_ref = Some(NamespacedReference {
-            name: "mirror".into(),
-            namespace: String::new(),
-        });
         s.platform_type = Some(AciPlatform::VSphere);
         s.compute = vec![AgentMachinePool {
             hyperthreading: Some(Hyperthreading::Disabled),
@@ -248,11 +233,7 @@ mod tests {
         }];
         let e = input_error(ACI_ROWS, &s).unwrap();
         assert!(
-            e.starts_with("spec.mirrorRegistryRef is not supported yet: "),
-            "{e}"
-        );
-        assert!(
-            e.contains("; spec.platformType is not supported yet"),
+            e.starts_with("spec.platformType is not supported yet"),
             "{e}"
         );
         assert!(e.contains("spec.compute[].hyperthreading"), "{e}");
@@ -308,10 +289,7 @@ mod tests {
     #[test]
     fn infraenv_and_hive_fields_make_one_condition() {
         let ie = InfraEnvSpec {
-            mirror_registry_ref: Some(NamespacedReference {
-                name: "m".into(),
-                namespace: String::new(),
-            }),
+            approved_mac_address_config_map_label_selector: Some(Default::default()),
             ..Default::default()
         };
         let c = fields_supported(&unsupported(INFRAENV_ROWS, &ie)).unwrap();
@@ -321,7 +299,7 @@ mod tests {
         );
         assert!(
             c.message
-                .contains("spec.mirrorRegistryRef is not supported yet")
+                .contains("spec.approvedMACAddressConfigMapLabelSelector is not supported yet")
         );
 
         let cd = ClusterDeploymentSpec {

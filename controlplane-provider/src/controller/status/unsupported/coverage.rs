@@ -27,6 +27,13 @@ const TABLE: &[(&str, Coverage)] = &[
         Acted("machines.rs desired_replicas; ACI controlPlaneAgents"),
     ),
     (
+        "spec.version",
+        Acted(
+            "the v1beta2 contract's version: Cluster API's topology writes and reads it; \
+             admission checks it; the release is distributionVersion",
+        ),
+    ),
+    (
         "spec.machineTemplate.metadata",
         Acted("hive.rs labels; machines.rs Machine annotations"),
     ),
@@ -91,7 +98,10 @@ const TABLE: &[(&str, Coverage)] = &[
         "spec.config.pullSecretRef",
         Acted("dereference.rs, plan.rs: ClusterDeployment pullSecretRef"),
     ),
-    ("spec.config.imageRegistryRef", Unsupported),
+    (
+        "spec.config.imageRegistryRef",
+        Acted("registry.rs: the cluster's mirror manifests, ACI mirrorRegistryRef"),
+    ),
     (
         "spec.config.capabilities",
         Acted("install_config.rs: install-config override"),
