@@ -830,6 +830,48 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
     }
 
     #[test]
+    fn the_image_registry_reaches_the_aci_and_its_manifests() {
+        use crate::controller::registry::ImageRegistry;
+        let mut d = dereferenced(oacp(""));
+        d.image_registry = ImageRegistry::Present {
+            name: "mirrors".into(),
+            data: [(
+                "registries.conf".to_string(),
+                "[[registry]]\nlocation = \"quay.io/ocp\"\n[[registry.mirror]]\nlocation = \"m.example.com/ocp\"\n".to_string(),
+            )]
+            .into(),
+        };
+        let hive = plan(&d, t0()).hive.expect("install objects");
+        let aci = &hive.agent_cluster_install.spec;
+        assert_eq!(
+            aci.mirror_registry_ref
+                .as_ref()
+                .map(|r| (r.name.as_str(), r.namespace.as_str())),
+            Some(("mirrors", "ns"))
+        );
+        let generated = hive
+            .registry_manifests
+            .as_ref()
+            .expect("manifests ConfigMap");
+        assert!(
+            aci.manifests_config_map_refs
+                .iter()
+                .any(|r| Some(&r.name) == generated.metadata.name.as_ref()),
+            "{:?}",
+            aci.manifests_config_map_refs
+        );
+
+        // Missing: nothing is written, Available says why.
+        d.image_registry = ImageRegistry::Missing("mirrors".into());
+        let p = plan(&d, t0());
+        assert!(p.hive.is_none());
+        assert_eq!(
+            condition(&p, "Available").reason,
+            "ImageRegistryConfigNotFound"
+        );
+    }
+
+    #[test]
     fn a_new_release_during_the_install_waits_for_it_then_becomes_an_upgrade() {
         let mut d = dereferenced(oacp(""));
         d.aci = Some(aci_in("installing"));
