@@ -442,13 +442,18 @@ async fn three_masters_two_workers_with_the_real_installer() {
         .unwrap()
         .ca_cert_pem;
     let registries_conf = "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n[[registry.mirror]]\nlocation = \"mirror.lab.example.com:5000/ocp/release\"\n\n[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-v4.0-art-dev\"\n\n[[registry.mirror]]\nlocation = \"mirror.lab.example.com:5000/ocp/release\"\n";
-    rec.settings.mirrors = Some(
-        dom::mirrors::parse(&BTreeMap::from([
-            ("registries.conf".to_string(), registries_conf.to_string()),
-            ("ca-bundle.crt".to_string(), mirror_ca.clone()),
-        ]))
-        .unwrap(),
-    );
+    let mirrors = dom::mirrors::parse(&BTreeMap::from([
+        ("registries.conf".to_string(), registries_conf.to_string()),
+        ("ca-bundle.crt".to_string(), mirror_ca.clone()),
+    ]))
+    .unwrap();
+    // And the cluster's mirror manifests the control plane adds to the ACI's manifests.
+    for (file, object) in dom::mirrors::cluster_manifests(&mirrors) {
+        rec.settings
+            .manifests
+            .push((file, object.to_string().into_bytes()));
+    }
+    rec.settings.mirrors = Some(mirrors);
     let art = install(&mut rec, &ie).await;
     let boot = files(&art.bootstrap_ign);
 
@@ -563,7 +568,7 @@ async fn three_masters_two_workers_with_the_real_installer() {
     );
     let mirror_sets: Vec<&String> = boot
         .keys()
-        .filter(|p| p.contains("image-digest-mirror"))
+        .filter(|p| p.contains("image-digest-mirror") && !p.contains("/openshift/openshift/"))
         .collect();
     assert_eq!(
         mirror_sets.len(),
@@ -571,6 +576,20 @@ async fn three_masters_two_workers_with_the_real_installer() {
         "{:?}",
         boot.keys().collect::<Vec<_>>()
     );
+    // The control plane's mirror manifests (CAPOA's) among the user's manifests, as given.
+    for file in [
+        "image-digest-mirror-set.json",
+        "additional-registry-certificate.json",
+        "image-config.json",
+    ] {
+        assert!(
+            boot.contains_key(&format!("/opt/openshift/openshift/{file}")),
+            "{file} not in {:?}",
+            boot.keys()
+                .filter(|p| p.contains("/openshift/openshift/"))
+                .collect::<Vec<_>>()
+        );
+    }
     // install-config as the installer read it: overrides applied, nothing dropped.
     let cfg: Value = serde_yaml::from_slice(&art.install_config_yaml).unwrap();
     assert_eq!(
