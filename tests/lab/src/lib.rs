@@ -789,6 +789,7 @@ enum Step {
     UpgradeRequested,
     Upgraded,
     UpgradeFailed,
+    DowngradeRefused,
     HostFailed,
     Remediated,
     Replaced,
@@ -796,8 +797,14 @@ enum Step {
 }
 
 impl Step {
-    /// `fail_master`: `--fail-host` names a control-plane host (`Some(true)`) or a worker.
-    fn all(day2: bool, upgrade: Option<&Upgrade>, fail_master: Option<bool>) -> Vec<Step> {
+    /// `fail_master`: `--fail-host` names a control-plane host (`Some(true)`) or a worker;
+    /// `downgrade`: `--upgrade-to` names an older release than the cluster's.
+    fn all(
+        day2: bool,
+        upgrade: Option<&Upgrade>,
+        fail_master: Option<bool>,
+        downgrade: bool,
+    ) -> Vec<Step> {
         use Step::*;
         let mut s = vec![
             HostsAvailable,
@@ -818,6 +825,7 @@ impl Step {
             None => {}
         }
         match upgrade {
+            Some(_) if downgrade => s.extend([UpgradeRequested, DowngradeRefused]),
             Some(u) if u.fails => s.extend([UpgradeRequested, UpgradeFailed]),
             Some(_) => s.extend([UpgradeRequested, Upgraded]),
             None => {}
@@ -841,6 +849,7 @@ impl Step {
             Step::UpgradeRequested => "upgrade requested",
             Step::Upgraded => "upgraded",
             Step::UpgradeFailed => "upgrade failure reported",
+            Step::DowngradeRefused => "downgrade refused",
             Step::HostFailed => "host failed",
             Step::Remediated => "unhealthy Machine remediated",
             Step::Replaced => "replacement installed",
@@ -888,6 +897,11 @@ impl Step {
             Step::UpgradeFailed => format!(
                 "the control plane's UpgradeCompleted False/UpgradeFailed with the CVO's message ({})",
                 cvo::FAILURE_MESSAGE
+            ),
+            Step::DowngradeRefused => format!(
+                "the control plane still at {} and UpgradeCompleted True after admission refused {}",
+                spec.installed_version,
+                upgrade_to(spec)
             ),
             Step::HostFailed => "the MachineHealthCheck applied and the host's kubelet stopped".into(),
             Step::Remediated => "the MachineHealthCheck's remediation: the failed host's Machine deleted by its MachineSet, its Agent and Node gone, its BareMetalHost deprovisioned".into(),
@@ -953,6 +967,13 @@ impl Step {
                             .is_some_and(|(st, _, _)| st == "True")
                     })
             }
+            // The edit was refused (the action checked the answer); nothing moved.
+            Step::DowngradeRefused => s.control_plane.as_ref().is_some_and(|c| {
+                c["spec"]["distributionVersion"] == spec.installed_version.as_str()
+                    && c["status"]["distributionVersion"] == spec.installed_version.as_str()
+                    && control_plane_condition(c, "UpgradeCompleted")
+                        .is_some_and(|(st, _, _)| st == "True")
+            }),
             Step::HostFailed => true,
             Step::Remediated => site.failed.as_ref().is_some_and(|f| {
                 let bmh_state = |name: &str| {
@@ -1100,6 +1121,20 @@ async fn request_upgrade(client: &Client, spec: &ClusterSpec, to: &str) -> Resul
     .await
     .with_context(|| format!("setting {name}'s distributionVersion to {to}"))?;
     Ok(())
+}
+
+/// `a` is an older OpenShift release than `b` (MAJOR.MINOR.PATCH, suffixes ignored); false
+/// when either is not known.
+fn is_older(a: &str, b: &str) -> bool {
+    let numbers = |v: &str| -> Option<Vec<u64>> {
+        let core = v.split(['-', '+']).next()?;
+        let n: Vec<u64> = core
+            .split('.')
+            .map(|p| p.parse().ok())
+            .collect::<Option<_>>()?;
+        (n.len() == 3).then_some(n)
+    };
+    matches!((numbers(a), numbers(b)), (Some(a), Some(b)) if a < b)
 }
 
 /// Whether `--fail-host`'s host is a control-plane host; an error naming the hosts when the
@@ -1665,6 +1700,12 @@ async fn plan_generated(
     } else {
         generate::template(t, opts.okd)
     };
+    spec.installed_version = if opts.okd {
+        generate::OKD_VERSION
+    } else {
+        generate::OPENSHIFT_VERSION
+    }
+    .to_string();
     let root = testbed::cache::repo_root();
     let g = Generate::new(&spec, &root.join(template), opts.okd);
     let yaml = g
@@ -2176,10 +2217,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         Some(host) => Some(fail_host_role(host, &runs[0].servers)?),
         None => None,
     };
+    let downgrade = opts
+        .upgrade
+        .as_ref()
+        .is_some_and(|u| is_older(&u.to, &runs[0].spec.installed_version));
     let steps = Step::all(
         runs[0].spec.day2.is_some(),
         opts.upgrade.as_ref(),
         fail_master,
+        downgrade,
     );
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
@@ -2555,7 +2601,29 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                                 ""
                             }
                         );
-                        request_upgrade(&client, &r.spec, &to).await
+                        match request_upgrade(&client, &r.spec, &to).await {
+                            // A downgrade must be refused at admission, with its reason.
+                            Err(e) if downgrade => {
+                                // The apiserver's answer: the webhook's message.
+                                let why = e
+                                    .chain()
+                                    .find_map(|c| match c.downcast_ref::<kube::Error>() {
+                                        Some(kube::Error::Api(s)) => Some(s.message.clone()),
+                                        _ => None,
+                                    })
+                                    .unwrap_or_else(|| format!("{e:#}"));
+                                if why.contains("not downgraded") {
+                                    println!("{} {pre}refused: {why}", stamp(start));
+                                    Ok(())
+                                } else {
+                                    Err(e.context("the downgrade was refused, but not as one"))
+                                }
+                            }
+                            Ok(()) if downgrade => Err(anyhow::anyhow!(
+                                "the downgrade to {to} was accepted; admission must refuse it"
+                            )),
+                            other => other,
+                        }
                     }
                     _ => Ok(()),
                 };
@@ -3171,6 +3239,7 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         Step::UpgradeRequested
         | Step::Upgraded
         | Step::UpgradeFailed
+        | Step::DowngradeRefused
         | Step::RemediationReported => (false, false, true, false, false, false),
     };
     if let Some(cp) = &s.control_plane {

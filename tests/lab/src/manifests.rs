@@ -63,6 +63,9 @@ pub struct ClusterSpec {
     /// `--upgrade-to`: once the rest is done, the control plane's `distributionVersion` is
     /// set to this and the run waits for the upgrade (or, `--upgrade-fails`, its failure).
     pub upgrade: Option<crate::Upgrade>,
+    /// The release it is installed with (`distributionVersion`); empty when unknown (a
+    /// cluster file).
+    pub installed_version: String,
     /// Declared as a Cluster with `spec.topology` over a ClusterClass (`--cluster-class`):
     /// scaling and upgrading edit the Cluster's topology.
     pub cluster_class: bool,
@@ -122,6 +125,7 @@ impl ClusterSpec {
             masters,
             workers,
             upgrade: None,
+            installed_version: String::new(),
             cluster_class: false,
         }
     }
@@ -152,6 +156,7 @@ impl ClusterSpec {
             day2: f.day2_pool().map(|p| (p.name.clone(), p.replicas)),
             infraenvs: f.infraenvs_day1(),
             upgrade: None,
+            installed_version: String::new(),
             cluster_class: f.cluster_class,
         }
     }
