@@ -144,7 +144,7 @@ fn authorize(store: &Store, claims: &Claims, path: &str) -> Result<(), ApiError>
     let mut segs = path.trim_start_matches('/').split('/');
     let (kind, id) = (segs.next().unwrap_or(""), segs.next().unwrap_or(""));
     let deny = || ApiError::forbidden("the token does not grant access to this resource");
-    let bound = |ie: &str| store.infra_env_cluster(ie).flatten();
+    let bound = |ie: &str| store.infra_env_bound_cluster(ie);
     let allowed = match (kind, &claims.infra_env_id, &claims.cluster_id) {
         ("events", _, _) => true,
         ("infra-envs" | "infra-env", Some(ie), _) => ie == id,
@@ -360,6 +360,36 @@ mod tests {
         assert!(authorize(&s, &b, &format!("/clusters/{CL_A}")).is_err());
         assert!(authorize(&s, &a, "/clusters").is_err());
         assert!(authorize(&s, &a, "/openapi.yaml").is_err());
+    }
+
+    #[test]
+    fn after_a_restart_a_clusters_hosts_vouch_for_their_infra_env_until_it_is_loaded() {
+        use crate::domain::{ClusterSnapshot, HostSnapshot};
+        use crate::service::store::{ClusterRecord, ClusterSettings};
+        // The restored cluster knows its host and the infra-env it came through; the
+        // infra-env's record arrives with its next reconcile.
+        const IE_C: &str = "55555555-5555-5555-5555-555555555555";
+        let (s, _rx) = Store::new(Config::default());
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let mut snap = ClusterSnapshot::new(CL_A, "c", now);
+        let host = HostSnapshot::new_registered("h1", IE_C, Some(&snap), now);
+        snap.hosts.push(host);
+        s.restore_cluster(ClusterRecord::new(snap, ClusterSettings::default()), now);
+        let progress = format!("/infra-envs/{IE_C}/hosts/h1/progress");
+        assert!(authorize(&s, &Claims::cluster(CL_A), &progress).is_ok());
+        assert!(authorize(&s, &Claims::cluster("another-cluster"), &progress).is_err());
+        assert!(authorize(&s, &Claims::infra_env(IE_C), &format!("/clusters/{CL_A}")).is_ok());
+        // Once loaded, the record decides.
+        s.edit_for_tests(|st| {
+            st.infra_envs.insert(
+                IE_C.into(),
+                InfraEnvRecord {
+                    id: IE_C.into(),
+                    ..Default::default()
+                },
+            );
+        });
+        assert!(authorize(&s, &Claims::cluster(CL_A), &progress).is_err());
     }
 
     #[test]
