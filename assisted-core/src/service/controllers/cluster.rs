@@ -534,8 +534,8 @@ pub struct Dereferenced {
     pub image_set: Option<ClusterImageSet>,
     /// The manifests ConfigMaps the ACI names, in order; `None` for a missing one.
     pub manifests: Vec<(String, Option<ConfigMap>)>,
-    /// The ConfigMap `mirrorRegistryRef` names (`None` inside: it does not exist).
-    pub mirror_registry: Option<(String, Option<ConfigMap>)>,
+    /// The ConfigMap `mirrorRegistryRef` names.
+    pub mirror_registry: super::mirror_config::MirrorRead,
     /// The Secret `ignitionEndpoint.caCertificateReference` names, when it exists.
     pub ignition_ca: Option<Secret>,
     /// The cluster's record in the store before this reconcile.
@@ -667,19 +667,8 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         let cm = cms.get_opt(&name).await.map_err(Error::Read)?;
         manifests.push((name, cm));
     }
-    let mirror_registry = match &aci.spec.mirror_registry_ref {
-        Some(r) => {
-            let namespace = Some(r.namespace.as_str())
-                .filter(|n| !n.is_empty())
-                .unwrap_or(&ns);
-            let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
-                .get_opt(&r.name)
-                .await
-                .map_err(Error::Read)?;
-            Some((r.name.clone(), cm))
-        }
-        None => None,
-    };
+    let mirror_registry =
+        super::mirror_config::read(ctx, aci.spec.mirror_registry_ref.as_ref(), &ns).await?;
     let id = cd.uid().unwrap_or_default();
     let record = ctx
         .store
@@ -728,22 +717,6 @@ fn manifest_config_maps(aci: &AgentClusterInstall) -> Vec<String> {
                 .map(|r| r.name.clone()),
         )
         .collect()
-}
-
-/// The mirror configuration `mirrorRegistryRef` names, or the input error to show (the
-/// ConfigMap missing, or what is wrong in it, naming the key and line).
-fn mirrors_of(
-    read: Option<&(String, Option<ConfigMap>)>,
-) -> Result<Option<crate::domain::mirrors::MirrorConfig>, String> {
-    let Some((name, cm)) = read else {
-        return Ok(None);
-    };
-    let cm = cm.as_ref().ok_or_else(|| {
-        format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef) not found")
-    })?;
-    crate::domain::mirrors::parse(&cm.data.clone().unwrap_or_default())
-        .map(Some)
-        .map_err(|e| format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {e}"))
 }
 
 /// The pull secret's `.dockerconfigjson`, or the input error to show.
@@ -804,7 +777,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                 out.extend(manifests_of(cm)?);
                 Ok(out)
             });
-    let mirrors = mirrors_of(read.mirror_registry.as_ref());
+    let mirrors = super::mirror_config::parse(&read.mirror_registry);
     let (config, release_image, spec_error) = match (&pull, &version) {
         (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
             c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;

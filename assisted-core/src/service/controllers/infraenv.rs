@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -263,8 +263,8 @@ pub struct Dereferenced {
     pub token: String,
     /// How the agent verifies the agent API's certificate.
     pub agent_trust: AgentTrust,
-    /// The ConfigMap `mirrorRegistryRef` names (`None` inside: it does not exist).
-    pub mirror_registry: Option<(String, Option<ConfigMap>)>,
+    /// The ConfigMap `mirrorRegistryRef` names.
+    pub mirror_registry: super::mirror_config::MirrorRead,
 }
 
 /// The service-wide inputs of every image: where agents reach the core, what they run and
@@ -377,19 +377,8 @@ async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error
                 .filter(|t| !t.is_empty())
         })
         .unwrap_or_else(|| ctx.keys.sign(&Claims::infra_env(&id)));
-    let mirror_registry = match &spec.mirror_registry_ref {
-        Some(r) => {
-            let namespace = Some(r.namespace.as_str())
-                .filter(|n| !n.is_empty())
-                .unwrap_or(&ns);
-            let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
-                .get_opt(&r.name)
-                .await
-                .map_err(Error::Read)?;
-            Some((r.name.clone(), cm))
-        }
-        None => None,
-    };
+    let mirror_registry =
+        super::mirror_config::read(ctx, spec.mirror_registry_ref.as_ref(), &ns).await?;
     Ok(Dereferenced {
         pull_secret,
         cluster,
@@ -495,23 +484,10 @@ pub fn decide(
         .and_then(|d| u64::try_from(d).ok())
         .unwrap_or(0);
     // The mirrors the discovery agent pulls through (its registries.conf and CA).
-    let mirror_files = match &read.mirror_registry {
-        None => Vec::new(),
-        Some((name, None)) => {
-            return Err(Problem::Error(format!(
-                "mirror registry ConfigMap {name} (spec.mirrorRegistryRef) not found"
-            )));
-        }
-        Some((name, Some(cm))) => {
-            crate::domain::mirrors::parse(&cm.data.clone().unwrap_or_default())
-                .map(|c| crate::domain::mirrors::discovery_files(&c))
-                .map_err(|e| {
-                    Problem::Error(format!(
-                        "mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {e}"
-                    ))
-                })?
-        }
-    };
+    let mirror_files = super::mirror_config::parse(&read.mirror_registry)
+        .map_err(Problem::Error)?
+        .map(|c| crate::domain::mirrors::discovery_files(&c))
+        .unwrap_or_default();
     let params = DiscoveryIgnitionParams {
         service_base_url: settings.urls.agent_api.clone(),
         infra_env_id: id.clone(),
@@ -714,6 +690,7 @@ async fn write_status(ie: &InfraEnv, ctx: &Context, status: &InfraEnvStatus) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
 
     #[test]
     fn urls_carry_token_and_revision() {

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod day2;
 pub mod events;
 pub mod infraenv;
+pub mod mirror_config;
 pub mod prepare;
 pub mod status;
 pub mod unsupported;
