@@ -136,6 +136,46 @@ pub struct OpenshiftAssistedControlPlaneSpec {
     pub openshift_assisted_config_spec: OpenshiftAssistedConfigSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<OpenshiftAssistedControlPlaneConfigSpec>,
+    /// How a control-plane Machine a MachineHealthCheck marked unhealthy is replaced (Cluster
+    /// API v1beta2's control-plane shape, as KubeadmControlPlane has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<ControlPlaneRemediationSpec>,
+}
+
+/// Limits on replacing unhealthy control-plane Machines: a replacement that fails again soon
+/// after counts as a retry of the same remediation.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct ControlPlaneRemediationSpec {
+    /// How many times in a row a Machine's replacements may be remediated again; unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_retry: Option<i32>,
+    /// Seconds to wait after a remediation before remediating its replacement (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub retry_period_seconds: Option<i32>,
+    /// Seconds a replacement must stay healthy for its next failure to count as a new
+    /// remediation rather than a retry (default 3600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_healthy_period_seconds: Option<i32>,
+}
+
+/// The last control-plane Machine this control plane remediated.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastRemediationStatus {
+    /// The remediated Machine.
+    #[schemars(length(min = 1, max = 253))]
+    pub machine: String,
+    /// When its remediation started (RFC 3339).
+    #[schemars(length(min = 1, max = 64))]
+    pub time: String,
+    /// How many retries of the same remediation came before it.
+    #[schemars(range(min = 0))]
+    pub retry_count: i32,
 }
 
 /// The control-plane Machines' template, in either shape: CAPOA's flat one (`infrastructureRef`
@@ -400,6 +440,9 @@ pub struct OpenshiftAssistedControlPlaneStatus {
     /// The OpenShift version actually running (from ClusterVersion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distribution_version: Option<String>,
+    /// The last remediation of a control-plane Machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_remediation: Option<LastRemediationStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub observed_generation: Option<i64>,
@@ -482,6 +525,9 @@ pub struct OpenshiftAssistedControlPlaneTemplateResourceSpec {
     pub openshift_assisted_config_spec: OpenshiftAssistedConfigSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<OpenshiftAssistedControlPlaneConfigSpec>,
+    /// How unhealthy control-plane Machines are replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<ControlPlaneRemediationSpec>,
 }
 
 #[cfg(test)]

@@ -68,6 +68,7 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
 
     fn restore_hub(hub: &mut Self::Hub, snapshot: &Self::Hub) {
         hub.spec.version = snapshot.spec.version.clone();
+        hub.spec.remediation = snapshot.spec.remediation.clone();
         restore_machine_template(
             &mut hub.spec.machine_template,
             &snapshot.spec.machine_template,
@@ -78,6 +79,7 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
         );
         if let (Some(status), Some(old)) = (hub.status.as_mut(), snapshot.status.as_ref()) {
             status.observed_generation = old.observed_generation;
+            status.last_remediation = old.last_remediation.clone();
             for condition in &mut status.conditions {
                 if let Some(previous) = old.conditions.iter().find(|c| {
                     c.type_ == condition.type_
@@ -179,6 +181,8 @@ fn spec_to_hub(
         },
         openshift_assisted_config_spec: config_spec_to_hub(openshift_assisted_config_spec),
         config: config.as_ref().map(config_to_hub),
+        // Only v1alpha3 has it; kept in the conversion data.
+        remediation: None,
     }
 }
 
@@ -192,6 +196,7 @@ fn spec_from_hub(
         machine_template,
         openshift_assisted_config_spec,
         config,
+        remediation: _,
     } = spec;
     // v1alpha2 has the flat shape only: the effective values (`spec` wins) go there.
     let metadata = &machine_template.metadata;
@@ -409,6 +414,8 @@ fn status_to_hub(
         // Written by the controller from the cluster's Nodes; v1alpha2 has no such list.
         versions: Vec::new(),
         distribution_version: distribution_version.clone(),
+        // Only v1alpha3 has it; kept in the conversion data.
+        last_remediation: None,
         observed_generation: None,
     }
 }
@@ -430,6 +437,7 @@ fn status_from_hub(
         version,
         versions: _,
         distribution_version,
+        last_remediation: _,
         observed_generation: _,
     } = status;
     v1alpha2::OpenshiftAssistedControlPlaneStatus {
@@ -779,6 +787,7 @@ mod tests {
                 replicas: Some(3),
             }],
             distribution_version: Some("4.20.0".into()),
+            last_remediation: None,
             observed_generation: Some(2),
         });
         let read = v1alpha2::OpenshiftAssistedControlPlane::from_hub(&hub);
@@ -1343,6 +1352,12 @@ spec:
                     version,
                     versions: Vec::new(),
                     distribution_version,
+                    // v1alpha3 only: the round trip keeps it in the conversion data.
+                    last_remediation: replicas.map(|r| api::LastRemediationStatus {
+                        machine: "cp-0".into(),
+                        time: "2026-11-28T10:00:00Z".into(),
+                        retry_count: r.max(0),
+                    }),
                     observed_generation,
                 },
             )

@@ -172,6 +172,16 @@ impl HostSnapshot {
         self.kind == HostKind::AddToExistingClusterHost
     }
 
+    /// The role a host added to an installed cluster installs as: `master` when asked for
+    /// (a day-2 control-plane host, as assisted-service allows since OpenShift 4.11), else
+    /// `worker` (upstream's `selectRole` suggests nothing else for day-2 hosts).
+    pub fn day2_role(&self) -> HostRole {
+        match self.role {
+            HostRole::Master | HostRole::Bootstrap => HostRole::Master,
+            _ => HostRole::Worker,
+        }
+    }
+
     /// Requested role, else the suggested one; `auto-assign` if neither is decided.
     pub fn effective_role(&self) -> HostRole {
         match self.role {

@@ -683,7 +683,7 @@ pub fn install_request(
         infra_env_id: h.infra_env_id.clone(),
         host_id: h.id.clone(),
         role: if h.is_day2() {
-            HostRole::Worker
+            h.day2_role()
         } else {
             h.install_role()
         },

@@ -269,11 +269,12 @@ impl<'a> ClusterContext<'a> {
     }
 }
 
-/// Effective role: day-2 hosts are workers; auto-assign hosts take the freshly computed
-/// suggestion while pre-install (and whenever none is stored), the stored one afterwards.
+/// Effective role: day-2 hosts are workers unless asked to be masters; auto-assign hosts take
+/// the freshly computed suggestion while pre-install (and whenever none is stored), the stored
+/// one afterwards.
 pub(crate) fn resolve_role(h: &HostSnapshot, fresh: Option<HostRole>) -> HostRole {
     if h.is_day2() {
-        return HostRole::Worker;
+        return h.day2_role();
     }
     let stored = h.effective_role();
     if h.role == HostRole::AutoAssign

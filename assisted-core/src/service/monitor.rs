@@ -84,8 +84,9 @@ async fn write_day2_ignition(
     if let Some(overrides) = host.ignition_config_overrides.as_deref() {
         ign = crate::service::install::with_ignition_override(&ign, overrides, host.hostname())?;
     }
-    let name =
-        crate::service::install::host_ignition_file_name(crate::domain::HostRole::Worker, host_id);
+    // `<role>-<host>.ign`, the name the installer asks for (upstream's
+    // createAndUploadDay2NodeIgnition names it by the effective role too).
+    let name = crate::service::install::host_ignition_file_name(host.day2_role(), host_id);
     crate::service::install::FileStore::new(ctx.files_root.clone())
         .put(cluster_id, &name, &ign)
         .await?;

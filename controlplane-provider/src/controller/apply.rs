@@ -141,12 +141,74 @@ pub async fn apply(
             source,
         })?;
     }
+    let mut plan = plan;
+    if let Some(r) = plan.remediation.clone()
+        && let Err(message) = remediate(client, &ns, workload, &r).await
+    {
+        remediation_failed(oacp, &mut plan, &r, message);
+    }
     write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;
     tracing::debug!(namespace = %ns, name = %name, "reconciled");
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Replaces an unhealthy control-plane Machine as OpenShift documents replacing an unhealthy
+/// etcd member: the member removed, its certificate Secrets and Node deleted, then the Machine
+/// (its replacement is made once it is gone). Every step is idempotent, so a failed pass is
+/// simply repeated.
+async fn remediate(
+    client: &kube::Client,
+    ns: &str,
+    workload: Option<&kube::Client>,
+    r: &super::remediation::Remediate,
+) -> Result<(), String> {
+    let workload = workload.ok_or("no client of the installed cluster (its admin kubeconfig)")?;
+    if let (Some(member), Some(exec_node)) = (&r.member, &r.exec_node) {
+        super::etcd::member_remove(workload, exec_node, member.id).await?;
+    }
+    if let Some(node) = &r.node {
+        super::etcd::forget_node(workload, node).await?;
+    }
+    manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), &r.machine)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A remediation step failed: `Remediating` says which and why, a warning event replaces the
+/// planned one, nothing is recorded as remediated, and it is tried again soon.
+fn remediation_failed(
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: &mut Plan,
+    r: &super::remediation::Remediate,
+    message: String,
+) {
+    let note = format!(
+        "Replacing control-plane Machine {} failed: {message}",
+        r.machine
+    );
+    if let Some(c) = plan
+        .status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == super::status::REMEDIATING)
+    {
+        c.reason = "RemediationFailed".into();
+        c.message.clone_from(&note);
+    }
+    plan.status.last_remediation = oacp
+        .status
+        .as_ref()
+        .and_then(|s| s.last_remediation.clone());
+    plan.events.retain(|e| e.reason != "MachineRemediated");
+    plan.events.push(manager::controller::PlannedEvent {
+        warning: true,
+        reason: "RemediationFailed",
+        note,
+    });
+    plan.requeue = Some(Duration::from_secs(20));
 }
 
 /// Deletion, one step per reconcile: Machines first (CAPI drains and deprovisions them), then

@@ -15,10 +15,12 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
 
 use super::Error;
+use super::etcd;
 use super::kubeconfig;
 use super::machines::{self, CLUSTER_NAME_LABEL, plural};
 use super::registry::ImageRegistry;
 use super::release_lookup::{self, Lookup};
+use super::remediation::{self, Members};
 use super::upgrade::{self, WorkloadClusterVersion};
 use crate::api::OpenshiftAssistedControlPlane;
 
@@ -93,6 +95,9 @@ pub struct Dereferenced {
     /// What the registry says of `distributionVersion`'s release image; `None`: not asked
     /// (the install runs, the control plane is deleted or paused, or the image is invalid).
     pub release_lookup: Option<Lookup>,
+    /// The installed cluster's etcd members, read only when a control-plane Machine is left
+    /// to us and may be remediated but for them.
+    pub etcd_members: Members,
 }
 
 pub async fn dereference(
@@ -301,6 +306,8 @@ pub async fn dereference(
         }
     }
 
+    let etcd_members = read_etcd_members(&oacp, installed, &machines, workload.as_ref()).await;
+
     Ok(Dereferenced {
         oacp,
         cluster,
@@ -320,7 +327,43 @@ pub async fn dereference(
         workload,
         installing_image_set,
         release_lookup,
+        etcd_members,
     })
+}
+
+/// The etcd member list, through a healthy master's etcd pod, when a remediation waits on it.
+async fn read_etcd_members(
+    oacp: &OpenshiftAssistedControlPlane,
+    installed: bool,
+    machines: &[Machine],
+    workload: Option<&Client>,
+) -> Members {
+    let last = oacp
+        .status
+        .as_ref()
+        .and_then(|s| s.last_remediation.as_ref());
+    let inputs = remediation::Inputs {
+        installed,
+        replicas: machines::desired_replicas(oacp),
+        machines,
+        policy: remediation::Policy::of(oacp.spec.remediation.as_ref()),
+        last,
+        members: &Members::NotRead,
+        now: k8s_openapi::jiff::Timestamp::now(),
+    };
+    if !remediation::needs_members(&inputs) {
+        return Members::NotRead;
+    }
+    let Some(workload) = workload else {
+        return Members::Unreadable("the cluster's admin kubeconfig gave no client".into());
+    };
+    let Some(node) = remediation::healthy_nodes(machines).into_iter().next() else {
+        return Members::Unreadable("no control-plane Node is healthy".into());
+    };
+    match etcd::member_list(workload, &node).await {
+        Ok(members) => Members::Read(members),
+        Err(why) => Members::Unreadable(why),
+    }
 }
 
 /// A client of the cluster the admin kubeconfig points at, with short timeouts so an

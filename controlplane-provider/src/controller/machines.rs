@@ -4,8 +4,8 @@
 //!
 //! Unlike KubeadmControlPlane, which adds one Machine at a time, every day-1 Machine is created
 //! in one pass: the assisted installer needs every master at once. After the install started the
-//! count is frozen (OpenShift control planes are not scaled by replacing Machines); a change is
-//! reported, never silently applied.
+//! count is frozen; a change is reported, never silently applied. Once installed, a Machine
+//! remediation removed is replaced, one at a time, by a day-2 control-plane host.
 
 use std::collections::BTreeMap;
 
@@ -50,38 +50,57 @@ pub enum Scaling {
     Frozen { wanted: i32, have: i32 },
 }
 
+/// Where the cluster's install is, for [`scaling`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallPhase {
+    NotStarted,
+    Running,
+    /// Installed with this many masters: a Machine short of that count (one remediated) is
+    /// replaced by a day-2 control-plane host, one at a time.
+    Installed {
+        masters: i32,
+    },
+}
+
 /// Decides the Machines to create or delete. `existing` are the names of this control plane's
-/// Machines that are not being deleted.
+/// Machines that are not being deleted, `taken` every name still in use (those being deleted
+/// too), so a new Machine never takes the name of one that is still going.
 pub fn scaling(
     oacp_name: &str,
     existing: &[String],
+    taken: &[String],
     replicas: i32,
-    install_started: bool,
+    phase: InstallPhase,
 ) -> Scaling {
     let have = existing.len() as i32;
     if have == replicas {
         return Scaling::Steady;
     }
-    if install_started {
-        return Scaling::Frozen {
+    let free_names = |count: usize| -> Vec<String> {
+        (0..)
+            .map(|i| machine_name(oacp_name, i))
+            .filter(|n| !existing.contains(n) && !taken.contains(n))
+            .take(count)
+            .collect()
+    };
+    match phase {
+        InstallPhase::Installed { masters } if have < replicas && have < masters => {
+            Scaling::Up(free_names(1))
+        }
+        InstallPhase::Installed { .. } | InstallPhase::Running => Scaling::Frozen {
             wanted: replicas,
             have,
-        };
-    }
-    if have < replicas {
-        let missing = (replicas - have) as usize;
-        let names = (0..)
-            .map(|i| machine_name(oacp_name, i))
-            .filter(|n| !existing.contains(n))
-            .take(missing)
-            .collect();
-        Scaling::Up(names)
-    } else {
-        // The newest names go first: highest index, then the rest in reverse name order.
-        let mut by_age: Vec<&String> = existing.iter().collect();
-        by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
-        let extra = (have - replicas) as usize;
-        Scaling::Down(by_age.into_iter().take(extra).cloned().collect())
+        },
+        InstallPhase::NotStarted if have < replicas => {
+            Scaling::Up(free_names((replicas - have) as usize))
+        }
+        InstallPhase::NotStarted => {
+            // The newest names go first: highest index, then the rest in reverse name order.
+            let mut by_age: Vec<&String> = existing.iter().collect();
+            by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
+            let extra = (have - replicas) as usize;
+            Scaling::Down(by_age.into_iter().take(extra).cloned().collect())
+        }
     }
 }
 
@@ -443,43 +462,90 @@ spec:
 
     #[test]
     fn scaling_rows() {
-        // (existing, replicas, install started, expected)
-        let rows: Vec<(&[&str], i32, bool, Scaling)> = vec![
-            (&[], 3, false, Scaling::Up(names(&["cp-0", "cp-1", "cp-2"]))),
-            (&["cp-1"], 3, false, Scaling::Up(names(&["cp-0", "cp-2"]))),
-            (&["cp-0", "cp-1", "cp-2"], 3, false, Scaling::Steady),
-            (&["cp-0", "cp-1", "cp-2"], 3, true, Scaling::Steady),
+        use InstallPhase::*;
+        let installed = Installed { masters: 3 };
+        // (existing, taken besides them, replicas, phase, expected)
+        type Row<'a> = (&'a [&'a str], &'a [&'a str], i32, InstallPhase, Scaling);
+        let rows: Vec<Row> = vec![
+            (
+                &[],
+                &[],
+                3,
+                NotStarted,
+                Scaling::Up(names(&["cp-0", "cp-1", "cp-2"])),
+            ),
+            (
+                &["cp-1"],
+                &[],
+                3,
+                NotStarted,
+                Scaling::Up(names(&["cp-0", "cp-2"])),
+            ),
             (
                 &["cp-0", "cp-1", "cp-2"],
+                &[],
+                3,
+                NotStarted,
+                Scaling::Steady,
+            ),
+            (&["cp-0", "cp-1", "cp-2"], &[], 3, Running, Scaling::Steady),
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                &[],
                 1,
-                false,
+                NotStarted,
                 Scaling::Down(names(&["cp-2", "cp-1"])),
             ),
             (
                 &["cp-0", "other", "cp-1"],
+                &[],
                 2,
-                false,
+                NotStarted,
                 Scaling::Down(names(&["other"])),
             ),
-            (&["cp-0"], 3, true, Scaling::Frozen { wanted: 3, have: 1 }),
+            (
+                &["cp-0"],
+                &[],
+                3,
+                Running,
+                Scaling::Frozen { wanted: 3, have: 1 },
+            ),
             (
                 &["cp-0", "cp-1", "cp-2"],
+                &[],
                 5,
-                true,
+                installed,
                 Scaling::Frozen { wanted: 5, have: 3 },
             ),
             (
                 &["cp-0", "cp-1", "cp-2"],
+                &[],
                 1,
-                true,
+                Running,
                 Scaling::Frozen { wanted: 1, have: 3 },
             ),
+            // A remediated Machine is replaced once installed: one, under a free name.
+            (
+                &["cp-0", "cp-2"],
+                &[],
+                3,
+                installed,
+                Scaling::Up(names(&["cp-1"])),
+            ),
+            (
+                &["cp-0", "cp-2"],
+                &["cp-1"],
+                3,
+                installed,
+                Scaling::Up(names(&["cp-3"])),
+            ),
+            (&["cp-0"], &[], 3, installed, Scaling::Up(names(&["cp-1"]))),
         ];
-        for (existing, replicas, started, expected) in rows {
+        for (existing, taken, replicas, phase, expected) in rows {
             assert_eq!(
-                scaling("cp", &names(existing), replicas, started),
+                scaling("cp", &names(existing), &names(taken), replicas, phase),
                 expected,
-                "existing {existing:?}, replicas {replicas}, started {started}"
+                "existing {existing:?}, taken {taken:?}, replicas {replicas}, {phase:?}"
             );
         }
     }

@@ -5,12 +5,14 @@
 
 pub mod apply;
 pub mod dereference;
+pub mod etcd;
 pub mod hive;
 pub mod install_config;
 pub mod kubeconfig;
 pub mod machines;
 pub mod plan;
 pub mod registry;
+pub mod remediation;
 pub mod release;
 pub mod release_lookup;
 pub mod status;

@@ -13,10 +13,12 @@ use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
 use super::status::{self, Blocked, Install, StatusInputs};
-use super::{FINALIZER, RESYNC, hive, install_config, kubeconfig, registry, release, upgrade};
+use super::{
+    FINALIZER, RESYNC, hive, install_config, kubeconfig, registry, release, remediation, upgrade,
+};
 use crate::api::{
-    ControlPlaneInitialization, OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneStatus,
-    RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
+    ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
+    OpenshiftAssistedControlPlaneStatus, RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
 };
 use assisted_core::service::controllers::cluster::{
     RELEASE_ARCHITECTURE_ANNOTATION, RELEASE_VERSION_ANNOTATION, release_from_tag,
@@ -25,6 +27,8 @@ use assisted_core::service::controllers::cluster::{
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
 /// How often a control plane blocked on invalid or missing input is looked at again.
 pub const BLOCKED_RECHECK: Duration = Duration::from_secs(60);
+/// How soon a held-back remediation looks again (the workload's etcd and Nodes are not watched).
+const REMEDIATION_RECHECK: Duration = Duration::from_secs(20);
 
 /// The install objects of one cluster.
 #[derive(Clone, Debug)]
@@ -75,6 +79,8 @@ pub struct Plan {
     pub cleanup: Option<Cleanup>,
     /// Ask the installed cluster's CVO for this update (its ClusterVersion's `desiredUpdate`).
     pub upgrade_request: Option<upgrade::DesiredUpdate>,
+    /// Replace this unhealthy control-plane Machine.
+    pub remediation: Option<remediation::Remediate>,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -255,6 +261,23 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         plan.requeue = Some(r);
     }
 
+    let decision = match (&plan.cleanup, paused, &d.cluster) {
+        (None, false, Some(_)) => remediation::decide(&remediation::Inputs {
+            installed: install.installed(),
+            replicas: machines::desired_replicas(oacp),
+            machines: &d.machines,
+            policy: remediation::Policy::of(oacp.spec.remediation.as_ref()),
+            last: oacp
+                .status
+                .as_ref()
+                .and_then(|s| s.last_remediation.as_ref()),
+            members: &d.etcd_members,
+            now,
+        }),
+        _ => remediation::Decision::Nothing,
+    };
+    plan_remediation(&mut plan, oacp, &decision);
+
     let inputs = StatusInputs {
         oacp,
         cluster_name: &cluster_name,
@@ -269,8 +292,16 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         workload_version: &d.workload_version,
         control_plane_kubelets: &d.control_plane_kubelets,
         upgrade: &upgrade.conditions,
+        remediation: &decision,
     };
     plan.status = status_of(oacp, &inputs, upgrade.running.as_deref(), now);
+    if let remediation::Decision::Remediate(r) = &decision {
+        plan.status.last_remediation = Some(LastRemediationStatus {
+            machine: r.machine.clone(),
+            time: now.to_string(),
+            retry_count: r.retry_count,
+        });
+    }
     if plan.cleanup.is_none() && !paused {
         plan.machine_conditions =
             status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
@@ -282,6 +313,58 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         plan.requeue = Some(BLOCKED_RECHECK);
     }
     plan
+}
+
+/// A remediation to carry out, or a wait said once as an event (the `Remediating` condition
+/// keeps saying it); the workload's etcd is not watched, so a wait is looked at again soon.
+fn plan_remediation(
+    plan: &mut Plan,
+    oacp: &OpenshiftAssistedControlPlane,
+    decision: &remediation::Decision,
+) {
+    match decision {
+        remediation::Decision::Nothing => {}
+        remediation::Decision::Remediate(r) => {
+            let member = r
+                .member
+                .as_ref()
+                .map(|m| format!("etcd member {} ({:x}), ", m.name, m.id))
+                .unwrap_or_default();
+            plan.events.push(PlannedEvent {
+                warning: false,
+                reason: "MachineRemediated",
+                note: format!(
+                    "Replacing unhealthy control-plane Machine {}: removing its {member}etcd \
+                     certificates and Node{}, then the Machine (retry {})",
+                    r.machine,
+                    r.node
+                        .as_deref()
+                        .map(|n| format!(" {n}"))
+                        .unwrap_or_default(),
+                    r.retry_count
+                ),
+            });
+            plan.remediation = Some(r.clone());
+        }
+        remediation::Decision::Wait {
+            reason, message, ..
+        } => {
+            let said = oacp.status.as_ref().is_some_and(|s| {
+                conditions::find(&s.conditions, status::REMEDIATING)
+                    .is_some_and(|c| c.reason == *reason)
+            });
+            if !said {
+                plan.events.push(PlannedEvent {
+                    warning: true,
+                    reason: "RemediationWaiting",
+                    note: message.clone(),
+                });
+            }
+            if plan.requeue.is_none_or(|r| r > REMEDIATION_RECHECK) {
+                plan.requeue = Some(REMEDIATION_RECHECK);
+            }
+        }
+    }
 }
 
 /// What a healthy reconcile writes.
@@ -428,11 +511,29 @@ fn desired(
         .iter()
         .filter_map(|m| m.metadata.name.clone())
         .collect();
+    let taken: Vec<String> = d
+        .machines
+        .iter()
+        .filter_map(|m| m.metadata.name.clone())
+        .collect();
+    let phase = if install.installed() {
+        machines::InstallPhase::Installed {
+            masters: d
+                .aci
+                .as_ref()
+                .map_or(0, |a| a.spec.provision_requirements.control_plane_agents),
+        }
+    } else if install.started() {
+        machines::InstallPhase::Running
+    } else {
+        machines::InstallPhase::NotStarted
+    };
     let scaling = machines::scaling(
         &oacp.name_any(),
         &existing,
+        &taken,
         machines::desired_replicas(oacp),
-        install.started(),
+        phase,
     );
     let (create, scaling, machines_blocked) = match (&scaling, &d.template) {
         (Scaling::Up(names), Template::Found(template, resource)) => {
@@ -446,10 +547,22 @@ fn desired(
             let used: Vec<Option<String>> =
                 live.iter().map(|m| m.spec.failure_domain.clone()).collect();
             let placed = machines::spread(&domains, &used, names.len());
-            let built: Result<Vec<_>, _> = names
+            let replacing = replacement_annotation(oacp, &taken, install.installed());
+            let built: Result<Vec<_>, machines::TemplateError> = names
                 .iter()
                 .zip(placed)
-                .map(|(name, fd)| machines::control_plane_machine(&inputs, name, fd))
+                .map(|(name, fd)| {
+                    let mut built = machines::control_plane_machine(&inputs, name, fd)?;
+                    if let Some((key, value)) = &replacing {
+                        built
+                            .machine
+                            .metadata
+                            .annotations
+                            .get_or_insert_default()
+                            .insert(key.clone(), value.clone());
+                    }
+                    Ok(built)
+                })
                 .collect();
             match built {
                 Ok(create) => (create, scaling, None),
@@ -480,6 +593,21 @@ fn desired(
         scaling,
         machines_blocked,
     })
+}
+
+/// A Machine made after install replaces the last remediated one (gone by now): it carries
+/// [`remediation::REMEDIATION_FOR`], so its own failure soon after counts as a retry.
+fn replacement_annotation(
+    oacp: &OpenshiftAssistedControlPlane,
+    taken: &[String],
+    installed: bool,
+) -> Option<(String, String)> {
+    let last = oacp.status.as_ref()?.last_remediation.as_ref()?;
+    if !installed || taken.contains(&last.machine) {
+        return None;
+    }
+    let value = serde_json::to_string(&remediation::RemediationFor::of(last)).ok()?;
+    Some((remediation::REMEDIATION_FOR.to_string(), value))
 }
 
 /// A `distributionVersion` changed while the day-1 install runs: said, never applied to it.
@@ -703,6 +831,7 @@ fn status_of(
                     .available()
                     .then(|| oacp.spec.distribution_version.clone())
             }),
+        last_remediation: previous.last_remediation.clone(),
         observed_generation: oacp.metadata.generation,
     }
 }
@@ -804,6 +933,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             release_lookup: None,
             pull_secret: PullSecret::Present("pull-secret".into()),
             image_registry: crate::controller::registry::ImageRegistry::Unset,
+            etcd_members: remediation::Members::NotRead,
         }
     }
 

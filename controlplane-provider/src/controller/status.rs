@@ -10,6 +10,7 @@ use manager::conditions::{self, Desired, Status};
 
 use super::dereference::WorkloadVersion;
 use super::machines::{self, Scaling};
+use super::remediation;
 use crate::api::OpenshiftAssistedControlPlane;
 
 pub mod unsupported;
@@ -90,6 +91,8 @@ pub struct StatusInputs<'a> {
     pub control_plane_kubelets: &'a [String],
     /// `UpgradeCompleted` and `RollingOut` (see `upgrade::decide`); empty: kept as they are.
     pub upgrade: &'a [Desired],
+    /// What becomes of Machines a MachineHealthCheck left to us.
+    pub remediation: &'a remediation::Decision,
 }
 
 /// The first control-plane config whose discovery image cannot be built (its
@@ -451,7 +454,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
         paused,
         deleting,
         version,
-        remediating(inputs.machines),
+        remediating(inputs.machines, inputs.remediation),
     ];
     // Blocks nothing; present only while a field is set that takes no effect (the caller
     // merges with `conditions::merge_owned` so that it leaves once none is).
@@ -547,15 +550,12 @@ fn vip_hint(oacp: &OpenshiftAssistedControlPlane, failing: &str) -> String {
 
 /// CAPI v1beta2's `Remediating`: True while a MachineHealthCheck has marked a control-plane
 /// Machine unhealthy and left its remediation to us (`HealthCheckSucceeded` and
-/// `OwnerRemediated` both False), as KubeadmControlPlane reports it. This provider does not
-/// replace control-plane Machines yet, so the message says so and names what to do.
-pub fn remediating(machines: &[Machine]) -> Desired {
+/// `OwnerRemediated` both False), as KubeadmControlPlane reports it: `Remediating` while one is
+/// replaced, the waiting reason (and why) while the safety rules hold it back.
+pub fn remediating(machines: &[Machine], decision: &remediation::Decision) -> Desired {
     let unhealthy: Vec<String> = machines
         .iter()
-        .filter(|m| {
-            machine_condition_is_false(m, "HealthCheckSucceeded")
-                && machine_condition_is_false(m, "OwnerRemediated")
-        })
+        .filter(|m| remediation::left_to_us(m))
         .map(|m| {
             let name = m.metadata.name.clone().unwrap_or_default();
             match machine_condition_message(m, "HealthCheckSucceeded") {
@@ -567,26 +567,25 @@ pub fn remediating(machines: &[Machine]) -> Desired {
     if unhealthy.is_empty() {
         return Desired::false_(REMEDIATING, "NotRemediating", "");
     }
-    Desired::new(
-        REMEDIATING,
-        Status::True,
-        "Remediating",
-        format!(
-            "MachineHealthCheck marked {} unhealthy; this provider does not replace \
-             control-plane Machines yet: repair the host, or replace it by hand as \
-             docs/controlplane-provider.md (Remediation) describes",
-            unhealthy.join(", ")
+    let marked = format!(
+        "MachineHealthCheck marked {} unhealthy",
+        unhealthy.join(", ")
+    );
+    let (reason, message) = match decision {
+        remediation::Decision::Wait {
+            reason, message, ..
+        } => (*reason, format!("{marked}; {message}")),
+        remediation::Decision::Remediate(r) => (
+            "Remediating",
+            format!(
+                "{marked}; replacing {}: its etcd member, etcd certificates and Node removed \
+                 from the cluster, then the Machine deleted",
+                r.machine
+            ),
         ),
-    )
-}
-
-fn machine_condition_is_false(machine: &Machine, type_: &str) -> bool {
-    machine
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .and_then(|c| conditions::find(c, type_))
-        .is_some_and(|c| c.status == "False")
+        remediation::Decision::Nothing => ("Remediating", marked),
+    };
+    Desired::new(REMEDIATING, Status::True, reason, message)
 }
 
 fn machine_condition_message(machine: &Machine, type_: &str) -> Option<String> {
@@ -707,6 +706,7 @@ spec: {{sshAuthorizedKey: {key}}}
                 workload_version: &WorkloadVersion::NotRead,
                 control_plane_kubelets: &[],
                 upgrade: &[],
+                remediation: &remediation::Decision::Nothing,
             }
         }
     }
@@ -730,7 +730,11 @@ spec: {{sshAuthorizedKey: {key}}}
     fn remediating_names_the_machines_a_health_check_left_to_us() {
         let healthy = machine("cp-0", true);
         assert_eq!(
-            remediating(std::slice::from_ref(&healthy)).reason,
+            remediating(
+                std::slice::from_ref(&healthy),
+                &remediation::Decision::Nothing
+            )
+            .reason,
             "NotRemediating"
         );
         // Marked unhealthy but already taken over (OwnerRemediated True): not ours to report.
@@ -740,7 +744,10 @@ spec: {{sshAuthorizedKey: {key}}}
             "True",
             "",
         );
-        assert_eq!(remediating(&[taken]).status, Status::False);
+        assert_eq!(
+            remediating(&[taken], &remediation::Decision::Nothing).status,
+            Status::False
+        );
         let left = with_condition(
             with_condition(
                 machine("cp-2", false),
@@ -752,7 +759,26 @@ spec: {{sshAuthorizedKey: {key}}}
             "False",
             "waiting",
         );
-        let d = remediating(&[healthy, left]);
+        let both = [healthy, left];
+        let waiting = remediation::Decision::Wait {
+            machine: "cp-2".into(),
+            reason: remediation::ETCD_QUORUM,
+            message: "cp-2 waits: quorum".into(),
+        };
+        let d = remediating(&both, &waiting);
+        assert_eq!(
+            (d.status, d.reason.as_str()),
+            (Status::True, "EtcdQuorumAtRisk")
+        );
+        assert!(d.message.ends_with("; cp-2 waits: quorum"), "{}", d.message);
+        let replacing = remediation::Decision::Remediate(remediation::Remediate {
+            machine: "cp-2".into(),
+            node: Some("cp-2".into()),
+            member: None,
+            exec_node: None,
+            retry_count: 0,
+        });
+        let d = remediating(&both, &replacing);
         assert_eq!((d.status, d.reason.as_str()), (Status::True, "Remediating"));
         assert!(
             d.message.contains("cp-2 (Node cp-2 NotReady for 5m)"),

@@ -131,19 +131,29 @@ pub fn decision(csr: &CertificateSigningRequest) -> Option<bool> {
     }
 }
 
-/// The Node the kubelet registers: named after the host, labelled with its UUID.
+/// The Node a worker's kubelet registers: named after the host, with its role label.
 pub fn node_object(hostname: &str) -> Node {
+    node_object_with_role(hostname, false)
+}
+
+/// The Node the kubelet registers, with the role labels its machine-config pool's kubelet
+/// flags set: `worker`, or `master` and `control-plane`.
+pub fn node_object_with_role(hostname: &str, master: bool) -> Node {
     let name = node_name(hostname);
+    let roles: &[&str] = if master {
+        &["master", "control-plane"]
+    } else {
+        &["worker"]
+    };
+    let mut labels: std::collections::BTreeMap<String, String> =
+        [("kubernetes.io/hostname".to_string(), name.clone())].into();
+    for role in roles {
+        labels.insert(format!("node-role.kubernetes.io/{role}"), String::new());
+    }
     Node {
         metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(
-                [
-                    ("kubernetes.io/hostname".to_string(), name),
-                    ("node-role.kubernetes.io/worker".to_string(), String::new()),
-                ]
-                .into(),
-            ),
+            name: Some(name),
+            labels: Some(labels),
             ..Default::default()
         },
         ..Default::default()
@@ -180,6 +190,8 @@ pub struct Kubelet {
     pub node: Client,
     pub poll: Duration,
     pub timeout: Duration,
+    /// A control-plane host's kubelet (the `master` pool's labels).
+    pub master: bool,
 }
 
 /// The CSRs the kubelet created, by name.
@@ -198,7 +210,14 @@ impl Kubelet {
             node,
             poll: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
+            master: false,
         }
+    }
+
+    /// A control-plane host's kubelet.
+    pub fn as_master(mut self, master: bool) -> Kubelet {
+        self.master = master;
+        self
     }
 
     pub fn with_addresses(mut self, addresses: Vec<String>) -> Kubelet {
@@ -220,7 +239,10 @@ impl Kubelet {
         let nodes = Api::<Node>::all(self.node.clone());
         let name = node_name(&self.hostname);
         match nodes
-            .create(&PostParams::default(), &node_object(&self.hostname))
+            .create(
+                &PostParams::default(),
+                &node_object_with_role(&self.hostname, self.master),
+            )
             .await
         {
             Ok(_) => {}

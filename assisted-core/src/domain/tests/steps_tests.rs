@@ -234,6 +234,35 @@ fn day2_steps() {
     );
 }
 
+/// A day-2 control-plane host (assisted-service allows `master` on day-2 hosts): it checks the
+/// master pool's ignition and installs as `master`; without a role it is a worker.
+#[test]
+fn day2_master_steps() {
+    let cfg = Config::default();
+    let mut c = cluster_3_2_with_hosts(t0());
+    c.status = ClusterStatus::AddingHosts;
+    c.kind = ClusterKind::AddHostsCluster;
+    let h = &mut c.hosts[0];
+    h.kind = HostKind::AddToExistingClusterHost;
+    h.status = S::Known;
+    h.role = HostRole::Master;
+    h.machine_config_pool = Some("master".into());
+    assert_eq!(h.day2_role(), HostRole::Master);
+    let s = steps_for(&c, 0, &cfg);
+    let i = types(&s)
+        .iter()
+        .position(|x| *x == T::ApiVipConnectivityCheck)
+        .unwrap();
+    let req: ApiVipConnectivityRequest = serde_json::from_str(&s.instructions[i].args[0]).unwrap();
+    assert!(req.url.ends_with("/config/master"), "{}", req.url);
+    c.hosts[0].status = S::Installing;
+    let s = steps_for(&c, 0, &cfg);
+    let v: serde_json::Value = serde_json::from_str(&s.instructions[0].args[0]).unwrap();
+    assert_eq!(v["role"], "master");
+    c.hosts[0].role = HostRole::AutoAssign;
+    assert_eq!(c.hosts[0].day2_role(), HostRole::Worker);
+}
+
 #[test]
 fn pool_reclaim_and_upgrade_steps() {
     let mut cfg = Config::default();

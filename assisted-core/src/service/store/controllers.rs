@@ -120,6 +120,15 @@ impl Store {
             }
             if spec.machine_config_pool.is_some() {
                 h.machine_config_pool = spec.machine_config_pool.clone();
+            } else if h.is_day2()
+                && h.role != before.role
+                && h.machine_config_pool
+                    .as_deref()
+                    .is_none_or(|p| p == before.day2_role().as_str())
+            {
+                // A day-2 host's pool follows its role unless one was named (upstream's
+                // updateRole): a day-2 master fetches `/config/master`.
+                h.machine_config_pool = Some(h.day2_role().as_str().to_string());
             }
             h.installer_args = spec.installer_args.clone();
             h.ignition_config_overrides = spec.ignition_config_overrides.clone();

@@ -34,6 +34,10 @@ const TABLE: &[(&str, Coverage)] = &[
         ),
     ),
     (
+        "spec.remediation",
+        Acted("remediation.rs Policy: maxRetry, retryPeriodSeconds, minHealthyPeriodSeconds"),
+    ),
+    (
         "spec.machineTemplate.metadata",
         Acted("hive.rs labels; machines.rs Machine annotations"),
     ),
