@@ -83,7 +83,13 @@ pub fn scaling(
             .take(count)
             .collect()
     };
+    let deleting = taken.iter().any(|n| !existing.contains(n));
     match phase {
+        // One at a time, as KubeadmControlPlane: the replacement waits for the Machine it
+        // replaces to be gone (its host is usually the one it gets).
+        InstallPhase::Installed { masters } if have < replicas && have < masters && deleting => {
+            Scaling::Steady
+        }
         InstallPhase::Installed { masters } if have < replicas && have < masters => {
             Scaling::Up(free_names(1))
         }
@@ -537,7 +543,8 @@ spec:
                 &["cp-1"],
                 3,
                 installed,
-                Scaling::Up(names(&["cp-3"])),
+                // The replacement waits for the Machine being deleted.
+                Scaling::Steady,
             ),
             (&["cp-0"], &[], 3, installed, Scaling::Up(names(&["cp-1"]))),
         ];

@@ -63,6 +63,7 @@ pub struct TestbedBuilder {
     node_images: Vec<PathBuf>,
     listen: Option<String>,
     clusterctl_variables: Vec<(String, String)>,
+    kubelet_network: Option<PathBuf>,
 }
 
 impl TestbedBuilder {
@@ -146,6 +147,15 @@ impl TestbedBuilder {
         self
     }
 
+    /// The apiserver reaches kubelets (pod exec, logs, port-forward) through an HTTP CONNECT
+    /// proxy on this Unix socket (its `cluster` egress selection), presenting a kubelet client
+    /// certificate of the testbed's CA and checking the kubelets' serving certificates against
+    /// it: a simulated site's network between the apiserver and its Nodes.
+    pub fn kubelet_network(mut self, socket: impl Into<PathBuf>) -> Self {
+        self.kubelet_network = Some(socket.into());
+        self
+    }
+
     /// A variable for `clusterctl init` (written into its configuration file), replacing the
     /// default of [`clusterctl::DEFAULT_VARIABLES`] of the same name.
     pub fn clusterctl_variable(mut self, name: &str, value: &str) -> Self {
@@ -191,6 +201,8 @@ pub struct Testbed {
     address: String,
     /// [`TestbedBuilder::clusterctl_variable`]s.
     pub(crate) clusterctl_variables: Vec<(String, String)>,
+    /// [`TestbedBuilder::kubelet_network`].
+    kubelet_network: Option<PathBuf>,
 }
 
 impl Testbed {
@@ -234,6 +246,7 @@ impl Testbed {
                 (None, false) => "127.0.0.1".to_owned(),
             },
             clusterctl_variables: opts.clusterctl_variables.clone(),
+            kubelet_network: opts.kubelet_network.clone(),
         };
         match tb.boot(&opts).await {
             Ok(()) => Ok(tb),
@@ -426,26 +439,27 @@ impl Testbed {
         if self.node.is_some() {
             // As a cluster's: the node authorizer, service-account tokens in pods, the
             // `kubernetes` Service's endpoint kept, and a client certificate for kubelets.
-            let kubelet_client = self
-                .ca
-                .client("kube-apiserver-kubelet-client", Some("system:masters"))?;
-            let kc_crt = self.pki("kubelet-client.crt", &kubelet_client.cert_pem)?;
-            let kc_key = self.pki("kubelet-client.key", &kubelet_client.key_pem)?;
             args.extend([
                 "--authorization-mode=Node,RBAC".to_owned(),
                 "--enable-admission-plugins=NodeRestriction".to_owned(),
-                format!("--kubelet-client-certificate={}", kc_crt.display()),
-                format!("--kubelet-client-key={}", kc_key.display()),
-                format!("--kubelet-certificate-authority={}", ca_file.display()),
-                // The node's name resolves nowhere: reach kubelets by address.
-                "--kubelet-preferred-address-types=InternalIP".to_owned(),
             ]);
+            args.extend(self.kubelet_client_args(&ca_file)?);
         } else {
             args.extend([
                 "--authorization-mode=RBAC".to_owned(),
                 "--disable-admission-plugins=ServiceAccount".to_owned(),
                 "--endpoint-reconciler-type=none".to_owned(),
             ]);
+            if let Some(socket) = &self.kubelet_network {
+                args.extend(self.kubelet_client_args(&ca_file)?);
+                let egress = self.dir.join("egress-selector.yaml");
+                std::fs::write(&egress, egress_selector_config(socket))
+                    .context("writing the egress selector configuration")?;
+                args.push(format!(
+                    "--egress-selector-config-file={}",
+                    egress.display()
+                ));
+            }
         }
         let bin = self.cache.bin("kube-apiserver");
         self.spawn("kube-apiserver", &bin, &args, &[])?;
@@ -572,6 +586,28 @@ impl Testbed {
     }
 
     /// True when the testbed has a node ([`TestbedBuilder::node`]).
+    /// The apiserver's kubelet client certificate, and the testbed CA to check kubelets with.
+    fn kubelet_client_args(&self, ca_file: &Path) -> Result<Vec<String>> {
+        let kubelet_client = self
+            .ca
+            .client("kube-apiserver-kubelet-client", Some("system:masters"))?;
+        let kc_crt = self.pki("kubelet-client.crt", &kubelet_client.cert_pem)?;
+        let kc_key = self.pki("kubelet-client.key", &kubelet_client.key_pem)?;
+        Ok(vec![
+            format!("--kubelet-client-certificate={}", kc_crt.display()),
+            format!("--kubelet-client-key={}", kc_key.display()),
+            format!("--kubelet-certificate-authority={}", ca_file.display()),
+            // Node names resolve nowhere: reach kubelets by address.
+            "--kubelet-preferred-address-types=InternalIP".to_owned(),
+        ])
+    }
+
+    /// A serving certificate signed by [`Testbed::ca_pem`] for these names and addresses (a
+    /// simulated kubelet's, for its Node's address).
+    pub fn serving_cert_for(&self, name: &str, names: &[&str]) -> Result<certs::CertPair> {
+        self.ca.serving_for(name, names)
+    }
+
     pub fn has_node(&self) -> bool {
         self.node.is_some()
     }
@@ -747,4 +783,15 @@ fn default_name() -> String {
 fn placeholder_client() -> Result<Client> {
     let config = kube::Config::new("https://127.0.0.1:1".parse()?);
     Ok(Client::try_from(config)?)
+}
+
+/// The apiserver's egress selection `cluster` (its traffic to nodes and pods) through an HTTP
+/// CONNECT proxy on a Unix socket (the TCP transport always speaks TLS to the proxy).
+fn egress_selector_config(socket: &Path) -> String {
+    format!(
+        "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\n\
+         egressSelections:\n- name: cluster\n  connection:\n    proxyProtocol: HTTPConnect\n\
+         \x20   transport:\n      uds:\n        udsName: {}\n",
+        socket.display()
+    )
 }

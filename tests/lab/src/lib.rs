@@ -16,7 +16,9 @@ pub mod apimetrics;
 pub mod chaos;
 pub mod clusterfile;
 pub mod cvo;
+pub mod etcd_operator;
 pub mod generate;
+pub mod kubelet_api;
 pub mod live;
 pub mod managers;
 pub mod manifests;
@@ -28,6 +30,7 @@ pub mod site;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_sim::{InstallerController, ReplyCtx};
@@ -151,7 +154,7 @@ pub struct Options {
     pub kill_leaders: bool,
     /// `--upgrade-to`: once the cluster is installed (and its day-2 step done), upgrade it.
     pub upgrade: Option<Upgrade>,
-    /// `--fail-host HOST`: once the cluster is installed (and its day-2 step done), a
+    /// `--fail-host HOST[,HOST]`: once the cluster is installed (and its day-2 step done), a
     /// MachineHealthCheck is applied over HOST's Machines and HOST's kubelet stops; the run
     /// follows the remediation ([`Step::HostFailed`] and after).
     pub fail_host: Option<String>,
@@ -794,15 +797,29 @@ enum Step {
     Remediated,
     Replaced,
     RemediationReported,
+    RemediationHeld,
+}
+
+/// What `--fail-host` breaks, and so what the run waits for after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failing {
+    /// A worker: Cluster API's MachineSet replaces it.
+    Worker,
+    /// One master of several: the control plane replaces it.
+    Master,
+    /// The only master: reported, never replaced.
+    OnlyMaster,
+    /// Two masters at once: held back to keep etcd's quorum.
+    TwoMasters,
 }
 
 impl Step {
-    /// `fail_master`: `--fail-host` names a control-plane host (`Some(true)`) or a worker;
-    /// `downgrade`: `--upgrade-to` names an older release than the cluster's.
+    /// `failing`: what `--fail-host` breaks; `downgrade`: `--upgrade-to` names an older
+    /// release than the cluster's.
     fn all(
         day2: bool,
         upgrade: Option<&Upgrade>,
-        fail_master: Option<bool>,
+        failing: Option<Failing>,
         downgrade: bool,
     ) -> Vec<Step> {
         use Step::*;
@@ -819,9 +836,12 @@ impl Step {
         if day2 {
             s.extend([Day2Installed, ScaleDownDone]);
         }
-        match fail_master {
-            Some(true) => s.extend([HostFailed, RemediationReported]),
-            Some(false) => s.extend([HostFailed, Remediated, Replaced]),
+        match failing {
+            Some(Failing::Worker | Failing::Master) => {
+                s.extend([HostFailed, Remediated, Replaced]);
+            }
+            Some(Failing::OnlyMaster) => s.extend([HostFailed, RemediationReported]),
+            Some(Failing::TwoMasters) => s.extend([HostFailed, RemediationHeld]),
             None => {}
         }
         match upgrade {
@@ -854,6 +874,7 @@ impl Step {
             Step::Remediated => "unhealthy Machine remediated",
             Step::Replaced => "replacement installed",
             Step::RemediationReported => "remediation reported",
+            Step::RemediationHeld => "remediation held",
         }
     }
 
@@ -904,11 +925,16 @@ impl Step {
                 upgrade_to(spec)
             ),
             Step::HostFailed => "the MachineHealthCheck applied and the host's kubelet stopped".into(),
-            Step::Remediated => "the MachineHealthCheck's remediation: the failed host's Machine deleted by its MachineSet, its Agent and Node gone, its BareMetalHost deprovisioned".into(),
+            Step::Remediated => "the remediation: the failed host's Machine deleted (by its MachineSet, or by the control plane after removing its etcd member), its Agent and Node gone, its BareMetalHost deprovisioned".into(),
             Step::Replaced => format!(
-                "{n} Machines Running again, the replacement's Agent `added-to-existing-cluster` (day-2) and its Node Ready"
+                "{n} Machines Running again, the replacement's Agent `added-to-existing-cluster` (day-2) and its Node Ready (a master: etcd back to {} members, the new Node among them)",
+                spec.masters
             ),
             Step::RemediationReported => "the control plane's Remediating True naming the failed host's Machine".into(),
+            Step::RemediationHeld => format!(
+                "the control plane's Remediating True/EtcdQuorumAtRisk, every Machine still there and etcd still {} members",
+                spec.masters
+            ),
         }
     }
 
@@ -975,7 +1001,7 @@ impl Step {
                         .is_some_and(|(st, _, _)| st == "True")
             }),
             Step::HostFailed => true,
-            Step::Remediated => site.failed.as_ref().is_some_and(|f| {
+            Step::Remediated => site.failed.first().is_some_and(|f| {
                 let bmh_state = |name: &str| {
                     s.bmhs
                         .iter()
@@ -990,8 +1016,15 @@ impl Step {
                     && !s.nodes.iter().any(|node| node.name_any() == f.node)
                     && !s.agents.iter().any(|a| a.name_any() == f.agent)
                     && bmh_state(&f.host) != "provisioned"
+                    && !f.etcd_member.is_some_and(|id| site.etcd.has(id))
             }),
             Step::Replaced => {
+                // A master's replacement may take the failed Node's name, never its member.
+                let etcd_back = site.failed.first().is_none_or(|f| {
+                    !f.master
+                        || (site.etcd.names().len() == spec.masters as usize
+                            && !f.etcd_member.is_some_and(|id| site.etcd.has(id)))
+                });
                 s.machines.len() == n
                     && s.machines_running() == n
                     && s.agents.len() == n
@@ -1000,9 +1033,18 @@ impl Step {
                         Snapshot::is_day2(a)
                             && Snapshot::agent_state(a) == "added-to-existing-cluster"
                     })
+                    && etcd_back
+            }
+            Step::RemediationHeld => {
+                s.machines.len() == n
+                    && site.etcd.names().len() == spec.masters as usize
+                    && s.control_plane.as_ref().is_some_and(|c| {
+                        control_plane_condition(c, "Remediating")
+                            .is_some_and(|(st, r, _)| st == "True" && r == "EtcdQuorumAtRisk")
+                    })
             }
             Step::RemediationReported => {
-                let failed_machine = site.failed.as_ref().and_then(|f| {
+                let failed_machine = site.failed.first().and_then(|f| {
                     s.machines
                         .iter()
                         .find(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
@@ -1137,6 +1179,34 @@ fn is_older(a: &str, b: &str) -> bool {
     matches!((numbers(a), numbers(b)), (Some(a), Some(b)) if a < b)
 }
 
+/// `--fail-host`'s hosts: one, or several separated by commas.
+fn fail_hosts(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// What `--fail-host` breaks in a cluster of `masters`; an error for a host the site does not
+/// have or a combination the lab does not follow.
+fn failing(value: &str, servers: &[Server], masters: u32) -> Result<Failing> {
+    let roles = fail_hosts(value)
+        .iter()
+        .map(|h| fail_host_role(h, servers))
+        .collect::<Result<Vec<bool>>>()?;
+    match roles.as_slice() {
+        [false] => Ok(Failing::Worker),
+        [true] if masters > 1 => Ok(Failing::Master),
+        [true] => Ok(Failing::OnlyMaster),
+        [true, true] if masters >= 3 => Ok(Failing::TwoMasters),
+        _ => anyhow::bail!(
+            "--fail-host {value}: the lab follows one host, or two masters of three or more"
+        ),
+    }
+}
+
 /// Whether `--fail-host`'s host is a control-plane host; an error naming the hosts when the
 /// site has no such host.
 fn fail_host_role(host: &str, servers: &[Server]) -> Result<bool> {
@@ -1233,6 +1303,10 @@ struct Lab {
     /// The lab's own client of the management apiserver: ServiceAccount
     /// [`apimetrics::LAB`], so that the apiserver counts its requests apart.
     client: Client,
+    /// The site's network between the workload apiserver and the kubelets.
+    network: Arc<kubelet_api::Network>,
+    /// Holds the network's socket (a short path: Unix sockets allow 107 bytes).
+    _network_dir: tempfile::TempDir,
 }
 
 impl Lab {
@@ -1247,7 +1321,16 @@ impl Lab {
 
 async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
     let mut builder = Testbed::builder().name("lab").clusterctl_init();
-    let mut workload_builder = Testbed::builder().name("lab-workload");
+    let network_dir = tempfile::Builder::new()
+        .prefix("labnet")
+        .tempdir_in("/tmp")
+        .context("creating the site network's directory")?;
+    let network = Arc::new(kubelet_api::Network::start(
+        &network_dir.path().join("net.sock"),
+    )?);
+    let mut workload_builder = Testbed::builder()
+        .name("lab-workload")
+        .kubelet_network(network.socket.clone());
     if opts.managers_as_pods {
         // /proc/self belongs to the process's effective user.
         let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?);
@@ -1411,6 +1494,8 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             workload,
             managers,
             client,
+            network,
+            _network_dir: network_dir,
         }),
         Err(e) => {
             tb.keep_dir();
@@ -2167,13 +2252,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         testbed::resources::apply_all(&client, hosts)
             .await
             .with_context(|| format!("applying the BareMetalHosts of {name}"))?;
-        runs.push(ClusterRun::new(
+        let mut run = ClusterRun::new(
             plan,
             &client,
             &lab.workload.client,
             opts.speed,
             &lab.managers.trust,
-        ));
+        );
+        run.site = run.site.with_kubelet_network(lab.network.clone());
+        runs.push(run);
     }
     if n == 1 {
         let servers = &runs[0].servers;
@@ -2213,8 +2300,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     };
 
     // Every cluster of a run has the same shape (one topology, or the one file's cluster).
-    let fail_master = match &opts.fail_host {
-        Some(host) => Some(fail_host_role(host, &runs[0].servers)?),
+    let failing = match &opts.fail_host {
+        Some(hosts) => Some(failing(hosts, &runs[0].servers, runs[0].spec.masters)?),
         None => None,
     };
     let downgrade = opts
@@ -2224,7 +2311,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     let steps = Step::all(
         runs[0].spec.day2.is_some(),
         opts.upgrade.as_ref(),
-        fail_master,
+        failing,
         downgrade,
     );
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
@@ -2536,6 +2623,50 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         }
                         Ok(())
                     }
+                    (Step::Remediated, _) if failing == Some(Failing::Master) => {
+                        let node = r
+                            .site
+                            .failed
+                            .first()
+                            .map(|f| f.node.clone())
+                            .unwrap_or_default();
+                        println!(
+                            "{} {pre}etcd members now: {} ({node}'s removed)",
+                            stamp(start),
+                            r.site.etcd.describe()
+                        );
+                        match etcd_operator::member_secrets_left(&lab.workload.client, &node).await
+                        {
+                            Ok(left) if left.is_empty() => Ok(()),
+                            Ok(left) => Err(anyhow!(
+                                "{node}'s etcd member is gone but its certificate Secrets are not: {}",
+                                left.join(", ")
+                            )),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    (Step::Replaced | Step::RemediationHeld, _)
+                        if failing.is_some_and(|f| f != Failing::Worker) =>
+                    {
+                        println!(
+                            "{} {pre}etcd members: {}",
+                            stamp(start),
+                            r.site.etcd.describe()
+                        );
+                        if let Some((status, reason, message)) = r
+                            .snap
+                            .control_plane
+                            .as_ref()
+                            .and_then(|c| control_plane_condition(c, "Remediating"))
+                        {
+                            println!(
+                                "{} {pre}{}: Remediating {status} {reason}: {message}",
+                                stamp(start),
+                                r.spec.control_plane_name()
+                            );
+                        }
+                        Ok(())
+                    }
                     (Step::RemediationReported, _) => {
                         if let Some((status, reason, message)) = r
                             .snap
@@ -2552,15 +2683,14 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         Ok(())
                     }
                     (Step::HostFailed, _) => {
-                        let named = opts.fail_host.clone().unwrap_or_default();
-                        let master = fail_master == Some(true);
-                        let host = match role_keyword(&named) {
-                            Some(m) => r
-                                .site
-                                .running_host(if m { "master" } else { "worker" })
-                                .unwrap_or(named),
-                            None => named,
-                        };
+                        let master = failing != Some(Failing::Worker);
+                        if master {
+                            println!(
+                                "{} {pre}etcd members: {}",
+                                stamp(start),
+                                r.site.etcd.describe()
+                            );
+                        }
                         let mhc = machine_health_check(&r.spec, master);
                         println!(
                             "{} applied MachineHealthCheck {} (Node Ready Unknown or False for 10 s: unhealthy)",
@@ -2569,13 +2699,36 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         );
                         match testbed::resources::apply_all(&client, vec![mhc]).await {
                             Err(e) => Err(e).context("applying the MachineHealthCheck"),
-                            Ok(_) => r.site.fail_host(&host).await.map(|f| {
-                                println!(
-                                    "{} site: {host}'s kubelet stopped; Node {} Ready Unknown (\"Kubelet stopped posting node status.\")",
-                                    stamp(start),
-                                    f.node
-                                );
-                            }),
+                            Ok(_) => {
+                                let mut result = Ok(());
+                                for named in
+                                    fail_hosts(opts.fail_host.as_deref().unwrap_or_default())
+                                {
+                                    let host = match role_keyword(&named) {
+                                        Some(m) => r
+                                            .site
+                                            .running_host_not_failed(if m {
+                                                "master"
+                                            } else {
+                                                "worker"
+                                            })
+                                            .unwrap_or(named),
+                                        None => named,
+                                    };
+                                    match r.site.fail_host(&host).await {
+                                        Ok(f) => println!(
+                                            "{} site: {host}'s kubelet stopped; Node {} Ready Unknown (\"Kubelet stopped posting node status.\")",
+                                            stamp(start),
+                                            f.node
+                                        ),
+                                        Err(e) => {
+                                            result = Err(e);
+                                            break;
+                                        }
+                                    }
+                                }
+                                result
+                            }
                         }
                     }
                     (Step::UpgradeRequested, _) => {
@@ -3240,7 +3393,8 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         | Step::Upgraded
         | Step::UpgradeFailed
         | Step::DowngradeRefused
-        | Step::RemediationReported => (false, false, true, false, false, false),
+        | Step::RemediationReported
+        | Step::RemediationHeld => (false, false, true, false, false, false),
     };
     if let Some(cp) = &s.control_plane {
         let conditions = cp["status"]["conditions"]

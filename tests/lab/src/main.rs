@@ -112,10 +112,13 @@ struct Cli {
     #[arg(long, conflicts_with_all = ["cluster_file", "okd", "topology", "workers"])]
     cluster_class: bool,
     /// Once the cluster is installed (and its day-2 step done), break HOST (a host name, or
-    /// `worker` / `master` for whichever host of that role is in the cluster then): a MachineHealthCheck over its Machines is applied and its kubelet stops (its
-    /// Node goes Ready Unknown). A worker must be remediated by Cluster API and replaced (a
-    /// day-2 install on a free host); for a master the run waits for the control plane to
-    /// report the Machine in `Remediating`. One cluster only.
+    /// `worker` / `master` for whichever host of that role is in the cluster then; two masters
+    /// as `master,master`): a MachineHealthCheck over its Machines is applied and its kubelet
+    /// stops (its Node goes Ready Unknown). A worker must be remediated by Cluster API and
+    /// replaced (a day-2 install on a free host); a master of three by the control plane (its
+    /// etcd member removed, a day-2 control-plane host, etcd back to three members); two
+    /// masters must be held back (`Remediating` EtcdQuorumAtRisk); a single-node cluster's
+    /// master reported in `Remediating`. One cluster only.
     #[arg(long, value_name = "HOST", conflicts_with = "clusters")]
     fail_host: Option<String>,
 }

@@ -7,12 +7,16 @@
 //! the kubelet's own labels; `metal3.io/uuid=<BareMetalHost UID>` (from the Agent's nodeLabels)
 //! is added by the installer-controller (day-1) or assisted-core (day-2), as on a real site.
 //! When the host is deprovisioned the site powers it off and its Node goes.
+//!
+//! A master's kubelet also serves the exec API ([`crate::kubelet_api`]) on the site's network,
+//! and once its Node is Ready the etcd operator's objects for it exist and etcd lists its
+//! member ([`crate::etcd_operator`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use agent_sim::kubelet::{Kubelet, node_name, node_object, node_user, ready_status};
+use agent_sim::kubelet::{Kubelet, node_name, node_object_with_role, node_user, ready_status};
 use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx, Trust};
 use anyhow::{Context, Result, anyhow, bail};
 use assisted_core::api::agent::Agent;
@@ -27,6 +31,8 @@ use serde_json::Value;
 use testbed::Testbed;
 use tokio::task::JoinHandle;
 
+use crate::etcd_operator::{self, EtcdMembers};
+use crate::kubelet_api::{KUBELET_PORT, KubeletServer, Network, kubelet_status_fields};
 use crate::manifests::{self, ClusterSpec};
 
 /// A server of the site: its BareMetalHost name, role label and simulated hardware.
@@ -47,6 +53,8 @@ struct Booted {
     kubelet: Option<JoinHandle<Result<()>>>,
     /// It joined an installed cluster (day-2).
     day2: bool,
+    /// A master's kubelet API on the site's network (dropped when the host fails or goes).
+    kubelet_api: Option<KubeletServer>,
 }
 
 pub struct Site {
@@ -66,8 +74,12 @@ pub struct Site {
     speed: f64,
     /// The CA the site's BMCs verify an https image server with (the site's operator gave it).
     bmc_trust: Trust,
-    /// The host `--fail-host` broke, until it is deprovisioned.
-    pub failed: Option<FailedHost>,
+    /// The hosts `--fail-host` broke.
+    pub failed: Vec<FailedHost>,
+    /// The network the workload apiserver reaches kubelets through.
+    network: Option<Arc<Network>>,
+    /// This cluster's etcd members.
+    pub etcd: EtcdMembers,
 }
 
 /// A host whose kubelet stopped (`--fail-host`): what the lab follows through remediation.
@@ -78,6 +90,9 @@ pub struct FailedHost {
     /// Its Agent's name (the host's UUID).
     pub agent: String,
     pub master: bool,
+    /// Its etcd member's ID (a master's): the replacement may reuse the Node's name, never
+    /// the member.
+    pub etcd_member: Option<u64>,
 }
 
 /// The site's servers of one cluster for `masters` + `workers` (workers include the day-2
@@ -261,6 +276,12 @@ async fn fetch_rootfs(name: &str, url: &str, trust: &Trust) -> Result<()> {
 fn healthy_status(addresses: &[String]) -> Value {
     let now = jiff::Timestamp::now().to_string();
     let mut status = ready_status(addresses, &now);
+    if let (Some(s), Value::Object(fields)) = (
+        status.get_mut("status").and_then(Value::as_object_mut),
+        kubelet_status_fields(),
+    ) {
+        s.extend(fields);
+    }
     if let Some(conds) = status
         .pointer_mut("/status/conditions")
         .and_then(Value::as_array_mut)
@@ -277,6 +298,18 @@ fn healthy_status(addresses: &[String]) -> Value {
         }
     }
     status
+}
+
+/// Where the workload apiserver dials a Node's kubelet.
+fn kubelet_address(ip: &str) -> String {
+    let ip = ip.split('/').next().unwrap_or(ip);
+    format!("{ip}:{KUBELET_PORT}")
+}
+
+/// An Agent a control-plane Machine's config made (role `master`): a day-2 control-plane host
+/// on a server the site racked as a worker is still a master.
+fn agent_is_master(agent: Option<&Agent>) -> bool {
+    agent.is_some_and(|a| a.spec.role == assisted_core::api::agent::HostRole::Master)
 }
 
 /// How long the site keeps trying to boot a host whose image server does not answer.
@@ -326,8 +359,25 @@ impl Site {
             boot_failing: BTreeMap::new(),
             speed,
             bmc_trust,
-            failed: None,
+            failed: Vec::new(),
+            network: None,
+            etcd: EtcdMembers::default(),
         }
+    }
+
+    /// Masters' kubelets serve their exec API on `network` (see the module docs).
+    pub fn with_kubelet_network(mut self, network: Arc<Network>) -> Site {
+        self.network = Some(network);
+        self
+    }
+
+    /// The first host (by name) of `role` in the cluster now that has not failed.
+    pub fn running_host_not_failed(&self, role: &str) -> Option<String> {
+        self.booted
+            .iter()
+            .filter(|(name, _)| !self.failed.iter().any(|f| &f.host == *name))
+            .find(|(_, b)| b.role == role && b.node.is_some())
+            .map(|(name, _)| name.clone())
     }
 
     /// The first host (by name) of `role` that is in the cluster now (its Node registered).
@@ -356,6 +406,11 @@ impl Site {
         if let Some(k) = b.kubelet.take() {
             k.abort();
         }
+        // The server hangs: nothing answers at its kubelet's address any more.
+        b.kubelet_api = None;
+        if let (Some(net), Some(ip)) = (&self.network, b.host.profile().primary_ipv4()) {
+            net.unroute(&kubelet_address(ip));
+        }
         let now = jiff::Timestamp::now().to_string();
         let unknown = |type_: &str| {
             serde_json::json!({"type": type_, "status": "Unknown", "reason": "NodeStatusUnknown",
@@ -383,13 +438,20 @@ impl Site {
             )
             .await
             .with_context(|| format!("tainting Node {node} unreachable"))?;
+        let etcd_member = self
+            .etcd
+            .members()
+            .into_iter()
+            .find(|m| m.name == node)
+            .map(|m| m.id);
         let failed = FailedHost {
             host: name.to_string(),
             node,
             agent: b.host.profile().uuid.clone(),
             master: b.role == "master",
+            etcd_member,
         };
-        self.failed = Some(failed.clone());
+        self.failed.push(failed.clone());
         Ok(failed)
     }
 
@@ -503,6 +565,7 @@ impl Site {
                         node: None,
                         kubelet: None,
                         day2: false,
+                        kubelet_api: None,
                     },
                 );
                 events.push(format!(
@@ -517,6 +580,9 @@ impl Site {
                 }
                 if let Some(k) = &b.kubelet {
                     k.abort();
+                }
+                if let (Some(net), Some(ip)) = (&self.network, server.profile.primary_ipv4()) {
+                    net.unroute(&kubelet_address(ip));
                 }
                 if let Some(node) = &b.node {
                     self.delete_node(node).await?;
@@ -587,6 +653,22 @@ impl Site {
             .into_iter()
             .collect();
         let node = node_name(&hostname);
+        let master = b.role == "master" || agent_is_master(agent.as_ref());
+        if master
+            && let (Some(net), Some(ip)) = (&self.network, addresses.first())
+            && b.kubelet_api.is_none()
+        {
+            let cert = workload_tb.serving_cert_for("kubelet", &[ip.as_str()])?;
+            let server = KubeletServer::start(
+                &cert.cert_pem,
+                &cert.key_pem,
+                workload_tb.ca_pem(),
+                self.etcd.clone(),
+            )
+            .await?;
+            net.route(&kubelet_address(ip), server.addr);
+            b.kubelet_api = Some(server);
+        }
         if day2 {
             let bootstrap = workload_tb.client_as(NODE_BOOTSTRAPPER, None).await?;
             let node_client = workload_tb
@@ -594,9 +676,13 @@ impl Site {
                 .await?;
             // Its metal3.io/uuid label comes from the Agent's nodeLabels: the core applies them
             // once the Node is Ready.
-            let kubelet = Kubelet::new(&hostname, bootstrap, node_client).with_addresses(addresses);
+            let kubelet = Kubelet::new(&hostname, bootstrap, node_client)
+                .with_addresses(addresses)
+                .as_master(master);
+            let workload = self.workload.clone();
             let nodes = Api::<Node>::all(self.workload.clone());
             let node_name = node.clone();
+            let etcd = self.etcd.clone();
             b.kubelet = Some(tokio::spawn(async move {
                 kubelet.join().await?;
                 nodes
@@ -607,6 +693,10 @@ impl Site {
                     )
                     .await
                     .with_context(|| format!("reporting Node {node_name} healthy"))?;
+                // A new control-plane Node: the etcd operator scales etcd onto it.
+                if let (true, Some(ip)) = (kubelet.master, kubelet.addresses.first()) {
+                    etcd_operator::ensure_member(&workload, &etcd, &node_name, ip).await?;
+                }
                 Ok(())
             }));
             b.node = Some(node.clone());
@@ -617,17 +707,7 @@ impl Site {
         }
         // Registered with the kubelet's own labels only: the installer-controller puts the
         // Agent's nodeLabels (metal3.io/uuid among them) on it, as on a real cluster.
-        let mut obj = node_object(&hostname);
-        if b.role == "master"
-            && let Some(labels) = obj.metadata.labels.as_mut()
-        {
-            labels.remove("node-role.kubernetes.io/worker");
-            labels.insert("node-role.kubernetes.io/master".into(), String::new());
-            labels.insert(
-                "node-role.kubernetes.io/control-plane".into(),
-                String::new(),
-            );
-        }
+        let obj = node_object_with_role(&hostname, master);
         let nodes = Api::<Node>::all(self.workload.clone());
         match nodes.create(&PostParams::default(), &obj).await {
             Ok(_) => {}
@@ -643,6 +723,9 @@ impl Site {
             )
             .await
             .with_context(|| format!("reporting Node {node} Ready"))?;
+        if let (true, Some(ip)) = (master, addresses.first()) {
+            etcd_operator::ensure_member(&self.workload, &self.etcd, &node, ip).await?;
+        }
         b.node = Some(node.clone());
         Ok(Some(format!(
             "site: {name} rebooted into the cluster; Node {node} registered Ready"

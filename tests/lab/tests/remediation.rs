@@ -1,7 +1,9 @@
 //! Broken hosts (`--fail-host`): a MachineHealthCheck (the real Cluster API's) over the
 //! failed host's Machines, the host's kubelet stopped. A worker is remediated by its
-//! MachineSet and replaced by a day-2 install; a master is reported in the control plane's
-//! `Remediating` (it is not replaced yet).
+//! MachineSet and replaced by a day-2 install; a master of three by the control plane (its
+//! etcd member removed through the workload apiserver's pod exec, then a day-2 control-plane
+//! host, etcd back to three); two failed masters are held back (etcd quorum); the only master
+//! of a single-node cluster is reported in `Remediating`.
 
 use lab::{Options, Topology};
 
@@ -30,6 +32,50 @@ async fn a_failed_worker_is_remediated_and_replaced() {
         "unhealthy Machine remediated",
         "replacement installed",
     ]);
+    assert_eq!(milestones(&report), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_master_of_three_is_replaced_and_etcd_is_three_again() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "remediate-master-of-three",
+        Options {
+            topology: Topology::Compact,
+            fail_host: Some("master".into()),
+            timeout: std::time::Duration::from_secs(420),
+            ..options()
+        },
+    )
+    .await;
+    let mut expected = DAY1_MILESTONES.to_vec();
+    expected.extend([
+        "host failed",
+        "unhealthy Machine remediated",
+        "replacement installed",
+    ]);
+    assert_eq!(milestones(&report), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_failed_masters_are_held_back_for_etcd_quorum() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "remediate-two-masters",
+        Options {
+            topology: Topology::Compact,
+            fail_host: Some("master,master".into()),
+            timeout: std::time::Duration::from_secs(300),
+            ..options()
+        },
+    )
+    .await;
+    let mut expected = DAY1_MILESTONES.to_vec();
+    expected.extend(["host failed", "remediation held"]);
     assert_eq!(milestones(&report), expected);
 }
 
