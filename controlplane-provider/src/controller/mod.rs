@@ -12,9 +12,9 @@ pub mod kubeconfig;
 pub mod machines;
 pub mod plan;
 pub mod registry;
-pub mod remediation;
 pub mod release;
 pub mod release_lookup;
+pub mod remediation;
 pub mod status;
 pub mod upgrade;
 
