@@ -585,7 +585,6 @@ impl Testbed {
         ))
     }
 
-    /// True when the testbed has a node ([`TestbedBuilder::node`]).
     /// The apiserver's kubelet client certificate, and the testbed CA to check kubelets with.
     fn kubelet_client_args(&self, ca_file: &Path) -> Result<Vec<String>> {
         let kubelet_client = self
@@ -608,6 +607,7 @@ impl Testbed {
         self.ca.serving_for(name, names)
     }
 
+    /// True when the testbed has a node ([`TestbedBuilder::node`]).
     pub fn has_node(&self) -> bool {
         self.node.is_some()
     }
@@ -794,4 +794,29 @@ fn egress_selector_config(socket: &Path) -> String {
          \x20   transport:\n      uds:\n        udsName: {}\n",
         socket.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_egress_selection_is_the_cluster_through_http_connect_over_a_unix_socket() {
+        let yaml = egress_selector_config(Path::new("/tmp/labnet/net.sock"));
+        let doc: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+        assert_eq!(doc["apiVersion"].as_str(), Some("apiserver.k8s.io/v1beta1"));
+        assert_eq!(doc["kind"].as_str(), Some("EgressSelectorConfiguration"));
+        let selection = &doc["egressSelections"][0];
+        assert_eq!(selection["name"].as_str(), Some("cluster"));
+        let connection = &selection["connection"];
+        assert_eq!(connection["proxyProtocol"].as_str(), Some("HTTPConnect"));
+        assert_eq!(
+            connection["transport"]["uds"]["udsName"].as_str(),
+            Some("/tmp/labnet/net.sock")
+        );
+        assert!(
+            connection["transport"].get("tcp").is_none(),
+            "TCP always dials TLS"
+        );
+    }
 }

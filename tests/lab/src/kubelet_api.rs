@@ -3,24 +3,36 @@
 //!
 //! [`Network`] is an HTTP CONNECT proxy on a Unix socket, the workload apiserver's `cluster`
 //! egress (see `testbed::TestbedBuilder::kubelet_network`): it dials `<node IP>:10250` to a
-//! simulated kubelet listening on loopback, and refuses a host that is down (no route).
+//! simulated kubelet listening on loopback, and answers `502 Bad Gateway` for a host that is
+//! down (no route).
 //!
 //! [`KubeletServer`] serves `/exec/{namespace}/{pod}/{container}` over TLS (a serving
-//! certificate of the workload CA for the Node's IP, the apiserver's kubelet client certificate
-//! required) as a real kubelet does for WebSocket clients: Kubernetes 1.36's apiserver proxies a
-//! WebSocket exec straight to a kubelet whose Node declares `ExtendWebSocketsToKubelet`. Like
-//! the kubelet's streaming server it speaks `v4.channel.k8s.io` (channel-prefixed binary
-//! messages; an empty message on stdout once open; the exit status as a `metav1.Status` on
-//! channel 3). Only `etcdctl` in an etcd pod's `etcdctl` container runs, against
-//! [`EtcdMembers`].
+//! certificate of the workload CA for the Node's IP, a client certificate of that CA required:
+//! the apiserver's kubelet client certificate) as a 1.36 kubelet does for WebSocket clients.
+//! Kubernetes 1.36's apiserver proxies a WebSocket exec straight to a kubelet whose Node
+//! declares `ExtendWebSocketsToKubelet` ([`kubelet_status_fields`]); the kubelet then
+//!
+//! - answers a request for `v5.channel.k8s.io` itself (its stream translator, `v5` only, the
+//!   protocol kube-rs and kubectl ask for first), writing the exit status as a `metav1.Status`;
+//! - hands any other request to the container runtime's streaming server, which picks the first
+//!   protocol the client offers among `channel.k8s.io`, `base64.channel.k8s.io`,
+//!   `v4.channel.k8s.io` and `v4.base64.channel.k8s.io`, of which `v4.channel.k8s.io` is
+//!   simulated here (its status has no `metadata`).
+//!
+//! Either way: channel-prefixed binary messages, an empty message on the first requested output
+//! channel once open, stdout on 1, stderr on 2, the status on 3, then the connection closes.
+//! Before the upgrade, a pod this kubelet does not run is `404 pod does not exist`, a container
+//! the pod does not have `500 container not found ("<name>")`. Of the commands, only `etcdctl`
+//! in an etcd-image container of a master's etcd pod runs, against [`EtcdMembers`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use futures::SinkExt;
+use futures::{SinkExt, StreamExt};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,14 +41,13 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 
-use crate::etcd_operator::{EtcdMembers, ExecResult};
+use crate::etcd_operator::{self, EtcdMembers, ExecResult};
 
 /// The port a kubelet serves on (what its Node's `daemonEndpoints` say).
 pub const KUBELET_PORT: u16 = 10250;
-const V4_PROTOCOL: &str = "v4.channel.k8s.io";
 
-/// What the kubelet of a 1.36 Node reports besides its conditions: its API's port and that it
-/// takes WebSocket streams itself.
+/// What the kubelet of a 1.36 Node reports besides its conditions and addresses: its API's
+/// port and that it takes WebSocket streams itself. Merge into the Node's `status`.
 pub fn kubelet_status_fields() -> serde_json::Value {
     json!({
         "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
@@ -44,10 +55,19 @@ pub fn kubelet_status_fields() -> serde_json::Value {
     })
 }
 
-/// The CONNECT proxy; see the module docs.
+/// Where the workload apiserver dials the kubelet of the Node with address `ip` (an address,
+/// or a CIDR as host profiles write them).
+pub fn kubelet_address(ip: &str) -> Option<SocketAddr> {
+    let ip = ip.split('/').next().unwrap_or(ip);
+    Some(SocketAddr::new(ip.parse().ok()?, KUBELET_PORT))
+}
+
+type Routes = Arc<Mutex<HashMap<SocketAddr, SocketAddr>>>;
+
+/// The CONNECT proxy; see the module docs. Stops when dropped.
 pub struct Network {
     pub socket: PathBuf,
-    routes: Arc<Mutex<HashMap<String, SocketAddr>>>,
+    routes: Routes,
     task: JoinHandle<()>,
 }
 
@@ -58,11 +78,12 @@ impl Drop for Network {
 }
 
 impl Network {
+    /// Listens on `socket` (replacing a stale file). Unix socket paths are at most 107 bytes.
     pub fn start(socket: &Path) -> Result<Network> {
         let _ = std::fs::remove_file(socket);
         let listener = UnixListener::bind(socket)
             .with_context(|| format!("listening on {}", socket.display()))?;
-        let routes: Arc<Mutex<HashMap<String, SocketAddr>>> = Arc::default();
+        let routes = Routes::default();
         let table = routes.clone();
         let task = tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
@@ -81,24 +102,34 @@ impl Network {
         })
     }
 
-    /// Connections to `from` (`ip:port`) reach `to`.
-    pub fn route(&self, from: &str, to: SocketAddr) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.insert(from.to_string(), to);
-        }
+    /// Connections to `from` (a Node's address and port) reach `to` (a local listener).
+    pub fn route(&self, from: SocketAddr, to: SocketAddr) {
+        self.table().insert(from, to);
     }
 
-    /// `from` is down: connections to it are refused.
-    pub fn unroute(&self, from: &str) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.remove(from);
-        }
+    /// `from` is down: connections to it get `502 Bad Gateway`. Tunnels already open stay.
+    pub fn unroute(&self, from: SocketAddr) {
+        self.table().remove(&from);
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, SocketAddr>> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The target of a CONNECT request head (`CONNECT 192.0.2.10:10250 HTTP/1.1`).
+fn connect_target(head: &str) -> Option<SocketAddr> {
+    let mut words = head.lines().next()?.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some("CONNECT"), Some(target)) => target.parse().ok(),
+        _ => None,
     }
 }
 
 /// One CONNECT: the request head read byte by byte (nothing of the tunnel is read ahead), then
-/// `200` and the bytes copied both ways, or `502` for a host that is not there.
-async fn tunnel(mut conn: UnixStream, routes: &Mutex<HashMap<String, SocketAddr>>) -> Result<()> {
+/// exactly `200 Connection established` (Go's egress dialer refuses bytes buffered after it)
+/// and the bytes copied both ways, or `502` and closed for a host that is not there.
+async fn tunnel(mut conn: UnixStream, routes: &Routes) -> Result<()> {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         if head.len() > 8192 {
@@ -110,23 +141,22 @@ async fn tunnel(mut conn: UnixStream, routes: &Mutex<HashMap<String, SocketAddr>
         }
         head.push(b[0]);
     }
-    let text = String::from_utf8_lossy(&head);
-    let target = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("CONNECT "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_default()
-        .to_string();
-    let to = routes.lock().ok().and_then(|r| r.get(&target).copied());
+    let target = connect_target(&String::from_utf8_lossy(&head));
+    let to = target.and_then(|t| {
+        let table = routes.lock().unwrap_or_else(|e| e.into_inner());
+        table.get(&t).copied()
+    });
     let upstream = match to {
         Some(addr) => TcpStream::connect(addr).await.ok(),
         None => None,
     };
     let Some(mut upstream) = upstream else {
-        conn.write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-            .await?;
-        anyhow::bail!("{target}: no route to host");
+        conn.write_all(
+            b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+        .await?;
+        conn.shutdown().await.ok();
+        anyhow::bail!("{target:?}: no route to host");
     };
     conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
         .await?;
@@ -134,8 +164,9 @@ async fn tunnel(mut conn: UnixStream, routes: &Mutex<HashMap<String, SocketAddr>
     Ok(())
 }
 
-/// A simulated kubelet's exec endpoint; see the module docs.
+/// A simulated kubelet's exec endpoint; see the module docs. Stops when dropped.
 pub struct KubeletServer {
+    /// Where it listens (loopback): route the Node's [`kubelet_address`] here.
     pub addr: SocketAddr,
     task: JoinHandle<()>,
 }
@@ -147,9 +178,11 @@ impl Drop for KubeletServer {
 }
 
 impl KubeletServer {
-    /// Serves on a free loopback port with `cert_pem`/`key_pem`, requiring client certificates
-    /// signed by `ca_pem`.
+    /// The kubelet of Node `node`, serving on a free loopback port with `cert_pem`/`key_pem`
+    /// and requiring client certificates signed by `ca_pem`. It runs the Node's etcd pod
+    /// (`openshift-etcd/etcd-<node>`), whose `etcdctl` answers from `etcd`.
     pub async fn start(
+        node: &str,
         cert_pem: &str,
         key_pem: &str,
         ca_pem: &str,
@@ -158,13 +191,15 @@ impl KubeletServer {
         let acceptor = tls_acceptor(cert_pem, key_pem, ca_pem)?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let node = node.to_owned();
         let task = tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 let acceptor = acceptor.clone();
                 let etcd = etcd.clone();
+                let node = node.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve_one(acceptor, tcp, etcd).await {
-                        tracing::debug!("simulated kubelet: {e:#}");
+                    if let Err(e) = serve_one(acceptor, tcp, &node, etcd).await {
+                        tracing::debug!("simulated kubelet of {node}: {e:#}");
                     }
                 });
             }
@@ -196,13 +231,17 @@ fn tls_acceptor(cert_pem: &str, key_pem: &str, ca_pem: &str) -> Result<tokio_rus
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
-/// The exec a request path names.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// The exec a request names: its path and the query parameters the apiserver sets.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct ExecRequest {
     namespace: String,
     pod: String,
     container: String,
     command: Vec<String>,
+    stdin: bool,
+    stdout: bool,
+    stderr: bool,
+    tty: bool,
 }
 
 fn parse_exec(path_and_query: &str) -> Option<ExecRequest> {
@@ -213,17 +252,33 @@ fn parse_exec(path_and_query: &str) -> Option<ExecRequest> {
     let ["exec", namespace, pod, container] = parts.as_slice() else {
         return None;
     };
-    let command = query
+    let params: Vec<(&str, String)> = query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| *k == "command")
-        .map(|(_, v)| percent_decode(v))
+        .map(|(k, v)| (k, percent_decode(v)))
         .collect();
+    // The kubelet reads each flag as `FormValue(name) == "1"`: the first value.
+    let flag = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .is_some_and(|(_, v)| v == "1")
+    };
+    let tty = flag("tty");
     Some(ExecRequest {
         namespace: namespace.to_string(),
         pod: pod.to_string(),
         container: container.to_string(),
-        command,
+        command: params
+            .iter()
+            .filter(|(k, _)| *k == "command")
+            .map(|(_, v)| v.clone())
+            .collect(),
+        stdin: flag("input"),
+        stdout: flag("output"),
+        // A TTY has no separate stderr: the kubelet drops it.
+        stderr: flag("error") && !tty,
+        tty,
     })
 }
 
@@ -252,99 +307,227 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// What the kubelet runs for an exec: `etcdctl` in an etcd pod's `etcdctl` container.
+/// The WebSocket subprotocols of remote command streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// `v5.channel.k8s.io`: the kubelet's own stream translator.
+    V5,
+    /// `v4.channel.k8s.io`: the container runtime's streaming server.
+    V4,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::V5 => "v5.channel.k8s.io",
+            Protocol::V4 => "v4.channel.k8s.io",
+        }
+    }
+}
+
+/// The subprotocol a 1.36 kubelet settles on for what the client offers (in its order), or
+/// why the upgrade is refused.
+fn negotiate(offered: &[&str]) -> Result<Protocol, String> {
+    if offered.contains(&Protocol::V5.name()) {
+        return Ok(Protocol::V5);
+    }
+    // The runtime's streaming server: the first offered that it knows ("" when none is).
+    let runtime = [
+        "",
+        "channel.k8s.io",
+        "base64.channel.k8s.io",
+        "v4.channel.k8s.io",
+        "v4.base64.channel.k8s.io",
+    ];
+    let offered = if offered.is_empty() {
+        &[""][..]
+    } else {
+        offered
+    };
+    match offered.iter().find(|p| runtime.contains(p)) {
+        Some(&p) if p == Protocol::V4.name() => Ok(Protocol::V4),
+        Some(p) => Err(format!(
+            "the lab's kubelet does not simulate subprotocol {p:?} (only v5.channel.k8s.io and v4.channel.k8s.io)"
+        )),
+        None => Err(format!(
+            "requested protocol(s) are not supported: {offered:?}; supports {runtime:?}"
+        )),
+    }
+}
+
+/// What the kubelet of `node` answers before the upgrade: nothing (go on), or a status and
+/// body.
+fn admit(req: &ExecRequest, node: &str) -> Option<(http::StatusCode, String)> {
+    if !(req.stdin || req.stdout || req.stderr) {
+        return Some((
+            http::StatusCode::BAD_REQUEST,
+            "you must specify at least 1 of stdin, stdout, stderr".into(),
+        ));
+    }
+    if req.namespace != etcd_operator::NAMESPACE || req.pod != etcd_operator::pod_name(node) {
+        return Some((http::StatusCode::NOT_FOUND, "pod does not exist".into()));
+    }
+    if !etcd_operator::CONTAINERS
+        .iter()
+        .any(|(c, _)| *c == req.container)
+    {
+        return Some((
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("container not found ({:?})", req.container),
+        ));
+    }
+    None
+}
+
+/// What a command in the etcd pod's container does: `etcdctl` where the image has it; any
+/// other executable is missing, as the runtime reports it (runc's error, exit code 255).
 fn run(req: &ExecRequest, etcd: &EtcdMembers) -> ExecResult {
-    let in_etcdctl = req.namespace == crate::etcd_operator::NAMESPACE
-        && req.pod.starts_with("etcd-")
-        && req.container == "etcdctl";
+    let has_etcdctl = etcd_operator::CONTAINERS
+        .iter()
+        .any(|(c, etcd_image)| *c == req.container && *etcd_image);
     match req.command.split_first() {
-        Some((cmd, args)) if in_etcdctl && cmd == "etcdctl" => etcd.run_etcdctl(args),
+        Some((cmd, args)) if has_etcdctl && cmd == "etcdctl" => etcd.run_etcdctl(args),
         Some((cmd, _)) => ExecResult {
-            exit_code: 127,
+            exit_code: 255,
             stdout: String::new(),
-            stderr: format!("exec: \"{cmd}\": executable file not found in $PATH\n"),
+            stderr: format!(
+                "exec failed: unable to start container process: exec: {cmd:?}: executable file not found in $PATH\n"
+            ),
         },
         None => ExecResult {
-            exit_code: 1,
+            exit_code: 255,
             stdout: String::new(),
-            stderr: "you must specify at least one command for the container\n".into(),
+            stderr: "exec failed: unable to start container process: exec: no command\n".into(),
         },
     }
 }
 
-/// The exit status as the kubelet writes it on the error channel (v4).
-fn status_json(req: &ExecRequest, result: &ExecResult) -> String {
-    if result.exit_code == 0 {
-        return json!({"metadata": {}, "status": "Success"}).to_string();
+/// The exit status written on channel 3.
+fn status_json(protocol: Protocol, req: &ExecRequest, result: &ExecResult) -> String {
+    let code = result.exit_code;
+    match (protocol, code) {
+        // The runtime's streaming server marshals its own status type: no `metadata`.
+        (Protocol::V4, 0) => json!({"status": "Success"}),
+        (Protocol::V4, _) => json!({
+            "status": "Failure",
+            "message": format!(
+                "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
+                req.command.join(" ")
+            ),
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
+        }),
+        // The kubelet's translator writes a metav1.Status from what its SPDY client decoded.
+        (Protocol::V5, 0) => json!({"metadata": {}, "status": "Success"}),
+        (Protocol::V5, _) => json!({
+            "metadata": {},
+            "status": "Failure",
+            "message": format!(
+                "command terminated with non-zero exit code: command terminated with exit code {code}"
+            ),
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
+        }),
     }
-    json!({
-        "metadata": {},
-        "status": "Failure",
-        "message": format!(
-            "command terminated with non-zero exit code: error executing command {:?}, exit code {}",
-            req.command, result.exit_code
-        ),
-        "reason": "NonZeroExitCode",
-        "details": {"causes": [{"reason": "ExitCode", "message": result.exit_code.to_string()}]},
-    })
     .to_string()
+}
+
+/// The binary messages the kubelet sends for a finished command, in order.
+fn messages(protocol: Protocol, req: &ExecRequest, result: &ExecResult) -> Vec<Vec<u8>> {
+    let frame = |channel: u8, data: &[u8]| {
+        let mut m = vec![channel];
+        m.extend_from_slice(data);
+        m
+    };
+    // "Connection established": an empty message on the lowest writable channel.
+    let first = if req.stdout {
+        1
+    } else if req.stderr {
+        2
+    } else {
+        3
+    };
+    let mut out = vec![frame(first, b"")];
+    if req.stdout && !result.stdout.is_empty() {
+        out.push(frame(1, result.stdout.as_bytes()));
+    }
+    if req.stderr && !result.stderr.is_empty() {
+        out.push(frame(2, result.stderr.as_bytes()));
+    }
+    out.push(frame(3, status_json(protocol, req, result).as_bytes()));
+    out
+}
+
+/// What the handshake callback decided.
+enum Verdict {
+    Upgrade(Protocol, ExecRequest),
+    Refused,
 }
 
 async fn serve_one(
     acceptor: tokio_rustls::TlsAcceptor,
     tcp: TcpStream,
+    node: &str,
     etcd: EtcdMembers,
 ) -> Result<()> {
     let tls = acceptor.accept(tcp).await.context("TLS")?;
-    let mut asked = String::new();
+    let mut verdict = Verdict::Refused;
     // The signature is tungstenite's handshake callback.
     #[allow(clippy::result_large_err)]
     let callback = |request: &Request, mut response: Response| -> Result<Response, ErrorResponse> {
-        asked = request
+        let refuse = |status: http::StatusCode, body: String| {
+            let mut refused = ErrorResponse::new(Some(body));
+            *refused.status_mut() = status;
+            refused
+        };
+        let asked = request
             .uri()
             .path_and_query()
             .map(|p| p.to_string())
             .unwrap_or_default();
-        let offers_v4 = request
+        let Some(req) = parse_exec(&asked) else {
+            return Err(refuse(
+                http::StatusCode::NOT_FOUND,
+                "404 page not found".into(),
+            ));
+        };
+        if let Some((status, body)) = admit(&req, node) {
+            return Err(refuse(status, body));
+        }
+        let offered: Vec<&str> = request
             .headers()
             .get_all("sec-websocket-protocol")
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .any(|p| p.trim() == V4_PROTOCOL);
-        if !offers_v4 {
-            let mut refused =
-                ErrorResponse::new(Some(format!("this kubelet streams {V4_PROTOCOL} only")));
-            *refused.status_mut() = http::StatusCode::BAD_REQUEST;
-            return Err(refused);
-        }
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let protocol = negotiate(&offered).map_err(|e| refuse(http::StatusCode::BAD_REQUEST, e))?;
         response.headers_mut().insert(
             "sec-websocket-protocol",
-            http::HeaderValue::from_static(V4_PROTOCOL),
+            http::HeaderValue::from_static(protocol.name()),
         );
+        verdict = Verdict::Upgrade(protocol, req);
         Ok(response)
     };
     let mut ws = tokio_tungstenite::accept_hdr_async(tls, callback)
         .await
         .context("WebSocket handshake")?;
-    let req = parse_exec(&asked).with_context(|| format!("not an exec: {asked}"))?;
-    let result = run(&req, &etcd);
-    let frame = |channel: u8, data: &[u8]| {
-        let mut m = vec![channel];
-        m.extend_from_slice(data);
-        Message::Binary(m.into())
+    let Verdict::Upgrade(protocol, req) = verdict else {
+        anyhow::bail!("upgrade refused");
     };
-    // The kubelet's "connection established": an empty message on the first output channel.
-    ws.send(frame(1, b"")).await?;
-    if !result.stdout.is_empty() {
-        ws.send(frame(1, result.stdout.as_bytes())).await?;
+    let result = run(&req, &etcd);
+    for m in messages(protocol, &req, &result) {
+        ws.send(Message::Binary(m.into())).await?;
     }
-    if !result.stderr.is_empty() {
-        ws.send(frame(2, result.stderr.as_bytes())).await?;
-    }
-    ws.send(frame(3, status_json(&req, &result).as_bytes()))
-        .await?;
     ws.close(None).await.ok();
+    // Read until the client's close answers ours, so that nothing it sent is left unread (a
+    // socket closed with unread input is reset, and a reset can lose what we wrote).
+    let drain = async { while let Some(Ok(_)) = ws.next().await {} };
+    tokio::time::timeout(Duration::from_secs(5), drain)
+        .await
+        .ok();
     Ok(())
 }
 
@@ -352,14 +535,16 @@ async fn serve_one(
 mod tests {
     use super::*;
 
+    const LIST: &str = "/exec/openshift-etcd/etcd-master-0/etcdctl?command=etcdctl&command=member&command=list&command=-w&command=json&error=1&output=1";
+
+    fn request(path: &str) -> ExecRequest {
+        parse_exec(path).expect("an exec path")
+    }
+
     #[test]
     fn exec_paths_parse_as_the_apiserver_sends_them() {
-        let r = parse_exec(
-            "/exec/openshift-etcd/etcd-master-0/etcdctl?command=etcdctl&command=member&command=list&command=-w&command=json&error=1&output=1",
-        )
-        .unwrap();
         assert_eq!(
-            r,
+            request(LIST),
             ExecRequest {
                 namespace: "openshift-etcd".into(),
                 pod: "etcd-master-0".into(),
@@ -367,36 +552,231 @@ mod tests {
                 command: ["etcdctl", "member", "list", "-w", "json"]
                     .map(String::from)
                     .to_vec(),
+                stdin: false,
+                stdout: true,
+                stderr: true,
+                tty: false,
             }
         );
-        assert_eq!(
-            parse_exec("/exec/ns/p/c?command=a%20b&command=--x%3Dy")
-                .unwrap()
-                .command,
-            vec!["a b".to_string(), "--x=y".into()]
-        );
+        let r = request("/exec/ns/p/c?command=a%20b&command=--x%3Dy&input=1&tty=1&error=1");
+        assert_eq!(r.command, vec!["a b".to_string(), "--x=y".into()]);
+        assert!(r.stdin && r.tty && !r.stdout);
+        assert!(!r.stderr, "a TTY has no stderr");
         assert_eq!(parse_exec("/logs/ns/p"), None);
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
     }
 
     #[test]
-    fn only_etcdctl_runs_and_failures_carry_the_exit_code() {
+    fn protocol_rows() {
+        // (offered in the client's order, negotiated or refused)
+        let rows: [(&[&str], Option<Protocol>); 7] = [
+            // kube-rs and kubectl: v5 first; the kubelet's translator.
+            (
+                &["v5.channel.k8s.io", "v4.channel.k8s.io"],
+                Some(Protocol::V5),
+            ),
+            // v5 anywhere wins: the kubelet checks for it before the runtime negotiates.
+            (
+                &["v4.channel.k8s.io", "v5.channel.k8s.io"],
+                Some(Protocol::V5),
+            ),
+            (&["v4.channel.k8s.io"], Some(Protocol::V4)),
+            (&["foo", "v4.channel.k8s.io"], Some(Protocol::V4)),
+            // The runtime would pick these first: not simulated, refused.
+            (&["channel.k8s.io", "v4.channel.k8s.io"], None),
+            (&[], None),
+            (&["v6.channel.k8s.io"], None),
+        ];
+        for (offered, want) in rows {
+            assert_eq!(negotiate(offered).ok(), want, "{offered:?}");
+        }
+    }
+
+    #[test]
+    fn admission_rows() {
+        // (path, refused with)
+        let rows: [(&str, Option<u16>); 6] = [
+            (LIST, None),
+            (
+                "/exec/openshift-etcd/etcd-master-0/etcd?command=etcdctl&output=1",
+                None,
+            ),
+            // Another Node's pod: not on this kubelet.
+            (
+                "/exec/openshift-etcd/etcd-master-1/etcdctl?command=etcdctl&output=1",
+                Some(404),
+            ),
+            (
+                "/exec/default/etcd-master-0/etcdctl?command=etcdctl&output=1",
+                Some(404),
+            ),
+            (
+                "/exec/openshift-etcd/etcd-master-0/nope?command=etcdctl&output=1",
+                Some(500),
+            ),
+            (
+                "/exec/openshift-etcd/etcd-master-0/etcdctl?command=etcdctl",
+                Some(400),
+            ),
+        ];
+        for (path, want) in rows {
+            let got = admit(&request(path), "master-0").map(|(s, _)| s.as_u16());
+            assert_eq!(got, want, "{path}");
+        }
+    }
+
+    #[test]
+    fn commands_and_their_status_rows() {
         let etcd = EtcdMembers::default();
-        etcd.add("m0", "10.0.0.1");
-        let mut req = parse_exec(
-            "/exec/openshift-etcd/etcd-m0/etcdctl?command=etcdctl&command=member&command=list",
-        )
-        .unwrap();
-        let ok = run(&req, &etcd);
-        assert_eq!(ok.exit_code, 0);
+        etcd.add("master-0", "192.0.2.10");
+        let at = |container: &str, command: &str| ExecRequest {
+            container: container.into(),
+            command: command.split_whitespace().map(String::from).collect(),
+            stdout: true,
+            stderr: true,
+            ..ExecRequest::default()
+        };
+        // (container, command, exit code)
+        let rows = [
+            ("etcdctl", "etcdctl member list", 0),
+            ("etcd", "etcdctl member list", 0),
+            ("etcd-metrics", "etcdctl member list", 0),
+            ("etcdctl", "etcdctl member remove 1", 1),
+            // The operator's image has no etcdctl.
+            ("etcd-readyz", "etcdctl member list", 255),
+            ("etcdctl", "sh -c true", 255),
+        ];
+        for (container, command, code) in rows {
+            let req = at(container, command);
+            let result = run(&req, &etcd);
+            assert_eq!(result.exit_code, code, "{container}: {command}: {result:?}");
+            for protocol in [Protocol::V4, Protocol::V5] {
+                let status: serde_json::Value =
+                    serde_json::from_str(&status_json(protocol, &req, &result)).unwrap();
+                assert_eq!(
+                    status["status"],
+                    if code == 0 { "Success" } else { "Failure" }
+                );
+                assert_eq!(status.get("metadata").is_some(), protocol == Protocol::V5);
+                if code != 0 {
+                    assert_eq!(status["reason"], "NonZeroExitCode");
+                    assert_eq!(status["details"]["causes"][0]["reason"], "ExitCode");
+                    assert_eq!(status["details"]["causes"][0]["message"], code.to_string());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn messages_open_on_the_first_requested_channel_and_end_with_the_status() {
+        let result = ExecResult {
+            exit_code: 0,
+            stdout: "out".into(),
+            stderr: "err".into(),
+        };
+        let mut req = request(LIST);
+        let channels = |req: &ExecRequest| {
+            messages(Protocol::V5, req, &result)
+                .iter()
+                .map(|m| (m[0], String::from_utf8_lossy(&m[1..]).into_owned()))
+                .collect::<Vec<_>>()
+        };
+        let status = r#"{"metadata":{},"status":"Success"}"#.to_string();
         assert_eq!(
-            status_json(&req, &ok),
-            r#"{"metadata":{},"status":"Success"}"#
+            channels(&req),
+            vec![
+                (1, String::new()),
+                (1, "out".into()),
+                (2, "err".into()),
+                (3, status.clone())
+            ]
         );
-        req.container = "etcd".into();
-        let missing = run(&req, &etcd);
-        assert_eq!(missing.exit_code, 127);
-        let status: serde_json::Value = serde_json::from_str(&status_json(&req, &missing)).unwrap();
-        assert_eq!(status["reason"], "NonZeroExitCode");
-        assert_eq!(status["details"]["causes"][0]["message"], "127");
+        req.stdout = false;
+        assert_eq!(
+            channels(&req),
+            vec![(2, String::new()), (2, "err".into()), (3, status.clone())]
+        );
+        req.stderr = false;
+        req.stdin = true;
+        assert_eq!(channels(&req), vec![(3, String::new()), (3, status)]);
+    }
+
+    #[test]
+    fn connect_targets_parse() {
+        assert_eq!(
+            connect_target("CONNECT 192.0.2.10:10250 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+            Some("192.0.2.10:10250".parse().unwrap())
+        );
+        assert_eq!(
+            connect_target("CONNECT [2001:db8::1]:10250 HTTP/1.1\r\n\r\n"),
+            Some("[2001:db8::1]:10250".parse().unwrap())
+        );
+        assert_eq!(connect_target("GET / HTTP/1.1\r\n\r\n"), None);
+        assert_eq!(
+            connect_target("CONNECT master-0:10250 HTTP/1.1\r\n\r\n"),
+            None
+        );
+        assert_eq!(
+            kubelet_address("192.0.2.10/24"),
+            Some("192.0.2.10:10250".parse().unwrap())
+        );
+    }
+
+    /// A CONNECT through the proxy, as the apiserver's egress dialer sends it; the proxy's
+    /// whole answer head and the stream after it.
+    async fn connect(network: &Network, target: &str) -> (String, UnixStream) {
+        let mut conn = UnixStream::connect(&network.socket).await.unwrap();
+        conn.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut b = [0u8; 1];
+            if conn.read(&mut b).await.unwrap() == 0 {
+                break;
+            }
+            head.push(b[0]);
+        }
+        (String::from_utf8(head).unwrap(), conn)
+    }
+
+    #[tokio::test]
+    async fn the_network_tunnels_routed_addresses_and_refuses_the_rest() {
+        let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let echo_addr = echo.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = echo.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    tokio::io::copy(&mut r, &mut w).await.ok();
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let network = Network::start(&dir.path().join("net.sock")).unwrap();
+        let node: SocketAddr = "192.0.2.10:10250".parse().unwrap();
+        network.route(node, echo_addr);
+
+        let (head, mut conn) = connect(&network, "192.0.2.10:10250").await;
+        assert_eq!(head, "HTTP/1.1 200 Connection established\r\n\r\n");
+        conn.write_all(b"ping").await.unwrap();
+        let mut buf = [0u8; 4];
+        conn.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ping");
+
+        let (head, mut refused) = connect(&network, "192.0.2.11:10250").await;
+        assert!(head.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{head}");
+        let mut rest = Vec::new();
+        refused.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "closed after the 502");
+
+        network.unroute(node);
+        let (head, _) = connect(&network, "192.0.2.10:10250").await;
+        assert!(head.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{head}");
+        // The tunnel opened before stays up.
+        conn.write_all(b"pong").await.unwrap();
+        conn.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"pong");
     }
 }

@@ -32,7 +32,7 @@ use testbed::Testbed;
 use tokio::task::JoinHandle;
 
 use crate::etcd_operator::{self, EtcdMembers};
-use crate::kubelet_api::{KUBELET_PORT, KubeletServer, Network, kubelet_status_fields};
+use crate::kubelet_api::{KubeletServer, Network, kubelet_address, kubelet_status_fields};
 use crate::manifests::{self, ClusterSpec};
 
 /// A server of the site: its BareMetalHost name, role label and simulated hardware.
@@ -80,6 +80,8 @@ pub struct Site {
     network: Option<Arc<Network>>,
     /// This cluster's etcd members.
     pub etcd: EtcdMembers,
+    /// The member IDs `etcd-endpoints` was last written with.
+    endpoints_synced: Vec<u64>,
 }
 
 /// A host whose kubelet stopped (`--fail-host`): what the lab follows through remediation.
@@ -300,12 +302,6 @@ fn healthy_status(addresses: &[String]) -> Value {
     status
 }
 
-/// Where the workload apiserver dials a Node's kubelet.
-fn kubelet_address(ip: &str) -> String {
-    let ip = ip.split('/').next().unwrap_or(ip);
-    format!("{ip}:{KUBELET_PORT}")
-}
-
 /// An Agent a control-plane Machine's config made (role `master`): a day-2 control-plane host
 /// on a server the site racked as a worker is still a master.
 fn agent_is_master(agent: Option<&Agent>) -> bool {
@@ -362,6 +358,7 @@ impl Site {
             failed: Vec::new(),
             network: None,
             etcd: EtcdMembers::default(),
+            endpoints_synced: Vec::new(),
         }
     }
 
@@ -408,8 +405,11 @@ impl Site {
         }
         // The server hangs: nothing answers at its kubelet's address any more.
         b.kubelet_api = None;
-        if let (Some(net), Some(ip)) = (&self.network, b.host.profile().primary_ipv4()) {
-            net.unroute(&kubelet_address(ip));
+        if let (Some(net), Some(addr)) = (
+            &self.network,
+            b.host.profile().primary_ipv4().and_then(kubelet_address),
+        ) {
+            net.unroute(addr);
         }
         let now = jiff::Timestamp::now().to_string();
         let unknown = |type_: &str| {
@@ -581,8 +581,11 @@ impl Site {
                 if let Some(k) = &b.kubelet {
                     k.abort();
                 }
-                if let (Some(net), Some(ip)) = (&self.network, server.profile.primary_ipv4()) {
-                    net.unroute(&kubelet_address(ip));
+                if let (Some(net), Some(addr)) = (
+                    &self.network,
+                    server.profile.primary_ipv4().and_then(kubelet_address),
+                ) {
+                    net.unroute(addr);
                 }
                 if let Some(node) = &b.node {
                     self.delete_node(node).await?;
@@ -611,6 +614,13 @@ impl Site {
                     Err(e) => bail!("the day-2 kubelet of {name} panicked: {e}"),
                 }
             }
+        }
+        // The operator's endpoints controller follows the member list: a member removed by
+        // `etcdctl member remove` leaves `etcd-endpoints`.
+        let ids: Vec<u64> = self.etcd.members().iter().map(|m| m.id).collect();
+        if self.network.is_some() && ids != self.endpoints_synced && !ids.is_empty() {
+            etcd_operator::sync_endpoints(&self.workload, &self.etcd).await?;
+            self.endpoints_synced = ids;
         }
         Ok(events)
     }
@@ -656,17 +666,19 @@ impl Site {
         let master = b.role == "master" || agent_is_master(agent.as_ref());
         if master
             && let (Some(net), Some(ip)) = (&self.network, addresses.first())
+            && let Some(addr) = kubelet_address(ip)
             && b.kubelet_api.is_none()
         {
             let cert = workload_tb.serving_cert_for("kubelet", &[ip.as_str()])?;
             let server = KubeletServer::start(
+                &node,
                 &cert.cert_pem,
                 &cert.key_pem,
                 workload_tb.ca_pem(),
                 self.etcd.clone(),
             )
             .await?;
-            net.route(&kubelet_address(ip), server.addr);
+            net.route(addr, server.addr);
             b.kubelet_api = Some(server);
         }
         if day2 {

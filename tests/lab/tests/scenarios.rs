@@ -10,6 +10,8 @@ mod cluster_class;
 mod cluster_file;
 #[path = "common.rs"]
 mod common;
+#[path = "kubelet_exec.rs"]
+mod kubelet_exec;
 #[path = "remediation.rs"]
 mod remediation;
 #[path = "sno.rs"]
