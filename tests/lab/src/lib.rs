@@ -1179,6 +1179,22 @@ fn is_older(a: &str, b: &str) -> bool {
     matches!((numbers(a), numbers(b)), (Some(a), Some(b)) if a < b)
 }
 
+/// The control plane's `Remediating` condition, as the timeline shows it.
+fn print_remediating(r: &ClusterRun, pre: &str, start: Instant) {
+    if let Some((status, reason, message)) = r
+        .snap
+        .control_plane
+        .as_ref()
+        .and_then(|c| control_plane_condition(c, "Remediating"))
+    {
+        println!(
+            "{} {pre}{}: Remediating {status} {reason}: {message}",
+            stamp(start),
+            r.spec.control_plane_name()
+        );
+    }
+}
+
 /// `--fail-host`'s hosts: one, or several separated by commas.
 fn fail_hosts(value: &str) -> Vec<String> {
     value
@@ -2653,33 +2669,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                             stamp(start),
                             r.site.etcd.describe()
                         );
-                        if let Some((status, reason, message)) = r
-                            .snap
-                            .control_plane
-                            .as_ref()
-                            .and_then(|c| control_plane_condition(c, "Remediating"))
-                        {
-                            println!(
-                                "{} {pre}{}: Remediating {status} {reason}: {message}",
-                                stamp(start),
-                                r.spec.control_plane_name()
-                            );
-                        }
+                        print_remediating(r, &pre, start);
                         Ok(())
                     }
                     (Step::RemediationReported, _) => {
-                        if let Some((status, reason, message)) = r
-                            .snap
-                            .control_plane
-                            .as_ref()
-                            .and_then(|c| control_plane_condition(c, "Remediating"))
-                        {
-                            println!(
-                                "{} {pre}{}: Remediating {status} {reason}: {message}",
-                                stamp(start),
-                                r.spec.control_plane_name()
-                            );
-                        }
+                        print_remediating(r, &pre, start);
                         Ok(())
                     }
                     (Step::HostFailed, _) => {
