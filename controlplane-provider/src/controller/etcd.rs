@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::Client;
-use kube::api::{Api, AttachParams, DeleteParams};
+use kube::api::{Api, AttachParams};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
@@ -69,24 +69,13 @@ pub async fn member_remove(workload: &Client, node: &str, id: u64) -> Result<(),
 pub async fn forget_node(workload: &Client, node: &str) -> Result<(), String> {
     let secrets: Api<Secret> = Api::namespaced(workload.clone(), ETCD_NAMESPACE);
     for name in member_secrets(node) {
-        delete(&secrets, &name)
+        manager::controller::delete(&secrets, &name)
             .await
-            .map_err(|e| format!("deleting Secret {ETCD_NAMESPACE}/{name}: {e}"))?;
+            .map_err(|e| format!("{e} (namespace {ETCD_NAMESPACE})"))?;
     }
-    delete(&Api::<Node>::all(workload.clone()), node)
+    manager::controller::delete(&Api::<Node>::all(workload.clone()), node)
         .await
-        .map_err(|e| format!("deleting Node {node}: {e}"))
-}
-
-async fn delete<K>(api: &Api<K>, name: &str) -> Result<(), kube::Error>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `etcdctl <args>` in `etcd-<node>`; stdout, or what went wrong (stderr and the exit
