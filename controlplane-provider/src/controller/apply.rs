@@ -143,9 +143,14 @@ pub async fn apply(
     }
     let mut plan = plan;
     if let Some(r) = plan.remediation.clone()
-        && let Err(message) = remediate(client, &ns, workload, &r).await
+        && let Err(message) = remove_master(client, &ns, workload, &r).await
     {
         remediation_failed(oacp, &mut plan, &r, message);
+    }
+    if let Some(r) = plan.scale_down.clone()
+        && let Err(message) = remove_master(client, &ns, workload, &r).await
+    {
+        scale_down_failed(&mut plan, &r, message);
     }
     write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;
@@ -155,22 +160,25 @@ pub async fn apply(
         .map_or_else(Action::await_change, Action::requeue))
 }
 
-/// Replaces an unhealthy control-plane Machine as OpenShift documents replacing an unhealthy
-/// etcd member: the member removed, its certificate Secrets and Node deleted, then the Machine
-/// (its replacement is made once it is gone). Every step is idempotent, so a failed pass is
-/// simply repeated.
-async fn remediate(
+/// Removes a control-plane Machine of the installed cluster as OpenShift documents replacing
+/// an unhealthy etcd member: the member removed, its certificate Secrets (and a dead host's
+/// Node) deleted, then the Machine (a replacement is made once it is gone). Every step is
+/// idempotent, so a failed pass is simply repeated.
+async fn remove_master(
     client: &kube::Client,
     ns: &str,
     workload: Option<&kube::Client>,
-    r: &super::remediation::Remediate,
+    r: &super::remediation::Removal,
 ) -> Result<(), String> {
     let workload = workload.ok_or("no client of the installed cluster (its admin kubeconfig)")?;
     if let (Some(member), Some(exec_node)) = (&r.member, &r.exec_node) {
         super::etcd::member_remove(workload, exec_node, member.id).await?;
     }
     if let Some(node) = &r.node {
-        super::etcd::forget_node(workload, node).await?;
+        super::etcd::delete_member_secrets(workload, node).await?;
+        if r.delete_node {
+            super::etcd::delete_node(workload, node).await?;
+        }
     }
     manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), &r.machine)
         .await
@@ -182,7 +190,7 @@ async fn remediate(
 fn remediation_failed(
     oacp: &OpenshiftAssistedControlPlane,
     plan: &mut Plan,
-    r: &super::remediation::Remediate,
+    r: &super::remediation::Removal,
     message: String,
 ) {
     let note = format!(
@@ -206,6 +214,31 @@ fn remediation_failed(
     plan.events.push(manager::controller::PlannedEvent {
         warning: true,
         reason: "RemediationFailed",
+        note,
+    });
+    plan.requeue = Some(Duration::from_secs(20));
+}
+
+/// Removing a Machine to scale down failed: `ScalingDown` says which step and why, a warning
+/// event replaces the planned one, and it is tried again soon.
+fn scale_down_failed(plan: &mut Plan, r: &super::remediation::Removal, message: String) {
+    let note = format!(
+        "Removing control-plane Machine {} to scale down failed: {message}",
+        r.machine
+    );
+    if let Some(c) = plan
+        .status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == super::status::SCALING_DOWN)
+    {
+        c.reason = "ScaleDownFailed".into();
+        c.message.clone_from(&note);
+    }
+    plan.events.retain(|e| e.reason != "MachinesDeleted");
+    plan.events.push(manager::controller::PlannedEvent {
+        warning: true,
+        reason: "ScaleDownFailed",
         note,
     });
     plan.requeue = Some(Duration::from_secs(20));

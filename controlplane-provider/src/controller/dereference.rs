@@ -331,7 +331,8 @@ pub async fn dereference(
     })
 }
 
-/// The etcd member list, through a healthy master's etcd pod, when a remediation waits on it.
+/// The etcd member list, through a healthy master's etcd pod, when a remediation or a
+/// scale-down waits on it.
 async fn read_etcd_members(
     oacp: &OpenshiftAssistedControlPlane,
     installed: bool,
@@ -351,7 +352,9 @@ async fn read_etcd_members(
         members: &Members::NotRead,
         now: k8s_openapi::jiff::Timestamp::now(),
     };
-    if !remediation::needs_members(&inputs) {
+    if !remediation::needs_members(&inputs)
+        && !machines::scale_down_pending(installed, machines, inputs.replicas)
+    {
         return Members::NotRead;
     }
     let Some(workload) = workload else {

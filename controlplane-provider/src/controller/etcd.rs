@@ -64,15 +64,19 @@ pub async fn member_remove(workload: &Client, node: &str, id: u64) -> Result<(),
     }
 }
 
-/// Deletes the etcd operator's certificate Secrets of `node` and the Node itself; absent ones
-/// are done.
-pub async fn forget_node(workload: &Client, node: &str) -> Result<(), String> {
+/// Deletes the etcd operator's certificate Secrets of `node`'s member; absent ones are done.
+pub async fn delete_member_secrets(workload: &Client, node: &str) -> Result<(), String> {
     let secrets: Api<Secret> = Api::namespaced(workload.clone(), ETCD_NAMESPACE);
     for name in member_secrets(node) {
         manager::controller::delete(&secrets, &name)
             .await
             .map_err(|e| format!("{e} (namespace {ETCD_NAMESPACE})"))?;
     }
+    Ok(())
+}
+
+/// Deletes `node`'s Node object; an absent one is done.
+pub async fn delete_node(workload: &Client, node: &str) -> Result<(), String> {
     manager::controller::delete(&Api::<Node>::all(workload.clone()), node)
         .await
         .map_err(|e| e.to_string())

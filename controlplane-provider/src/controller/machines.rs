@@ -3,9 +3,12 @@
 //! template). Pure: the controller reads the inputs and applies what comes out.
 //!
 //! Unlike KubeadmControlPlane, which adds one Machine at a time, every day-1 Machine is created
-//! in one pass: the assisted installer needs every master at once. After the install started the
-//! count is frozen; a change is reported, never silently applied. Once installed, a Machine
-//! remediation removed is replaced, one at a time, by a day-2 control-plane host.
+//! in one pass: the assisted installer needs every master at once. While the install runs the
+//! count is frozen; a change is reported, never silently applied. Once installed, the control
+//! plane changes one Machine at a time as KubeadmControlPlane does: a Machine remediation
+//! removed is replaced, and `spec.replicas` is followed within what OpenShift supports
+//! ([`size_supported`]), each new Machine a day-2 control-plane host, each removed one's etcd
+//! member removed before it goes.
 
 use std::collections::BTreeMap;
 
@@ -42,24 +45,93 @@ pub fn machine_name(oacp_name: &str, index: usize) -> String {
 pub enum Scaling {
     /// As many Machines as wanted.
     Steady,
-    /// Create these Machines (all missing ones at once).
+    /// Create these Machines (before the install all missing ones at once, after it one).
     Up(Vec<String>),
-    /// Delete these Machines (before the install started only).
+    /// Delete these Machines (before the install all extra ones at once; after it one, its
+    /// etcd member removed first).
     Down(Vec<String>),
-    /// The count differs but the install has started: left as it is, and said so.
+    /// The count differs and is being changed one Machine at a time: `waiting_for` says what
+    /// the next step waits for.
+    Paced {
+        wanted: i32,
+        have: i32,
+        waiting_for: String,
+    },
+    /// The count differs but the install is running: left as it is, and said so.
     Frozen { wanted: i32, have: i32 },
+    /// The installed cluster cannot have `wanted` control-plane nodes; `why` says so.
+    NotSupported { wanted: i32, have: i32, why: String },
 }
 
 /// Where the cluster's install is, for [`scaling`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InstallPhase {
     NotStarted,
     Running,
-    /// Installed with this many masters: a Machine short of that count (one remediated) is
-    /// replaced by a day-2 control-plane host, one at a time.
-    Installed {
-        masters: i32,
-    },
+    Installed(Installed),
+}
+
+/// An installed cluster's control plane, for [`scaling`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// The masters it was installed with: the count a remediated Machine is replaced up to
+    /// while `spec.replicas` is one the cluster cannot have.
+    pub masters: i32,
+    /// Why `spec.replicas` cannot be had ([`size_supported`]), if so.
+    pub refused: Option<String>,
+    /// A live Machine with no Node yet: the next step waits for it to join.
+    pub joining: Option<String>,
+    /// Live Machines marked with [`DELETE_MACHINE_ANNOTATION`]: removed first.
+    pub marked: Vec<String>,
+}
+
+/// Cluster API's mark for the Machine to remove first when scaling down.
+pub const DELETE_MACHINE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
+
+/// The first release that runs 4 or 5 control-plane nodes (assisted-service's rule for
+/// `control_plane_count`, as the core checks it at install).
+const FIVE_MASTERS_SINCE: (u64, u64) = (4, 18);
+
+/// Whether an installed cluster of `installed_masters` masters on `version` can be scaled to
+/// `wanted` control-plane nodes (OpenShift: etcd on 3 to 5 masters, 4 and 5 since 4.18; a
+/// single-node cluster stays single-node). `Err` says why not.
+pub fn size_supported(
+    installed_masters: i32,
+    wanted: i32,
+    version: Option<(u64, u64)>,
+) -> Result<(), String> {
+    if installed_masters <= 1 {
+        return match wanted {
+            1 => Ok(()),
+            _ => Err(format!(
+                "a single-node OpenShift cluster keeps its one control-plane node (OpenShift \
+                 cannot add control-plane nodes to it); set spec.replicas back to 1, or \
+                 reinstall with {wanted}"
+            )),
+        };
+    }
+    let (major, minor) = FIVE_MASTERS_SINCE;
+    let most = match version {
+        Some(v) if v >= (major, minor) => 5,
+        _ => 3,
+    };
+    match wanted {
+        w if w < 3 => Err(format!(
+            "an installed highly available control plane keeps at least 3 control-plane nodes \
+             (etcd quorum); spec.replicas {w} is not supported"
+        )),
+        w if w > most && most == 5 => Err(format!(
+            "OpenShift supports at most 5 control-plane nodes; spec.replicas {w} is not supported"
+        )),
+        w if w > most => Err(format!(
+            "OpenShift {} supports 3 control-plane nodes; 4 and 5 need {major}.{minor} or later \
+             (spec.replicas {w})",
+            version.map_or("of unknown version".to_string(), |(a, b)| format!(
+                "{a}.{b}"
+            ))
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Decides the Machines to create or delete. `existing` are the names of this control plane's
@@ -70,7 +142,7 @@ pub fn scaling(
     existing: &[String],
     taken: &[String],
     replicas: i32,
-    phase: InstallPhase,
+    phase: &InstallPhase,
 ) -> Scaling {
     let have = existing.len() as i32;
     if have == replicas {
@@ -83,31 +155,76 @@ pub fn scaling(
             .take(count)
             .collect()
     };
-    let deleting = taken.iter().any(|n| !existing.contains(n));
+    let deleting = taken.iter().find(|n| !existing.contains(n));
+    // The newest names go first: highest index, then the rest in reverse name order.
+    let by_age = || {
+        let mut by_age: Vec<&String> = existing.iter().collect();
+        by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
+        by_age
+    };
     match phase {
-        // One at a time, as KubeadmControlPlane: the replacement waits for the Machine it
-        // replaces to be gone (its host is usually the one it gets).
-        InstallPhase::Installed { masters } if have < replicas && have < masters && deleting => {
-            Scaling::Steady
-        }
-        InstallPhase::Installed { masters } if have < replicas && have < masters => {
-            Scaling::Up(free_names(1))
-        }
-        InstallPhase::Installed { .. } | InstallPhase::Running => Scaling::Frozen {
-            wanted: replicas,
-            have,
-        },
         InstallPhase::NotStarted if have < replicas => {
             Scaling::Up(free_names((replicas - have) as usize))
         }
         InstallPhase::NotStarted => {
-            // The newest names go first: highest index, then the rest in reverse name order.
-            let mut by_age: Vec<&String> = existing.iter().collect();
-            by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
             let extra = (have - replicas) as usize;
-            Scaling::Down(by_age.into_iter().take(extra).cloned().collect())
+            Scaling::Down(by_age().into_iter().take(extra).cloned().collect())
+        }
+        InstallPhase::Running => Scaling::Frozen {
+            wanted: replicas,
+            have,
+        },
+        InstallPhase::Installed(installed) => {
+            // While spec.replicas is refused, a remediated Machine is still replaced, up to the
+            // count the cluster was installed with.
+            let target = match &installed.refused {
+                None => replicas,
+                Some(_) if have < installed.masters => installed.masters,
+                Some(why) => {
+                    return Scaling::NotSupported {
+                        wanted: replicas,
+                        have,
+                        why: why.clone(),
+                    };
+                }
+            };
+            // One at a time, as KubeadmControlPlane: each step waits for the one before it.
+            let paced = |waiting_for: String| Scaling::Paced {
+                wanted: replicas,
+                have,
+                waiting_for,
+            };
+            if let Some(name) = deleting {
+                return paced(format!("{name} is being deleted"));
+            }
+            if let Some(name) = &installed.joining {
+                return paced(format!("{name} has no Node yet"));
+            }
+            if have < target {
+                Scaling::Up(free_names(1))
+            } else if have > target {
+                let pick = installed
+                    .marked
+                    .iter()
+                    .filter(|n| existing.contains(n))
+                    .min()
+                    .or_else(|| by_age().first().copied());
+                Scaling::Down(pick.cloned().into_iter().collect())
+            } else {
+                Scaling::Steady
+            }
         }
     }
+}
+
+/// Whether an installed control plane is about to remove a Machine to scale down (nothing else
+/// being deleted): the etcd member list is worth reading then.
+pub fn scale_down_pending(installed: bool, machines: &[Machine], replicas: i32) -> bool {
+    let live = machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .count() as i32;
+    installed && replicas >= 3 && live > replicas && live == machines.len() as i32
 }
 
 fn index_of(oacp_name: &str, machine: &str) -> (usize, String) {
@@ -469,7 +586,26 @@ spec:
     #[test]
     fn scaling_rows() {
         use InstallPhase::*;
-        let installed = Installed { masters: 3 };
+        let installed = || {
+            Installed(super::Installed {
+                masters: 3,
+                ..Default::default()
+            })
+        };
+        let with = |f: &dyn Fn(&mut super::Installed)| {
+            let mut i = super::Installed {
+                masters: 3,
+                ..Default::default()
+            };
+            f(&mut i);
+            Installed(i)
+        };
+        let refused = with(&|i| i.refused = Some("no".into()));
+        let paced = |wanted, have, waiting_for: &str| Scaling::Paced {
+            wanted,
+            have,
+            waiting_for: waiting_for.into(),
+        };
         // (existing, taken besides them, replicas, phase, expected)
         type Row<'a> = (&'a [&'a str], &'a [&'a str], i32, InstallPhase, Scaling);
         let rows: Vec<Row> = vec![
@@ -519,41 +655,126 @@ spec:
             (
                 &["cp-0", "cp-1", "cp-2"],
                 &[],
-                5,
-                installed,
-                Scaling::Frozen { wanted: 5, have: 3 },
-            ),
-            (
-                &["cp-0", "cp-1", "cp-2"],
-                &[],
                 1,
                 Running,
                 Scaling::Frozen { wanted: 1, have: 3 },
             ),
-            // A remediated Machine is replaced once installed: one, under a free name.
+            // Installed: one Machine at a time, up or down.
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                &[],
+                5,
+                installed(),
+                Scaling::Up(names(&["cp-3"])),
+            ),
+            (
+                &["cp-0", "cp-1", "cp-2", "cp-3"],
+                &[],
+                5,
+                with(&|i| i.joining = Some("cp-3".into())),
+                paced(5, 4, "cp-3 has no Node yet"),
+            ),
+            (
+                &["cp-0", "cp-1", "cp-2", "cp-3", "cp-4"],
+                &[],
+                3,
+                installed(),
+                Scaling::Down(names(&["cp-4"])),
+            ),
+            (
+                &["cp-0", "cp-1", "cp-2", "cp-3"],
+                &["cp-4"],
+                3,
+                installed(),
+                paced(3, 4, "cp-4 is being deleted"),
+            ),
+            // Cluster API's delete-machine mark goes first.
+            (
+                &["cp-0", "cp-1", "cp-2", "cp-3"],
+                &[],
+                3,
+                with(&|i| i.marked = names(&["cp-1", "gone"])),
+                Scaling::Down(names(&["cp-1"])),
+            ),
+            // A remediated Machine is replaced: one, under a free name, once the old is gone.
             (
                 &["cp-0", "cp-2"],
                 &[],
                 3,
-                installed,
+                installed(),
                 Scaling::Up(names(&["cp-1"])),
             ),
             (
                 &["cp-0", "cp-2"],
                 &["cp-1"],
                 3,
-                installed,
-                // The replacement waits for the Machine being deleted.
-                Scaling::Steady,
+                installed(),
+                paced(3, 2, "cp-1 is being deleted"),
             ),
-            (&["cp-0"], &[], 3, installed, Scaling::Up(names(&["cp-1"]))),
+            (
+                &["cp-0"],
+                &[],
+                3,
+                installed(),
+                Scaling::Up(names(&["cp-1"])),
+            ),
+            // A size the cluster cannot have is refused; a remediated Machine is still
+            // replaced up to the installed count.
+            (
+                &["cp-0", "cp-1", "cp-2"],
+                &[],
+                7,
+                refused.clone(),
+                Scaling::NotSupported {
+                    wanted: 7,
+                    have: 3,
+                    why: "no".into(),
+                },
+            ),
+            (
+                &["cp-0", "cp-2"],
+                &[],
+                7,
+                refused.clone(),
+                Scaling::Up(names(&["cp-1"])),
+            ),
         ];
         for (existing, taken, replicas, phase, expected) in rows {
             assert_eq!(
-                scaling("cp", &names(existing), &names(taken), replicas, phase),
+                scaling("cp", &names(existing), &names(taken), replicas, &phase),
                 expected,
                 "existing {existing:?}, taken {taken:?}, replicas {replicas}, {phase:?}"
             );
+        }
+    }
+
+    #[test]
+    fn supported_sizes_after_install() {
+        let v = |minor| Some((4, minor));
+        // (installed masters, wanted, version, supported, words of the refusal)
+        let rows: &[(i32, i32, Option<(u64, u64)>, bool, &str)] = &[
+            (3, 3, v(17), true, ""),
+            (3, 5, v(18), true, ""),
+            (3, 4, v(19), true, ""),
+            (5, 3, v(18), true, ""),
+            (3, 5, v(17), false, "4 and 5 need 4.18 or later"),
+            (3, 4, None, false, "of unknown version"),
+            (3, 6, v(20), false, "at most 5"),
+            (3, 2, v(20), false, "at least 3"),
+            (3, 1, v(20), false, "at least 3"),
+            (1, 1, v(20), true, ""),
+            (1, 3, v(20), false, "single-node"),
+        ];
+        for &(masters, wanted, version, ok, words) in rows {
+            let got = size_supported(masters, wanted, version);
+            assert_eq!(
+                got.is_ok(),
+                ok,
+                "{masters} -> {wanted} on {version:?}: {got:?}"
+            );
+            if let Err(why) = got {
+                assert!(why.contains(words), "{why}");
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
+use external_types::capi::Machine;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -80,7 +81,9 @@ pub struct Plan {
     /// Ask the installed cluster's CVO for this update (its ClusterVersion's `desiredUpdate`).
     pub upgrade_request: Option<upgrade::DesiredUpdate>,
     /// Replace this unhealthy control-plane Machine.
-    pub remediation: Option<remediation::Remediate>,
+    pub remediation: Option<remediation::Removal>,
+    /// Remove this control-plane Machine of the installed cluster (scaling down).
+    pub scale_down: Option<remediation::Removal>,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -150,20 +153,21 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
                         reason: "MachinesCreated",
                         note: format!("Creating control-plane Machines {}", names.join(", ")),
                     }),
-                    Scaling::Down(names) => plan.events.push(PlannedEvent {
-                        warning: false,
-                        reason: "MachinesDeleted",
-                        note: format!("Deleting control-plane Machines {}", names.join(", ")),
-                    }),
+                    // An installed cluster's Machine goes after its etcd member: planned
+                    // below, once remediation has had its say.
+                    Scaling::Down(names) if !install.installed() => {
+                        plan.events.push(PlannedEvent {
+                            warning: false,
+                            reason: "MachinesDeleted",
+                            note: format!("Deleting control-plane Machines {}", names.join(", ")),
+                        });
+                        plan.delete = names.clone();
+                    }
                     _ => {}
                 }
                 plan.pull_secret = desired.pull_secret;
                 plan.hive = Some(desired.hive);
                 plan.create = desired.create;
-                plan.delete = match &desired.scaling {
-                    Scaling::Down(names) => names.clone(),
-                    _ => Vec::new(),
-                };
                 scaling = desired.scaling;
                 blocked = desired.machines_blocked;
             }
@@ -277,6 +281,11 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         _ => remediation::Decision::Nothing,
     };
     plan_remediation(&mut plan, oacp, &decision);
+    if install.installed()
+        && let Scaling::Down(names) = &scaling
+    {
+        scaling = plan_master_removal(&mut plan, d, names, &decision);
+    }
 
     let inputs = StatusInputs {
         oacp,
@@ -363,6 +372,70 @@ fn plan_remediation(
             if plan.requeue.is_none_or(|r| r > REMEDIATION_RECHECK) {
                 plan.requeue = Some(REMEDIATION_RECHECK);
             }
+        }
+    }
+}
+
+/// Scaling an installed control plane down: the Machine `names` holds goes as a remediated one
+/// does (etcd member first, quorum kept), but keeps its Node for Cluster API to drain; one at a
+/// time, and not while a remediation is under way. Returns the scaling to report.
+fn plan_master_removal(
+    plan: &mut Plan,
+    d: &Dereferenced,
+    names: &[String],
+    remediation: &remediation::Decision,
+) -> Scaling {
+    let have = d
+        .machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .count() as i32;
+    let paced = |waiting_for: String| Scaling::Paced {
+        wanted: machines::desired_replicas(&d.oacp),
+        have,
+        waiting_for,
+    };
+    let target = names.first().and_then(|name| {
+        d.machines
+            .iter()
+            .find(|m| m.metadata.name.as_ref() == Some(name))
+    });
+    let Some(target) = target else {
+        return Scaling::Steady;
+    };
+    match remediation {
+        remediation::Decision::Nothing => {}
+        remediation::Decision::Remediate(r) => {
+            return paced(format!("unhealthy {} is being remediated", r.machine));
+        }
+        remediation::Decision::Wait { machine, .. } => {
+            return paced(format!("unhealthy {machine} waits for its remediation"));
+        }
+    }
+    match remediation::removal(target, &d.machines, &d.etcd_members) {
+        Ok(removal) => {
+            let member = removal
+                .member
+                .as_ref()
+                .map(|m| format!("its etcd member {} ({:x}) and ", m.name, m.id))
+                .unwrap_or_default();
+            plan.events.push(PlannedEvent {
+                warning: false,
+                reason: "MachinesDeleted",
+                note: format!(
+                    "Scaling the control plane down: removing {member}etcd certificates, then \
+                     control-plane Machine {}",
+                    removal.machine
+                ),
+            });
+            plan.scale_down = Some(removal);
+            Scaling::Down(names.to_vec())
+        }
+        Err((_, message)) => {
+            if plan.requeue.is_none_or(|r| r > REMEDIATION_RECHECK) {
+                plan.requeue = Some(REMEDIATION_RECHECK);
+            }
+            paced(message)
         }
     }
 }
@@ -517,12 +590,7 @@ fn desired(
         .filter_map(|m| m.metadata.name.clone())
         .collect();
     let phase = if install.installed() {
-        machines::InstallPhase::Installed {
-            masters: d
-                .aci
-                .as_ref()
-                .map_or(0, |a| a.spec.provision_requirements.control_plane_agents),
-        }
+        machines::InstallPhase::Installed(installed_control_plane(d, live))
     } else if install.started() {
         machines::InstallPhase::Running
     } else {
@@ -533,7 +601,7 @@ fn desired(
         &existing,
         &taken,
         machines::desired_replicas(oacp),
-        phase,
+        &phase,
     );
     let (create, scaling, machines_blocked) = match (&scaling, &d.template) {
         (Scaling::Up(names), Template::Found(template, resource)) => {
@@ -593,6 +661,43 @@ fn desired(
         scaling,
         machines_blocked,
     })
+}
+
+/// The installed control plane as [`machines::scaling`] weighs it: the masters it was installed
+/// with, whether `spec.replicas` is a size the cluster can have (on the release it runs), the
+/// Machine still joining, and those Cluster API's delete-machine annotation marks.
+fn installed_control_plane(d: &Dereferenced, live: &[Machine]) -> machines::Installed {
+    let masters = d
+        .aci
+        .as_ref()
+        .map_or(0, |a| a.spec.provision_requirements.control_plane_agents);
+    let running = d
+        .oacp
+        .status
+        .as_ref()
+        .and_then(|s| s.distribution_version.as_deref())
+        .unwrap_or(&d.oacp.spec.distribution_version);
+    let version = release::parse_distribution_version(running)
+        .ok()
+        .map(|v| (v.major, v.minor));
+    let name = |m: &Machine| m.metadata.name.clone();
+    machines::Installed {
+        masters,
+        refused: machines::size_supported(masters, machines::desired_replicas(&d.oacp), version)
+            .err(),
+        joining: live
+            .iter()
+            .find(|m| remediation::node_of(m).is_none())
+            .and_then(name),
+        marked: live
+            .iter()
+            .filter(|m| {
+                m.annotations()
+                    .contains_key(machines::DELETE_MACHINE_ANNOTATION)
+            })
+            .filter_map(name)
+            .collect(),
+    }
 }
 
 /// A Machine made after install replaces the last remediated one (gone by now): it carries
@@ -1208,7 +1313,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
     }
 
     #[test]
-    fn after_the_install_started_the_master_count_is_frozen() {
+    fn while_the_install_runs_the_master_count_waits_for_it() {
         let mut d = dereferenced(oacp(""));
         let first = plan(&d, t0());
         let mut aci = first.hive.unwrap().agent_cluster_install;
@@ -1220,7 +1325,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
         Arc::make_mut(&mut d.oacp).spec.replicas = Some(5);
         let plan = plan(&d, t0());
         assert!(plan.create.is_empty());
-        assert_eq!(condition(&plan, "ScalingUp").reason, "ScalingNotSupported");
+        assert_eq!(condition(&plan, "ScalingUp").reason, "WaitingForInstall");
         let requirements = &plan
             .hive
             .unwrap()
@@ -1228,6 +1333,133 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             .spec
             .provision_requirements;
         assert_eq!(requirements.control_plane_agents, 3);
+    }
+
+    /// An installed control plane on `version` asking for `replicas`, with these Machines each
+    /// on its Node (of the same name).
+    fn installed(version: &str, replicas: i32, machines: &[&str]) -> Dereferenced {
+        let mut o = oacp("");
+        o.spec.distribution_version = version.into();
+        o.spec.replicas = Some(replicas);
+        let mut d = dereferenced(o);
+        d.aci = Some(aci_in("installed"));
+        d.machines = machines
+            .iter()
+            .map(|name| {
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "cluster.x-k8s.io/v1beta2",
+                    "kind": "Machine",
+                    "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {
+                        "clusterName": "c1",
+                        "bootstrap": {},
+                        "infrastructureRef": {
+                            "apiGroup": "infrastructure.cluster.x-k8s.io",
+                            "kind": "Metal3Machine",
+                            "name": name,
+                        },
+                    },
+                    "status": {"nodeRef": {"name": name}},
+                }))
+                .unwrap()
+            })
+            .collect();
+        d
+    }
+
+    #[test]
+    fn an_installed_control_plane_scales_up_one_day2_master_at_a_time() {
+        let d = installed("4.20.0", 5, &["cp-0", "cp-1", "cp-2"]);
+        let plan = plan(&d, t0());
+        let created: Vec<_> = plan.create.iter().map(|m| m.machine.name_any()).collect();
+        assert_eq!(created, ["cp-3"]);
+        assert_eq!(condition(&plan, "ScalingUp").status, "True");
+        // The ACI keeps the masters it installed with: the new one is a day-2 host.
+        let aci = plan.hive.unwrap().agent_cluster_install;
+        assert_eq!(aci.spec.provision_requirements.control_plane_agents, 3);
+
+        // The next waits for the new Machine's Node.
+        let mut d = installed("4.20.0", 5, &["cp-0", "cp-1", "cp-2", "cp-3"]);
+        d.machines[3].status = None;
+        let plan = super::plan(&d, t0());
+        assert!(plan.create.is_empty());
+        let up = condition(&plan, "ScalingUp");
+        assert_eq!(
+            (up.status.as_str(), up.reason.as_str()),
+            ("True", "ScalingUp")
+        );
+        assert!(
+            up.message.contains("cp-3 has no Node yet"),
+            "{}",
+            up.message
+        );
+    }
+
+    #[test]
+    fn a_size_the_release_cannot_run_is_refused_with_the_release_named() {
+        let d = installed("4.17.3", 5, &["cp-0", "cp-1", "cp-2"]);
+        let plan = plan(&d, t0());
+        assert!(plan.create.is_empty() && plan.delete.is_empty());
+        let up = condition(&plan, "ScalingUp");
+        assert_eq!(
+            (up.status.as_str(), up.reason.as_str()),
+            ("False", "ScalingNotSupported")
+        );
+        assert!(
+            up.message.contains("OpenShift 4.17 supports 3"),
+            "{}",
+            up.message
+        );
+        assert!(up.message.contains("4.18 or later"), "{}", up.message);
+
+        let d = installed("4.20.0", 2, &["cp-0", "cp-1", "cp-2"]);
+        let plan = super::plan(&d, t0());
+        assert!(plan.delete.is_empty() && plan.scale_down.is_none());
+        let down = condition(&plan, "ScalingDown");
+        assert_eq!(down.reason, "ScalingNotSupported");
+        assert!(down.message.contains("at least 3"), "{}", down.message);
+    }
+
+    #[test]
+    fn an_installed_control_plane_scales_down_its_etcd_member_first() {
+        let names = ["cp-0", "cp-1", "cp-2", "cp-3", "cp-4"];
+        let mut d = installed("4.20.0", 3, &names);
+        // Without the member list nothing goes.
+        let plan = plan(&d, t0());
+        assert!(plan.delete.is_empty() && plan.scale_down.is_none());
+        let down = condition(&plan, "ScalingDown");
+        assert_eq!(
+            (down.status.as_str(), down.reason.as_str()),
+            ("True", "ScalingDown")
+        );
+        assert!(
+            down.message.contains("etcd member list"),
+            "{}",
+            down.message
+        );
+
+        d.etcd_members = remediation::Members::Read(
+            names
+                .iter()
+                .zip(1u64..)
+                .map(|(n, id)| remediation::Member {
+                    id,
+                    name: n.to_string(),
+                })
+                .collect(),
+        );
+        let plan = super::plan(&d, t0());
+        // Not a plain delete: the member, its Secrets, then the Machine; Cluster API drains
+        // the Node.
+        assert!(plan.delete.is_empty());
+        let removal = plan.scale_down.expect("a removal");
+        assert_eq!(removal.machine, "cp-4");
+        assert_eq!(removal.member.map(|m| m.id), Some(5));
+        assert!(!removal.delete_node);
+        assert!(removal.exec_node.is_some_and(|n| n != "cp-4"));
+        assert!(plan.events.iter().any(|e| e.reason == "MachinesDeleted"));
+        // Remediation keeps its own removal: none is planned twice.
+        assert!(plan.remediation.is_none());
     }
 
     #[test]

@@ -93,19 +93,25 @@ pub enum Decision {
         reason: &'static str,
         message: String,
     },
-    /// Replace `machine`: remove its etcd member (`member`, through the etcd pod on
-    /// `exec_node`), the member's certificates and its Node, then delete it.
-    Remediate(Remediate),
+    /// Replace `machine`: remove it as [`Removal`] says.
+    Remediate(Removal),
 }
 
+/// How a control-plane Machine of an installed cluster is removed: its etcd member (`member`,
+/// through the etcd pod on `exec_node`) first, then the member's certificate Secrets, its Node
+/// when `delete_node`, then the Machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Remediate {
+pub struct Removal {
     pub machine: String,
-    /// Its Node, when it ever had one.
+    /// Its Node, when it ever had one: the member's Secrets are named after it.
     pub node: Option<String>,
+    /// Delete the Node too: a dead host's (a live one is drained and its Node deleted by
+    /// Cluster API when its Machine goes).
+    pub delete_node: bool,
     pub member: Option<Member>,
-    /// A healthy control-plane Node whose etcd pod runs `etcdctl`.
+    /// A healthy control-plane Node whose etcd pod runs `etcdctl` (never the removed one's).
     pub exec_node: Option<String>,
+    /// Remediations of this Machine's predecessors in a row (0 for a scale-down).
     pub retry_count: i32,
 }
 
@@ -236,8 +242,8 @@ pub fn decide(inputs: &Inputs) -> Decision {
         return wait(
             ONE_AT_A_TIME,
             format!(
-                "{machine} waits: {} of {} control-plane Machines exist, the replacement of \
-                 an earlier one is not made yet",
+                "{machine} waits: {} of {} control-plane Machines exist, the missing ones \
+                 (a replacement, or a scale-up) are made first",
                 live.len(),
                 inputs.replicas
             ),
@@ -288,22 +294,40 @@ pub fn decide(inputs: &Inputs) -> Decision {
         }
     }
 
-    let members = match inputs.members {
+    match removal(target, inputs.machines, inputs.members) {
+        Ok(removal) => Decision::Remediate(Removal {
+            delete_node: true,
+            retry_count,
+            ..removal
+        }),
+        Err((reason, message)) => wait(reason, message),
+    }
+}
+
+/// How `target` can be removed without losing etcd's quorum, given the member list; or why it
+/// waits (reason, message). Shared by remediation and scaling down.
+pub fn removal(
+    target: &Machine,
+    machines: &[Machine],
+    members: &Members,
+) -> Result<Removal, (&'static str, String)> {
+    let machine = target.metadata.name.clone().unwrap_or_default();
+    let members = match members {
         Members::Read(members) => members,
         Members::NotRead => {
-            return wait(
+            return Err((
                 ETCD_UNKNOWN,
                 format!("{machine} waits for the etcd member list to be read"),
-            );
+            ));
         }
         Members::Unreadable(why) => {
-            return wait(
+            return Err((
                 ETCD_UNKNOWN,
                 format!(
-                    "{machine} is not replaced while the etcd member list cannot be read \
+                    "{machine} is not removed while the etcd member list cannot be read \
                      (removing a master without removing its member would cost quorum): {why}"
                 ),
-            );
+            ));
         }
     };
     let node = node_of(target);
@@ -311,7 +335,10 @@ pub fn decide(inputs: &Inputs) -> Decision {
         .as_deref()
         .and_then(|n| members.iter().find(|m| m.name == n))
         .cloned();
-    let healthy = healthy_nodes(inputs.machines);
+    let healthy: Vec<String> = healthy_nodes(machines)
+        .into_iter()
+        .filter(|n| Some(n) != node.as_ref())
+        .collect();
     let remaining: Vec<&Member> = members
         .iter()
         .filter(|m| Some(m.id) != member.as_ref().map(|x| x.id))
@@ -327,7 +354,7 @@ pub fn decide(inputs: &Inputs) -> Decision {
             .filter(|m| !healthy.contains(&m.name))
             .map(|m| m.name.as_str())
             .collect();
-        return wait(
+        return Err((
             ETCD_QUORUM,
             format!(
                 "{machine} waits: without its etcd member {} of the {} remaining members would \
@@ -336,24 +363,25 @@ pub fn decide(inputs: &Inputs) -> Decision {
                 remaining.len(),
                 unhealthy.join(", ")
             ),
-        );
+        ));
     }
     let exec_node = healthy
         .iter()
         .find(|n| members.iter().any(|m| &m.name == *n))
         .cloned();
     if member.is_some() && exec_node.is_none() {
-        return wait(
+        return Err((
             ETCD_QUORUM,
-            format!("{machine} waits: no healthy control-plane Node runs an etcd member"),
-        );
+            format!("{machine} waits: no other healthy control-plane Node runs an etcd member"),
+        ));
     }
-    Decision::Remediate(Remediate {
+    Ok(Removal {
         machine,
         node,
+        delete_node: false,
         member,
         exec_node,
-        retry_count,
+        retry_count: 0,
     })
 }
 

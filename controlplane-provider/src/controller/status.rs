@@ -397,24 +397,38 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
                 format!("deleting {}", names.join(", ")),
             ),
         ),
-        Scaling::Frozen { wanted, have } => {
-            let message = format!(
-                "spec.replicas is {wanted} but the install started with {have} control-plane \
-                 machines; changing the number of masters after the install started is not \
-                 supported, set spec.replicas back to {have}"
-            );
+        Scaling::Paced {
+            wanted,
+            have,
+            waiting_for,
+        } => scaling_both_ways(
+            *wanted,
+            *have,
+            Status::True,
             if wanted > have {
-                (
-                    Desired::false_(SCALING_UP, "ScalingNotSupported", message),
-                    not_scaling(SCALING_DOWN, "NotScalingDown"),
-                )
+                "ScalingUp"
             } else {
-                (
-                    not_scaling(SCALING_UP, "NotScalingUp"),
-                    Desired::false_(SCALING_DOWN, "ScalingNotSupported", message),
-                )
-            }
-        }
+                "ScalingDown"
+            },
+            format!("one Machine at a time: waiting because {waiting_for}"),
+        ),
+        Scaling::Frozen { wanted, have } => scaling_both_ways(
+            *wanted,
+            *have,
+            Status::True,
+            "WaitingForInstall",
+            format!(
+                "the install runs with {have} control-plane Machines (the assisted installer \
+                 installs the masters it started with); the count changes once it is installed"
+            ),
+        ),
+        Scaling::NotSupported { wanted, have, why } => scaling_both_ways(
+            *wanted,
+            *have,
+            Status::False,
+            "ScalingNotSupported",
+            format!("{why}; the control plane stays at {have}"),
+        ),
         Scaling::Steady => (
             not_scaling(SCALING_UP, "NotScalingUp"),
             not_scaling(SCALING_DOWN, "NotScalingDown"),
@@ -597,6 +611,33 @@ fn machine_condition_message(machine: &Machine, type_: &str) -> Option<String> {
         .map(|c| c.message.clone())
 }
 
+/// `ScalingUp` or `ScalingDown` (whichever way `wanted` lies from `have`) with this status,
+/// reason and `detail`; the other one not scaling.
+fn scaling_both_ways(
+    wanted: i32,
+    have: i32,
+    status: Status,
+    reason: &str,
+    detail: String,
+) -> (Desired, Desired) {
+    let (way, type_) = if wanted > have {
+        ("up", SCALING_UP)
+    } else {
+        ("down", SCALING_DOWN)
+    };
+    let this = Desired::new(
+        type_,
+        status,
+        reason,
+        format!("scaling {way} from {have} to {wanted} replicas: {detail}"),
+    );
+    if wanted > have {
+        (this, not_scaling(SCALING_DOWN, "NotScalingDown"))
+    } else {
+        (not_scaling(SCALING_UP, "NotScalingUp"), this)
+    }
+}
+
 fn not_scaling(type_: &'static str, reason: &'static str) -> Desired {
     Desired::false_(type_, reason, "")
 }
@@ -771,9 +812,10 @@ spec: {{sshAuthorizedKey: {key}}}
             (Status::True, "EtcdQuorumAtRisk")
         );
         assert!(d.message.ends_with("; cp-2 waits: quorum"), "{}", d.message);
-        let replacing = remediation::Decision::Remediate(remediation::Remediate {
+        let replacing = remediation::Decision::Remediate(remediation::Removal {
             machine: "cp-2".into(),
             node: Some("cp-2".into()),
+            delete_node: true,
             member: None,
             exec_node: None,
             retry_count: 0,
@@ -1117,19 +1159,60 @@ spec: {{sshAuthorizedKey: {key}}}
     }
 
     #[test]
-    fn frozen_scaling_says_it_is_not_supported() {
+    fn scaling_conditions_say_what_they_wait_for_or_why_not() {
         let mut case = Case::new();
-        case.scaling = Scaling::Frozen { wanted: 5, have: 3 };
-        let conds = desired_conditions(&case.inputs());
-        let up = find(&conds, SCALING_UP);
-        assert_eq!(
-            (up.status, up.reason.as_str()),
-            (Status::False, "ScalingNotSupported")
-        );
-        assert!(up.message.contains("set spec.replicas back to 3"));
-        case.scaling = Scaling::Up(vec!["cp-3".into()]);
-        let conds = desired_conditions(&case.inputs());
-        assert_eq!(find(&conds, SCALING_UP).status, Status::True);
+        // (scaling, condition, status, reason, words of the message)
+        let rows = [
+            (
+                Scaling::Frozen { wanted: 5, have: 3 },
+                SCALING_UP,
+                Status::True,
+                "WaitingForInstall",
+                "scaling up from 3 to 5 replicas: the install runs with 3",
+            ),
+            (
+                Scaling::Paced {
+                    wanted: 3,
+                    have: 4,
+                    waiting_for: "cp-4 is being deleted".into(),
+                },
+                SCALING_DOWN,
+                Status::True,
+                "ScalingDown",
+                "scaling down from 4 to 3 replicas: one Machine at a time: waiting because cp-4",
+            ),
+            (
+                Scaling::NotSupported {
+                    wanted: 7,
+                    have: 3,
+                    why: "at most 5".into(),
+                },
+                SCALING_UP,
+                Status::False,
+                "ScalingNotSupported",
+                "at most 5; the control plane stays at 3",
+            ),
+            (
+                Scaling::Up(vec!["cp-3".into()]),
+                SCALING_UP,
+                Status::True,
+                "ScalingUp",
+                "creating cp-3",
+            ),
+        ];
+        for (scaling, type_, status, reason, words) in rows {
+            case.scaling = scaling;
+            let conds = desired_conditions(&case.inputs());
+            let c = find(&conds, type_);
+            assert_eq!((c.status, c.reason.as_str()), (status, reason), "{c:?}");
+            assert!(c.message.contains(words), "{}", c.message);
+            let other = if type_ == SCALING_UP {
+                SCALING_DOWN
+            } else {
+                SCALING_UP
+            };
+            assert_eq!(find(&conds, other).status, Status::False);
+        }
     }
 
     #[test]
