@@ -752,7 +752,8 @@ spec:
     fn supported_sizes_after_install() {
         let v = |minor| Some((4, minor));
         // (installed masters, wanted, version, supported, words of the refusal)
-        let rows: &[(i32, i32, Option<(u64, u64)>, bool, &str)] = &[
+        type Row<'a> = (i32, i32, Option<(u64, u64)>, bool, &'a str);
+        let rows: &[Row] = &[
             (3, 3, v(17), true, ""),
             (3, 5, v(18), true, ""),
             (3, 4, v(19), true, ""),
