@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::api::{
     OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneMachineTemplate, default_deletion,
 };
-use crate::controller::release::{Version, parse_distribution_version};
+use crate::controller::release::{MANY_MASTERS_SINCE, Version, parse_distribution_version};
 
 /// Where the control-plane manager serves this validation (kubebuilder's path convention).
 pub const VALIDATE_PATH: &str =
@@ -25,9 +25,6 @@ pub const MUTATE_PATH: &str =
 /// The annotation Cluster API's topology controller puts on the objects of its server-side
 /// apply dry runs; such requests must not be refused for fields the topology fills in later.
 pub const TOPOLOGY_DRY_RUN_ANNOTATION: &str = "topology.cluster.x-k8s.io/dry-run";
-
-/// The first release the assisted installer installs with four or five control-plane nodes.
-const MANY_MASTERS_SINCE: (u64, u64) = (4, 18);
 
 /// Why a control plane is refused: one entry per problem, each naming its field.
 pub fn problems(

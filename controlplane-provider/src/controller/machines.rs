@@ -88,10 +88,6 @@ pub struct Installed {
 /// Cluster API's mark for the Machine to remove first when scaling down.
 pub const DELETE_MACHINE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
 
-/// The first release that runs 4 or 5 control-plane nodes (assisted-service's rule for
-/// `control_plane_count`, as the core checks it at install).
-const FIVE_MASTERS_SINCE: (u64, u64) = (4, 18);
-
 /// Whether an installed cluster of `installed_masters` masters on `version` can be scaled to
 /// `wanted` control-plane nodes (OpenShift: etcd on 3 to 5 masters, 4 and 5 since 4.18; a
 /// single-node cluster stays single-node). `Err` says why not.
@@ -110,7 +106,7 @@ pub fn size_supported(
             )),
         };
     }
-    let (major, minor) = FIVE_MASTERS_SINCE;
+    let (major, minor) = super::release::MANY_MASTERS_SINCE;
     let most = match version {
         Some(v) if v >= (major, minor) => 5,
         _ => 3,

@@ -151,6 +151,10 @@ impl FromStr for Version {
     }
 }
 
+/// The first release with 4- and 5-node control planes (assisted-service's rule for
+/// `control_plane_count`; the core checks `controlPlaneAgents` against the same).
+pub const MANY_MASTERS_SINCE: (u64, u64) = (4, 18);
+
 /// `spec.distributionVersion` parsed and checked against the assisted installer's minimum.
 pub fn parse_distribution_version(value: &str) -> Result<Version, ReleaseError> {
     let version: Version = value.parse()?;

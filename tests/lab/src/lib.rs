@@ -15,6 +15,7 @@
 pub mod apimetrics;
 pub mod chaos;
 pub mod clusterfile;
+pub mod control_plane_scaling;
 pub mod cvo;
 pub mod etcd_operator;
 pub mod generate;
@@ -163,6 +164,10 @@ pub struct Options {
     /// MachineDeployment made by Cluster API after the install at 0 replicas, and the day-2
     /// step scaling it through the Cluster's topology.
     pub cluster_class: bool,
+    /// `--scale-control-plane N`: once the cluster is installed (and its day-2 step done), its
+    /// control plane is scaled to N masters and back ([`control_plane_scaling`]); N−masters
+    /// spare control-plane hosts are added to the site.
+    pub scale_control_plane: Option<u32>,
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -320,7 +325,8 @@ impl MaxSeen {
             (
                 "control-plane Machines",
                 self.control_plane_machines,
-                spec.masters as usize,
+                // `--scale-control-plane` raises it for a while.
+                spec.masters.max(spec.control_plane_to.unwrap_or_default()) as usize,
                 "control-plane replicas",
             ),
             (
@@ -798,6 +804,10 @@ enum Step {
     Replaced,
     RemediationReported,
     RemediationHeld,
+    ControlPlaneScaleRequested,
+    ControlPlaneScaledUp,
+    ControlPlaneScaleRefused,
+    ControlPlaneScaledBack,
 }
 
 /// What `--fail-host` breaks, and so what the run waits for after.
@@ -815,12 +825,14 @@ enum Failing {
 
 impl Step {
     /// `failing`: what `--fail-host` breaks; `downgrade`: `--upgrade-to` names an older
-    /// release than the cluster's.
+    /// release than the cluster's; `control_plane`: `--scale-control-plane`, and whether the
+    /// cluster can have that many masters.
     fn all(
         day2: bool,
         upgrade: Option<&Upgrade>,
         failing: Option<Failing>,
         downgrade: bool,
+        control_plane: Option<bool>,
     ) -> Vec<Step> {
         use Step::*;
         let mut s = vec![
@@ -835,6 +847,19 @@ impl Step {
         ];
         if day2 {
             s.extend([Day2Installed, ScaleDownDone]);
+        }
+        match control_plane {
+            Some(true) => s.extend([
+                ControlPlaneScaleRequested,
+                ControlPlaneScaledUp,
+                ControlPlaneScaledBack,
+            ]),
+            Some(false) => s.extend([
+                ControlPlaneScaleRequested,
+                ControlPlaneScaleRefused,
+                ControlPlaneScaledBack,
+            ]),
+            None => {}
         }
         match failing {
             Some(Failing::Worker | Failing::Master) => {
@@ -875,6 +900,10 @@ impl Step {
             Step::Replaced => "replacement installed",
             Step::RemediationReported => "remediation reported",
             Step::RemediationHeld => "remediation held",
+            Step::ControlPlaneScaleRequested => "control-plane scaling requested",
+            Step::ControlPlaneScaledUp => "control plane scaled up",
+            Step::ControlPlaneScaleRefused => "control-plane scaling refused",
+            Step::ControlPlaneScaledBack => "control plane scaled back",
         }
     }
 
@@ -934,6 +963,16 @@ impl Step {
             Step::RemediationHeld => format!(
                 "the control plane's Remediating True/EtcdQuorumAtRisk, every Machine still there and etcd still {} members",
                 spec.masters
+            ),
+            Step::ControlPlaneScaleRequested => "the control plane's spec.replicas set".into(),
+            Step::ControlPlaneScaledUp => format!(
+                "{} control-plane Machines Running, the new ones day-2 control-plane hosts whose Nodes are Ready and etcd members",
+                spec.control_plane_to.unwrap_or_default()
+            ),
+            Step::ControlPlaneScaleRefused => "the control plane's ScalingUp False/ScalingNotSupported, no Machine made".into(),
+            Step::ControlPlaneScaledBack => format!(
+                "back to {} masters: the extra Machines gone one at a time (etcd member and certificate Secrets first), Agents and Nodes gone, BareMetalHosts `available`, etcd {} members",
+                spec.masters, spec.masters
             ),
         }
     }
@@ -1000,7 +1039,17 @@ impl Step {
                     && control_plane_condition(c, "UpgradeCompleted")
                         .is_some_and(|(st, _, _)| st == "True")
             }),
-            Step::HostFailed => true,
+            Step::HostFailed | Step::ControlPlaneScaleRequested => true,
+            Step::ControlPlaneScaledUp => control_plane_scaling::scaled_up(
+                spec,
+                s,
+                site,
+                spec.control_plane_to.unwrap_or_default(),
+            ),
+            Step::ControlPlaneScaleRefused => control_plane_scaling::refused(spec, s),
+            Step::ControlPlaneScaledBack => {
+                control_plane_scaling::scaled_back(spec, s, site, servers)
+            }
             Step::Remediated => site.failed.first().is_some_and(|f| {
                 let bmh_state = |name: &str| {
                     s.bmhs
@@ -1177,6 +1226,26 @@ fn is_older(a: &str, b: &str) -> bool {
         (n.len() == 3).then_some(n)
     };
     matches!((numbers(a), numbers(b)), (Some(a), Some(b)) if a < b)
+}
+
+/// The control plane's `ScalingUp` and `ScalingDown` conditions when they say something, as
+/// the timeline shows them.
+fn print_scaling(r: &ClusterRun, pre: &str, start: Instant) {
+    for type_ in ["ScalingUp", "ScalingDown"] {
+        if let Some((status, reason, message)) = r
+            .snap
+            .control_plane
+            .as_ref()
+            .and_then(|c| control_plane_condition(c, type_))
+            .filter(|(_, _, m)| !m.is_empty())
+        {
+            println!(
+                "{} {pre}{}: {type_} {status} {reason}: {message}",
+                stamp(start),
+                r.spec.control_plane_name()
+            );
+        }
+    }
 }
 
 /// The control plane's `Remediating` condition, as the timeline shows it.
@@ -1744,6 +1813,8 @@ struct ClusterRun {
     /// Its day-2 worker is installed; its workers wait to be scaled back down until every
     /// cluster's is (several clusters).
     scale_down_pending: bool,
+    /// The etcd members once the control plane was scaled up (`--scale-control-plane`).
+    members_scaled_up: Vec<String>,
 }
 
 /// A cluster before the lab starts: its size and names, its hosts and its manifests.
@@ -1857,7 +1928,12 @@ async fn plan_generated(
         );
     }
     let spare = u32::from(spec.day2.is_some());
-    let servers = site::servers(&spec, spec.masters, spec.workers + spare)?;
+    spec.control_plane_to = opts.scale_control_plane;
+    // Spare control-plane hosts for the masters a scale-up adds.
+    let spare_masters = opts
+        .scale_control_plane
+        .map_or(0, |to| to.saturating_sub(spec.masters));
+    let servers = site::servers(&spec, spec.masters + spare_masters, spec.workers + spare)?;
     let hosts_yaml = site::site_yaml(&spec.ns, &servers)?;
     Plan {
         spec,
@@ -2101,6 +2177,7 @@ impl ClusterRun {
             install_check: None,
             max_seen: MaxSeen::default(),
             scale_down_pending: false,
+            members_scaled_up: Vec::new(),
         }
     }
 
@@ -2190,6 +2267,11 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     };
     if n > 100 {
         anyhow::bail!("--clusters: at most 100");
+    }
+    if opts.scale_control_plane.is_some() && (n > 1 || opts.cluster_file.is_some()) {
+        anyhow::bail!(
+            "--scale-control-plane: one cluster the lab generates (the lab's clusters share one workload apiserver, so one etcd member list)"
+        );
     }
     if n > 1 && opts.upgrade.is_some() {
         anyhow::bail!(
@@ -2324,11 +2406,16 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         .upgrade
         .as_ref()
         .is_some_and(|u| is_older(&u.to, &runs[0].spec.installed_version));
+    let control_plane = opts.scale_control_plane.map(|to| {
+        let spec = &runs[0].spec;
+        control_plane_scaling::supported(spec.masters, &spec.installed_version, to)
+    });
     let steps = Step::all(
         runs[0].spec.day2.is_some(),
         opts.upgrade.as_ref(),
         failing,
         downgrade,
+        control_plane,
     );
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
@@ -2389,7 +2476,10 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         let world = match World::take(
             &client,
             &lab.workload.client,
-            opts.upgrade.is_some() || opts.cluster_class || opts.fail_host.is_some(),
+            opts.upgrade.is_some()
+                || opts.cluster_class
+                || opts.fail_host.is_some()
+                || opts.scale_control_plane.is_some(),
         )
         .await
         {
@@ -2724,6 +2814,55 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                                 result
                             }
                         }
+                    }
+                    (Step::ControlPlaneScaleRequested, _) => {
+                        let to = r.spec.control_plane_to.unwrap_or_default();
+                        println!(
+                            "{} {pre}etcd members: {}; setting {}'s spec.replicas to {to}",
+                            stamp(start),
+                            r.site.etcd.describe(),
+                            r.spec.control_plane_name()
+                        );
+                        control_plane_scaling::set_replicas(&client, &r.spec, to).await
+                    }
+                    (Step::ControlPlaneScaledUp | Step::ControlPlaneScaleRefused, _) => {
+                        let masters = r.spec.masters;
+                        print_scaling(r, &pre, start);
+                        println!(
+                            "{} {pre}etcd members: {}; setting {}'s spec.replicas back to {masters}",
+                            stamp(start),
+                            r.site.etcd.describe(),
+                            r.spec.control_plane_name()
+                        );
+                        r.members_scaled_up = r.site.etcd.names();
+                        control_plane_scaling::set_replicas(&client, &r.spec, masters).await
+                    }
+                    (Step::ControlPlaneScaledBack, _) => {
+                        println!(
+                            "{} {pre}etcd members now: {}",
+                            stamp(start),
+                            r.site.etcd.describe()
+                        );
+                        let mut result = Ok(());
+                        for node in control_plane_scaling::removed(&r.members_scaled_up, &r.site) {
+                            match etcd_operator::member_secrets_left(&lab.workload.client, &node)
+                                .await
+                            {
+                                Ok(left) if left.is_empty() => {}
+                                Ok(left) => {
+                                    result = Err(anyhow!(
+                                        "{node}'s etcd member is gone but its certificate Secrets are not: {}",
+                                        left.join(", ")
+                                    ));
+                                    break;
+                                }
+                                Err(e) => {
+                                    result = Err(e);
+                                    break;
+                                }
+                            }
+                        }
+                        result
                     }
                     (Step::UpgradeRequested, _) => {
                         let to = upgrade_to(&r.spec).to_string();
@@ -3382,7 +3521,11 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         | Step::ScaleDownDone
         | Step::HostFailed
         | Step::Remediated
-        | Step::Replaced => (true, false, true, true, false, true),
+        | Step::Replaced
+        | Step::ControlPlaneScaleRequested
+        | Step::ControlPlaneScaledUp
+        | Step::ControlPlaneScaleRefused
+        | Step::ControlPlaneScaledBack => (true, false, true, true, false, true),
         Step::UpgradeRequested
         | Step::Upgraded
         | Step::UpgradeFailed

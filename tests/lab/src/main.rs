@@ -121,6 +121,20 @@ struct Cli {
     /// master reported in `Remediating`. One cluster only.
     #[arg(long, value_name = "HOST", conflicts_with = "clusters")]
     fail_host: Option<String>,
+    /// Once the cluster is installed (and its day-2 step done), scale its control plane to N
+    /// masters, then back. Where OpenShift runs N masters (3 to 5; 4 and 5 since 4.18, so
+    /// with --okd here) each new one is a day-2 control-plane host that joins etcd, and on the
+    /// way back each extra Machine goes after its etcd member; elsewhere (OpenShift 4.17, a
+    /// single-node cluster) the run waits for the refusal (ScalingUp False,
+    /// ScalingNotSupported). The site gets N minus the masters spare control-plane hosts. One
+    /// cluster only.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with_all = ["clusters", "cluster_file", "cluster_class"],
+        value_parser = clap::value_parser!(u32).range(1..=7)
+    )]
+    scale_control_plane: Option<u32>,
 }
 
 /// `--managers`.
@@ -246,6 +260,7 @@ async fn run(cli: Cli) -> Result<bool> {
         }),
         cluster_class: cli.cluster_class,
         fail_host: cli.fail_host.clone(),
+        scale_control_plane: cli.scale_control_plane,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

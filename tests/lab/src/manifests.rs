@@ -69,6 +69,9 @@ pub struct ClusterSpec {
     /// Declared as a Cluster with `spec.topology` over a ClusterClass (`--cluster-class`):
     /// scaling and upgrading edit the Cluster's topology.
     pub cluster_class: bool,
+    /// `--scale-control-plane`: once the rest is done, the control plane scaled to this many
+    /// masters and back.
+    pub control_plane_to: Option<u32>,
 }
 
 impl ClusterSpec {
@@ -127,6 +130,7 @@ impl ClusterSpec {
             upgrade: None,
             installed_version: String::new(),
             cluster_class: false,
+            control_plane_to: None,
         }
     }
 
@@ -158,6 +162,7 @@ impl ClusterSpec {
             upgrade: None,
             installed_version: String::new(),
             cluster_class: f.cluster_class,
+            control_plane_to: None,
         }
     }
 

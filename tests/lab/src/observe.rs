@@ -213,6 +213,14 @@ impl Snapshot {
             .map(|n| n.name.as_str())
     }
 
+    /// A control-plane Machine (Cluster API's label).
+    pub fn is_control_plane(m: &Machine) -> bool {
+        m.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("cluster.x-k8s.io/control-plane"))
+    }
+
     pub fn machines_running(&self) -> usize {
         self.machines
             .iter()

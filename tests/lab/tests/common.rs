@@ -48,6 +48,7 @@ pub fn options() -> Options {
         upgrade: None,
         cluster_class: false,
         fail_host: None,
+        scale_control_plane: None,
     }
 }
 

@@ -3,7 +3,8 @@
 //! MachineSet and replaced by a day-2 install; a master of three by the control plane (its
 //! etcd member removed through the workload apiserver's pod exec, then a day-2 control-plane
 //! host, etcd back to three); two failed masters are held back (etcd quorum); the only master
-//! of a single-node cluster is reported in `Remediating`.
+//! of a single-node cluster is reported in `Remediating` (after its control plane refused to
+//! grow to three).
 
 use lab::{Options, Topology};
 
@@ -88,12 +89,20 @@ async fn a_failed_master_is_reported_in_remediating() {
         "remediate-master",
         Options {
             fail_host: Some("master".into()),
+            // First a control plane of three is asked for: refused on a single-node cluster.
+            scale_control_plane: Some(3),
             timeout: std::time::Duration::from_secs(300),
             ..options()
         },
     )
     .await;
     let mut expected = DAY1_MILESTONES.to_vec();
-    expected.extend(["host failed", "remediation reported"]);
+    expected.extend([
+        "control-plane scaling requested",
+        "control-plane scaling refused",
+        "control plane scaled back",
+        "host failed",
+        "remediation reported",
+    ]);
     assert_eq!(milestones(&report), expected);
 }

@@ -10,6 +10,8 @@ mod cluster_class;
 mod cluster_file;
 #[path = "common.rs"]
 mod common;
+#[path = "control_plane_scaling.rs"]
+mod control_plane_scaling;
 #[path = "kubelet_exec.rs"]
 mod kubelet_exec;
 #[path = "remediation.rs"]
