@@ -33,6 +33,7 @@ pub async fn apply(
     let client = &ctx.client;
 
     if let Some(cleanup) = &plan.cleanup {
+        set_hooks(client, &ns, &plan.hooks.release, false).await?;
         return delete(ctx, oacp, cleanup, &plan).await;
     }
 
@@ -152,6 +153,25 @@ pub async fn apply(
     {
         scale_down_failed(&mut plan, &r, message);
     }
+    set_hooks(client, &ns, &plan.hooks.add, true).await?;
+    set_hooks(client, &ns, &plan.hooks.release, false).await?;
+    if let Some(r) = plan.hooks.clean_up.clone() {
+        match remove_member(workload, &r).await {
+            Ok(()) => set_hooks(client, &ns, std::slice::from_ref(&r.machine), false).await?,
+            Err(message) => {
+                plan.events.retain(|e| e.reason != "EtcdMemberRemoved");
+                plan.events.push(manager::controller::PlannedEvent {
+                    warning: true,
+                    reason: "EtcdMemberCleanupFailed",
+                    note: format!(
+                        "Removing the etcd member of deleted control-plane Machine {} failed \
+                         (its host is kept until it is removed): {message}",
+                        r.machine
+                    ),
+                });
+            }
+        }
+    }
     write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;
     tracing::debug!(namespace = %ns, name = %name, "reconciled");
@@ -170,6 +190,18 @@ async fn remove_master(
     workload: Option<&kube::Client>,
     r: &super::remediation::Removal,
 ) -> Result<(), String> {
+    remove_member(workload, r).await?;
+    manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), &r.machine)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The etcd part of [`remove_master`]: the member, its certificate Secrets, and when asked the
+/// Node, through the installed cluster's API.
+async fn remove_member(
+    workload: Option<&kube::Client>,
+    r: &super::remediation::Removal,
+) -> Result<(), String> {
     let workload = workload.ok_or("no client of the installed cluster (its admin kubeconfig)")?;
     if let (Some(member), Some(exec_node)) = (&r.member, &r.exec_node) {
         super::etcd::member_remove(workload, exec_node, member.id).await?;
@@ -180,9 +212,36 @@ async fn remove_master(
             super::etcd::delete_node(workload, node).await?;
         }
     }
-    manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), &r.machine)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(())
+}
+
+/// Adds (`present`) or removes our pre-terminate hook on these Machines, by merge patch: the
+/// annotation alone, whoever owns the rest. A Machine already gone is done.
+async fn set_hooks(
+    client: &kube::Client,
+    ns: &str,
+    machines: &[String],
+    present: bool,
+) -> Result<(), Error> {
+    let api = Api::<Machine>::namespaced(client.clone(), ns);
+    let value = present.then(String::new);
+    let patch = json!({"metadata": {"annotations": {super::hooks::PRE_TERMINATE_HOOK: value}}});
+    for name in machines {
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Apply {
+                    what: format!("the pre-terminate hook of Machine {name}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A remediation step failed: `Remediating` says which and why, a warning event replaces the

@@ -16,6 +16,7 @@ use kube::{Client, ResourceExt};
 
 use super::Error;
 use super::etcd;
+use super::hooks;
 use super::kubeconfig;
 use super::machines::{self, CLUSTER_NAME_LABEL, plural};
 use super::registry::ImageRegistry;
@@ -331,8 +332,8 @@ pub async fn dereference(
     })
 }
 
-/// The etcd member list, through a healthy master's etcd pod, when a remediation or a
-/// scale-down waits on it.
+/// The etcd member list, through a healthy master's etcd pod, when a remediation, a scale-down
+/// or a deleted Machine's pre-terminate hook waits on it.
 async fn read_etcd_members(
     oacp: &OpenshiftAssistedControlPlane,
     installed: bool,
@@ -354,6 +355,7 @@ async fn read_etcd_members(
     };
     if !remediation::needs_members(&inputs)
         && !machines::scale_down_pending(installed, machines, inputs.replicas)
+        && !hooks::needs_members(installed, machines)
     {
         return Members::NotRead;
     }

@@ -432,6 +432,8 @@ pub fn control_plane_machine(
     let template = &oacp.spec.machine_template;
     let deletion = template.deletion().cloned().unwrap_or_default();
     let (readiness_gates, taints) = (template.readiness_gates(), template.taints());
+    let mut annotations = template_metadata.annotations.clone();
+    annotations.insert(super::hooks::PRE_TERMINATE_HOOK.into(), String::new());
     let machine: Machine = serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "Machine",
@@ -439,7 +441,7 @@ pub fn control_plane_machine(
             "name": name,
             "namespace": namespace,
             "labels": labels,
-            "annotations": template_metadata.annotations,
+            "annotations": annotations,
             "ownerReferences": [controller_owner],
         },
         "spec": {

@@ -7,6 +7,7 @@ pub mod apply;
 pub mod dereference;
 pub mod etcd;
 pub mod hive;
+pub mod hooks;
 pub mod install_config;
 pub mod kubeconfig;
 pub mod machines;

@@ -15,7 +15,8 @@ use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
 use super::status::{self, Blocked, Install, StatusInputs};
 use super::{
-    FINALIZER, RESYNC, hive, install_config, kubeconfig, registry, release, remediation, upgrade,
+    FINALIZER, RESYNC, hive, hooks, install_config, kubeconfig, registry, release, remediation,
+    upgrade,
 };
 use crate::api::{
     ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
@@ -84,6 +85,9 @@ pub struct Plan {
     pub remediation: Option<remediation::Removal>,
     /// Remove this control-plane Machine of the installed cluster (scaling down).
     pub scale_down: Option<remediation::Removal>,
+    /// The pre-terminate hooks of control-plane Machines: added, released, or released after
+    /// the Machine's etcd member is cleaned up.
+    pub hooks: hooks::Hooks,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -281,6 +285,9 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         _ => remediation::Decision::Nothing,
     };
     plan_remediation(&mut plan, oacp, &decision);
+    if !paused {
+        plan_hooks(&mut plan, d, install.installed());
+    }
     if install.installed()
         && let Scaling::Down(names) = &scaling
     {
@@ -374,6 +381,48 @@ fn plan_remediation(
             }
         }
     }
+}
+
+/// The control-plane Machines' pre-terminate hooks ([`hooks`]); a Machine held at its hook is
+/// said as a warning event and looked at again soon (the workload's etcd is not watched).
+fn plan_hooks(plan: &mut Plan, d: &Dereferenced, installed: bool) {
+    let decided = hooks::decide(
+        installed,
+        plan.cleanup.is_some(),
+        &d.machines,
+        &d.etcd_members,
+    );
+    if let Some((machine, why)) = &decided.waiting {
+        plan.events.push(PlannedEvent {
+            warning: true,
+            reason: "EtcdMemberCleanupWaiting",
+            note: format!(
+                "Control-plane Machine {machine} is deleted; Cluster API keeps its host until its \
+                 etcd member is removed: {why}"
+            ),
+        });
+    }
+    if let Some(r) = &decided.clean_up {
+        plan.events.push(PlannedEvent {
+            warning: false,
+            reason: "EtcdMemberRemoved",
+            note: format!(
+                "Control-plane Machine {} is deleted: removing {}its etcd certificates before \
+                 Cluster API deletes its host",
+                r.machine,
+                r.member
+                    .as_ref()
+                    .map(|m| format!("etcd member {} ({:x}) and ", m.name, m.id))
+                    .unwrap_or_default()
+            ),
+        });
+    }
+    if (decided.waiting.is_some() || decided.clean_up.is_some())
+        && plan.requeue.is_none_or(|r| r > REMEDIATION_RECHECK)
+    {
+        plan.requeue = Some(REMEDIATION_RECHECK);
+    }
+    plan.hooks = decided;
 }
 
 /// Scaling an installed control plane down: the Machine `names` holds goes as a remediated one

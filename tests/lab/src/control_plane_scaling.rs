@@ -2,14 +2,16 @@
 //! its control plane's `spec.replicas` is set to N, then back to the masters it was installed
 //! with. Where OpenShift runs N masters (3 to 5, 4 and 5 since 4.18) the run waits for N
 //! control-plane Machines Running, each new one a day-2 control-plane host whose Node is Ready
-//! and whose etcd member joined, then for the way back: the extra Machines gone one at a time,
+//! and whose etcd member joined, then for the way back (the first extra Machine deleted by hand
+//! as a user might, the rest left to the control plane): the extra Machines gone one at a time,
 //! their etcd members removed through the workload API and their certificate Secrets deleted,
 //! their BareMetalHosts deprovisioned. Where it does not (a single-node cluster, an older
 //! release), the run waits for `ScalingUp` False `ScalingNotSupported` with nothing created.
 
 use anyhow::{Context, Result};
+use external_types::capi::Machine;
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 use crate::manifests::ClusterSpec;
@@ -48,6 +50,15 @@ pub async fn set_replicas(client: &Client, spec: &ClusterSpec, replicas: u32) ->
     )
     .await
     .with_context(|| format!("setting {name}'s spec.replicas to {replicas}"))?;
+    Ok(())
+}
+
+/// Deletes one control-plane Machine, as `kubectl delete machine` does.
+pub async fn delete_machine(client: &Client, spec: &ClusterSpec, name: &str) -> Result<()> {
+    Api::<Machine>::namespaced(client.clone(), &spec.ns)
+        .delete(name, &DeleteParams::default())
+        .await
+        .with_context(|| format!("deleting Machine {name}"))?;
     Ok(())
 }
 

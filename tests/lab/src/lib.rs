@@ -2835,7 +2835,22 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                             r.spec.control_plane_name()
                         );
                         r.members_scaled_up = r.site.etcd.names();
-                        control_plane_scaling::set_replicas(&client, &r.spec, masters).await
+                        let back = control_plane_scaling::set_replicas(&client, &r.spec, masters);
+                        match (back.await, step) {
+                            // One extra Machine goes by hand, as a user might delete it: its
+                            // etcd member must leave through the control plane's pre-terminate
+                            // hook; the control plane picks the other one itself.
+                            (Ok(()), Step::ControlPlaneScaledUp) => {
+                                let machine = format!("{}-{masters}", r.spec.control_plane_name());
+                                println!(
+                                    "{} {pre}deleting Machine {machine} by hand (its etcd member leaves through the control plane's pre-terminate hook)",
+                                    stamp(start)
+                                );
+                                control_plane_scaling::delete_machine(&client, &r.spec, &machine)
+                                    .await
+                            }
+                            (other, _) => other,
+                        }
                     }
                     (Step::ControlPlaneScaledBack, _) => {
                         println!(
