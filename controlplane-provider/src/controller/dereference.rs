@@ -18,7 +18,8 @@ use super::Error;
 use super::etcd;
 use super::hooks;
 use super::kubeconfig;
-use super::machines::{self, CLUSTER_NAME_LABEL, plural};
+use super::labels::CLUSTER_NAME_LABEL;
+use super::machines::{self, plural};
 use super::registry::ImageRegistry;
 use super::release_lookup::{self, Lookup};
 use super::remediation::{self, Members};
@@ -243,7 +244,7 @@ pub async fn dereference(
         .and_then(|a| a.status.as_ref())
         .and_then(|s| s.debug_info.state.as_deref())
         .is_some_and(|state| {
-            super::status::Install {
+            super::install::Install {
                 state: state.to_string(),
                 ..Default::default()
             }
@@ -274,7 +275,7 @@ pub async fn dereference(
     let asks_registry = !installing
         && oacp.metadata.deletion_timestamp.is_none()
         && !matches!(pull_secret, PullSecret::Missing(_));
-    let release_lookup = match super::plan::release_image_for(&oacp, &architectures) {
+    let release_lookup = match super::release::control_plane_release_image(&oacp, &architectures) {
         Ok(image) if asks_registry => {
             Some(releases.resolve(&image, pull_secret_json.as_deref()).await)
         }

@@ -22,12 +22,10 @@ use manager::names::capi_label_value;
 use serde_json::Value;
 use thiserror::Error;
 
+use super::labels::{CLUSTER_NAME_LABEL, labels};
 use super::release::cluster_image_set_name;
 use crate::api::{OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneConfigSpec};
 
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
-pub const CONTROL_PLANE_NAME_LABEL: &str = "cluster.x-k8s.io/control-plane-name";
 /// Tells assisted which kind of object drives this AgentClusterInstall.
 pub const ACI_CONSUMER_LABEL: &str = "agentclusterinstalls.agent-install.openshift.io/consumer";
 pub const ACI_CONSUMER: &str = "OpenshiftAssistedControlPlane";
@@ -233,28 +231,6 @@ pub fn platform_type(oacp: &OpenshiftAssistedControlPlane) -> PlatformType {
         Some(c) if !c.api_vips.is_empty() && !c.ingress_vips.is_empty() => PlatformType::BareMetal,
         _ => PlatformType::None,
     }
-}
-
-/// The labels of the ClusterDeployment and AgentClusterInstall, as CAPOA's
-/// `ControlPlaneMachineLabelsForCluster`: the machine template's labels, then the CAPI ones.
-/// The cluster name is the CAPI Cluster's even when `config.clusterName` differs (CAPOA puts
-/// the OpenShift name there, and its bootstrap provider then cannot find the cluster).
-pub fn labels(
-    oacp: &OpenshiftAssistedControlPlane,
-    capi_cluster_name: &str,
-) -> BTreeMap<String, String> {
-    let mut labels = oacp
-        .spec
-        .machine_template
-        .metadata
-        .as_ref()
-        .map(|m| m.labels.clone())
-        .unwrap_or_default();
-    labels.insert(CLUSTER_NAME_LABEL.into(), capi_cluster_name.into());
-    labels.insert(CONTROL_PLANE_LABEL.into(), String::new());
-    let name = oacp.meta().name.as_deref().unwrap_or_default();
-    labels.insert(CONTROL_PLANE_NAME_LABEL.into(), capi_label_value(name));
-    labels
 }
 
 /// The controller owner reference to the control plane: the ClusterDeployment and
@@ -580,7 +556,10 @@ spec:
         let cd = cluster_deployment(&inputs(&oacp, &cluster)).unwrap();
         let labels = cd.metadata.labels.unwrap();
         // Go: fmt.Sprintf("hash_%s_z", base64.RawURLEncoding.EncodeToString(fnv32a(long)))
-        assert_eq!(labels[CONTROL_PLANE_NAME_LABEL], "hash_2XcEZQ_z");
+        assert_eq!(
+            labels[super::super::labels::CONTROL_PLANE_NAME_LABEL],
+            "hash_2XcEZQ_z"
+        );
         assert_eq!(cd.metadata.name.as_deref(), Some(long));
     }
 

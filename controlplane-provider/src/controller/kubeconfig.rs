@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
-use super::machines::{CLUSTER_NAME_LABEL, owner_reference};
+use super::labels::CLUSTER_NAME_LABEL;
+use super::machines::owner_reference;
 use crate::api::OpenshiftAssistedControlPlane;
 
 /// The key of the kubeconfig in the core's (and Hive's) admin kubeconfig Secret.

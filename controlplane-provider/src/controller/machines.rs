@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::api::{ContractVersionedObjectReference, OpenshiftAssistedControlPlane};
 
-pub use super::hive::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
+use super::labels::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 /// Never copied from a control plane onto its configs: it holds the control plane's own
@@ -311,7 +311,7 @@ pub fn control_plane_labels(
     oacp: &OpenshiftAssistedControlPlane,
     cluster_name: &str,
 ) -> BTreeMap<String, String> {
-    super::hive::labels(oacp, cluster_name)
+    super::labels::labels(oacp, cluster_name)
 }
 
 /// The `control-plane-name` label value (CAPI's `MustFormatValue`).

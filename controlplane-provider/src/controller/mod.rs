@@ -4,12 +4,15 @@
 //! [`apply`] (server-side apply in a fixed order, then status).
 
 pub mod apply;
+pub mod blocked;
 pub mod dereference;
 pub mod etcd;
 pub mod hive;
 pub mod hooks;
+pub mod install;
 pub mod install_config;
 pub mod kubeconfig;
+pub mod labels;
 pub mod machines;
 pub mod plan;
 pub mod registry;

@@ -10,17 +10,19 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use manager::conditions;
 
+use super::blocked::Blocked;
 use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
+use super::install::Install;
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
-use super::status::{self, Blocked, Install, StatusInputs};
+use super::status::{self, StatusInputs};
 use super::{
-    FINALIZER, RESYNC, hive, hooks, install_config, kubeconfig, registry, release, remediation,
-    upgrade,
+    FINALIZER, RESYNC, hive, hooks, install_config, kubeconfig, labels, registry, release,
+    remediation, upgrade,
 };
 use crate::api::{
     ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
-    OpenshiftAssistedControlPlaneStatus, RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
+    OpenshiftAssistedControlPlaneStatus,
 };
 use assisted_core::service::controllers::cluster::{
     RELEASE_ARCHITECTURE_ANNOTATION, RELEASE_VERSION_ANNOTATION, release_from_tag,
@@ -561,7 +563,7 @@ fn desired(
         oacp,
         &d.image_registry,
         hive::owner_reference(oacp).map_err(invalid)?,
-        hive::labels(oacp, &cluster.name_any()),
+        labels::labels(oacp, &cluster.name_any()),
     )?;
     let registry_manifests_name = registry.as_ref().map(|r| r.manifests.name_any());
     let inputs = hive::HiveInputs {
@@ -780,32 +782,7 @@ fn release_change_during_install(d: &Dereferenced) -> Option<String> {
 
 /// The release image `spec.distributionVersion` names (CAPOA's rules, see `release`): a tag.
 fn release_image_of(d: &Dereferenced) -> Result<String, Blocked> {
-    release_image_for(&d.oacp, &d.architectures)
-}
-
-/// [`release_image_of`] from its parts (`dereference` asks the registry for it).
-pub fn release_image_for(
-    oacp: &OpenshiftAssistedControlPlane,
-    architectures: &[Option<String>],
-) -> Result<String, Blocked> {
-    let architecture = release::architecture(architectures);
-    let repository_override = oacp
-        .annotations()
-        .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
-        .map(String::as_str);
-    release::release_image(
-        &oacp.spec.distribution_version,
-        &architecture,
-        repository_override,
-    )
-    .map_err(|e| Blocked {
-        reason: match e {
-            release::ReleaseError::UnknownArchitecture { .. } => "InvalidArchitecture",
-            release::ReleaseError::InvalidRepositoryOverride { .. } => "InvalidReleaseRepository",
-            _ => "InvalidDistributionVersion",
-        },
-        message: e.to_string(),
-    })
+    release::control_plane_release_image(&d.oacp, &d.architectures)
 }
 
 /// The release image to install or upgrade to: pinned by digest when its registry answered,

@@ -12,7 +12,7 @@ use assisted_core::domain::mirrors;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
-use super::status::Blocked;
+use super::blocked::Blocked;
 use crate::api::OpenshiftAssistedControlPlane;
 
 /// The user's ConfigMap, as read.

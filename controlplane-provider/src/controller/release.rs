@@ -5,7 +5,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use kube::ResourceExt;
 use thiserror::Error;
+
+use super::blocked::Blocked;
+use crate::api::{OpenshiftAssistedControlPlane, RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION};
 
 /// Repository of OpenShift (OCP) release images; tags are `<version>-<arch>`.
 pub const OCP_REPOSITORY: &str = "quay.io/openshift-release-dev/ocp-release";
@@ -267,6 +271,33 @@ pub fn cluster_image_set_name(namespace: &str, oacp_name: &str) -> String {
         .unwrap_or(&name)
         .trim_end_matches(['.', '-']);
     format!("{prefix}-{hash}")
+}
+
+/// The release image (a tag) of a control plane's `distributionVersion` for its Machines'
+/// architectures and the repository override annotation; what cannot be named is why it is
+/// blocked.
+pub fn control_plane_release_image(
+    oacp: &OpenshiftAssistedControlPlane,
+    architectures: &[Option<String>],
+) -> Result<String, Blocked> {
+    let architecture = architecture(architectures);
+    let repository_override = oacp
+        .annotations()
+        .get(RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION)
+        .map(String::as_str);
+    release_image(
+        &oacp.spec.distribution_version,
+        &architecture,
+        repository_override,
+    )
+    .map_err(|e| Blocked {
+        reason: match e {
+            ReleaseError::UnknownArchitecture { .. } => "InvalidArchitecture",
+            ReleaseError::InvalidRepositoryOverride { .. } => "InvalidReleaseRepository",
+            _ => "InvalidDistributionVersion",
+        },
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]

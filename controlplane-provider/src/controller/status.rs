@@ -8,7 +8,9 @@ use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
 use manager::conditions::{self, Desired, Status};
 
+use super::blocked::Blocked;
 use super::dereference::WorkloadVersion;
+use super::install::Install;
 use super::machines::{self, Scaling};
 use super::remediation;
 use crate::api::OpenshiftAssistedControlPlane;
@@ -27,52 +29,6 @@ pub const KUBERNETES_VERSION_AVAILABLE: &str = "KubernetesVersionAvailable";
 pub const REMEDIATING: &str = "Remediating";
 /// On each control-plane Machine (CAPI's `MachineUpToDateCondition`).
 pub const MACHINE_UP_TO_DATE: &str = "UpToDate";
-
-/// Assisted cluster states in which the control plane answers: CAPOA's ACI controller marks the
-/// control plane available from `finalizing` on.
-pub const AVAILABLE_STATES: &[&str] = &["finalizing", "installed", "adding-hosts"];
-
-/// What stops the control plane from progressing, shown on `Available`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Blocked {
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// The install as the AgentClusterInstall reports it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Install {
-    /// `status.debugInfo.state`, empty before the core has seen the cluster.
-    pub state: String,
-    pub state_info: String,
-    pub percentage: i64,
-    /// The AgentClusterInstall's `Validated` message while its validations fail (the core's
-    /// "The cluster's validations are failing: ..."), empty otherwise: what the user must fix
-    /// before the install can start (e.g. VIPs outside every host's network).
-    pub failing_validations: String,
-    /// The AgentClusterInstall's `SpecSynced` message while it is False (the core's "The Spec
-    /// could not be synced due to an input error: ..."), empty otherwise: while it is set the
-    /// install does not start (an invalid value, or a field the core does not support yet).
-    pub spec_error: String,
-    /// The AgentClusterInstall's `FieldsSupported` message while it is False, empty otherwise.
-    pub unsupported_fields: String,
-}
-
-impl Install {
-    pub fn available(&self) -> bool {
-        AVAILABLE_STATES.contains(&self.state.as_str())
-    }
-
-    /// Whether the day-1 install is done: upgrades may be asked for from then on.
-    pub fn installed(&self) -> bool {
-        ["installed", "adding-hosts"].contains(&self.state.as_str())
-    }
-
-    /// Whether the day-1 install has begun: from then on the masters are fixed.
-    pub fn started(&self) -> bool {
-        !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&self.state.as_str())
-    }
-}
 
 pub struct StatusInputs<'a> {
     pub oacp: &'a OpenshiftAssistedControlPlane,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use manager::conditions::{Desired, Status};
 use serde_json::{Value, json};
 
-use super::plan::PlannedEvent;
 use super::release::Version;
+use manager::controller::PlannedEvent;
 
 /// CAPOA's condition: True once the cluster runs `spec.distributionVersion`.
 pub const UPGRADE_COMPLETED: &str = "UpgradeCompleted";

@@ -15,7 +15,7 @@ use bootstrap_provider::controller::unsupported as config_rows;
 use manager::conditions::{self, Desired};
 use manager::fields::Row;
 
-use super::Install;
+use super::super::install::Install;
 use crate::api::OpenshiftAssistedControlPlane;
 
 #[cfg(test)]
