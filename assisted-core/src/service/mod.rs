@@ -15,3 +15,4 @@ pub mod release;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod urls;

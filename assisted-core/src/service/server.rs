@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures::FutureExt;
 use kube::Client;
 use tokio::sync::watch;
 
 use super::auth::load_or_create_keys;
-use super::controllers::infraenv::{ImageSettings, ServiceUrls};
+use super::controllers::infraenv::ImageSettings;
 use super::controllers::prepare::BackendPreparer;
 use super::controllers::{self, Context};
 use super::image_server::{self, ImageServerState};
@@ -20,6 +21,7 @@ use super::images::{OsImage, OsImageCache};
 use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, OpenshiftInstallBackend};
 use super::store::Store;
 use super::tls::{self, CertificateNames, ServingCertificate, TlsSettings, certificate_names};
+use super::urls::ServiceUrls;
 use super::{monitor, persister};
 use crate::domain::Config;
 use manager::runtime::SharedRegistry;
@@ -302,6 +304,8 @@ pub async fn run(
         os_images: Arc::new(os_images),
     });
     tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
+    let agents = controllers::watch_agents(ctx.client.clone(), shutdown.clone());
+    let agent_store = agents.store.clone();
     let certificate = async {
         if let (Some((settings, names)), Some(serving)) = (tls, serving) {
             tls::run(k8s, settings, names, serving, shutdown.clone()).await;
@@ -322,7 +326,11 @@ pub async fn run(
             HEADER_READ_TIMEOUT,
             shutdown.clone()
         ),
-        controllers::run(ctx, dirty, shutdown.clone()),
+        controllers::run(ctx.clone(), agents, shutdown.clone()),
+        // Boxed as before the move: a large future kept off the stack.
+        persister::run(ctx.clone(), dirty, agent_store, shutdown.clone()).boxed(),
+        monitor::run(ctx.clone(), Duration::from_secs(2), shutdown.clone()),
+        controllers::day2::run(ctx, shutdown.clone()),
         certificate,
     );
     Ok(())

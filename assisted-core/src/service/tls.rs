@@ -23,7 +23,7 @@ use rustls::sign::CertifiedKey;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::controllers::infraenv::ServiceUrls;
+use super::urls::ServiceUrls;
 
 /// Field manager of the core's writes to its Certificate.
 const FIELD_MANAGER: &str = "assisted-core-tls";

@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use manager::controller::{PlannedEvent, set_finalizer};
 
-use super::status::{Cond, openshift_conditions};
+use super::conditions::{Cond, openshift_conditions};
 use super::unsupported;
 use super::{Context, Error, FinalizerStep, finalizer_step};
 use crate::api::hive::ClusterDeployment;
@@ -30,20 +30,12 @@ use crate::service::images::{
 };
 use crate::service::store::InfraEnvRecord;
 use crate::service::tls::{AgentTrust, ServingCertificate, agent_trust};
+use crate::service::urls::ServiceUrls;
 
 pub const INFRAENV_FINALIZER: &str = "infraenv.agent-install.openshift.io/ai-deprovision";
 const STATUS_MANAGER: &str = "assisted-core-infraenv";
 /// OpenShift version of images for infra-envs without a cluster or `osImageVersion`.
 pub const DEFAULT_OS_VERSION: &str = "4.20";
-
-/// Where agents and BMCs reach the core.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServiceUrls {
-    /// Agent REST API base, e.g. `http://10.0.0.1:8090`.
-    pub agent_api: String,
-    /// Image server base, e.g. `http://10.0.0.1:8091`.
-    pub images: String,
-}
 
 /// The URLs of one infra-env's image revision.
 #[derive(Debug, Clone, PartialEq, Eq)]

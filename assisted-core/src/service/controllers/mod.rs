@@ -1,9 +1,11 @@
 //! The core's Kubernetes controllers (InfraEnv, Agent, ClusterDeployment and
 //! AgentClusterInstall, the day-2 approver) and what they share. The persister that writes the
-//! store back and the monitor live beside this module (`service::persister`, `service::monitor`).
+//! store back and the monitor live beside this module (`service::persister`, `service::monitor`)
+//! and are started beside it by `service::server`.
 
 pub mod agent;
 pub mod cluster;
+pub mod conditions;
 pub mod day2;
 pub mod events;
 pub mod infraenv;
@@ -17,13 +19,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
+use manager::cache::Cached;
 use manager::metrics::ControllerMetrics;
 use manager::runtime::SharedRegistry;
 use tokio::sync::{Mutex, watch};
@@ -33,7 +36,7 @@ use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::InfraEnv;
 use crate::api::nmstateconfig::NMStateConfig;
-use crate::service::store::{ClusterRecord, DirtyReceiver, Store};
+use crate::service::store::{ClusterRecord, Store};
 use k8s_openapi::api::core::v1::Secret;
 
 /// Reconcile errors, one variant per phase (read, apply, status), counted by phase in
@@ -152,12 +155,8 @@ impl Context {
         if cluster_id.is_empty() || cluster_id.contains(['/', '.']) {
             return;
         }
+        // The persister's state file is in that directory too.
         let _ = tokio::fs::remove_dir_all(self.files_root.join(cluster_id)).await;
-        let _ = tokio::fs::remove_file(crate::service::persister::state_path(
-            &self.files_root,
-            cluster_id,
-        ))
-        .await;
     }
 }
 
@@ -219,8 +218,22 @@ fn keep_spec_labels_and_conditions(agent: &mut Agent) {
     }
 }
 
-/// Runs the controllers, the persister and the monitor until `shutdown`.
-pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Receiver<bool>) {
+/// The Agents watch, shared by the Agent controller and the persister, which read no more than
+/// the spec, labels and conditions: the rest of the status (inventory, validations) and
+/// managedFields are dropped, most of an Agent's size (see docs/benchmarks.md).
+pub fn watch_agents(client: Client, shutdown: watch::Receiver<bool>) -> Cached<Agent> {
+    manager::cache::watch(
+        Api::<Agent>::all(client),
+        watcher::Config::default(),
+        1,
+        keep_spec_labels_and_conditions,
+        shutdown,
+    )
+}
+
+/// Runs the controllers until `shutdown` (the persister, the monitor and the day-2 loop run
+/// beside them: `service::server`). `agents` is [`watch_agents`]'s.
+pub async fn run(ctx: Arc<Context>, mut agents: Cached<Agent>, shutdown: watch::Receiver<bool>) {
     let client = ctx.client.clone();
     let stop = || {
         let mut s = shutdown.clone();
@@ -228,16 +241,6 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
             let _ = s.wait_for(|v| *v).await;
         }
     };
-    // One watch of Agents for the controller and the persister, which read no more than the
-    // spec, labels and conditions: the rest of the status (inventory, validations) and
-    // managedFields are dropped, most of an Agent's size (see docs/benchmarks.md).
-    let mut agents = manager::cache::watch(
-        Api::<Agent>::all(client.clone()),
-        watcher::Config::default(),
-        1,
-        keep_spec_labels_and_conditions,
-        shutdown.clone(),
-    );
     let agent_store = agents.store.clone();
     let agent_trigger = agents.triggers.remove(0);
     let agent_ctl = Controller::for_stream(agent_trigger, agent_store.clone())
@@ -341,12 +344,7 @@ pub async fn run(ctx: Arc<Context>, dirty: DirtyReceiver, shutdown: watch::Recei
         )
         .for_each(|_| async {});
 
-    let persister =
-        crate::service::persister::run(ctx.clone(), dirty, agent_store, shutdown.clone());
-    let monitor =
-        crate::service::monitor::run(ctx.clone(), Duration::from_secs(2), shutdown.clone());
-    let day2 = day2::run(ctx.clone(), shutdown.clone());
-    tokio::join!(agent_ctl, cd_ctl, ie_ctl, persister.boxed(), monitor, day2);
+    tokio::join!(agent_ctl, cd_ctl, ie_ctl);
 }
 
 #[cfg(test)]

@@ -8,25 +8,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::bootstrap::{BootstrapInput, post_process_bootstrap};
+use super::bootstrap::{BootstrapInput, GenerateHost, post_process_bootstrap};
 use super::error::InstallError;
 use super::manifests::{Manifest, apply_patches_in_dir, split_multi_document, valid_manifest_name};
-use crate::domain::{HostRole, ReleaseInfo};
-
-/// A day-1 host of the cluster, for what the backend renders per host.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenerateHost {
-    pub id: String,
-    pub hostname: String,
-    /// Effective role (the bootstrap host is a master).
-    pub role: HostRole,
-    /// The host that runs the bootstrap (then becomes a master).
-    pub bootstrap: bool,
-    /// What its discovery agent reported (hardware for the BareMetalHost manifests).
-    pub inventory: Option<crate::domain::Inventory>,
-    /// Its address in the first machine network, without prefix.
-    pub machine_ip: Option<String>,
-}
+use crate::domain::ReleaseInfo;
 
 /// Input of [`InstallBackend::generate`].
 #[derive(Debug, Clone, PartialEq)]

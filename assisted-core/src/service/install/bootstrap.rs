@@ -15,11 +15,25 @@
 
 use serde_json::{Value, json};
 
-use super::backend::GenerateHost;
 use super::error::InstallError;
 use super::ignition::{data_url, decode_data_url};
 use crate::domain::net::Cidr;
 use crate::domain::{HostRole, Inventory};
+
+/// A day-1 host of the cluster, for what the backend renders per host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateHost {
+    pub id: String,
+    pub hostname: String,
+    /// Effective role (the bootstrap host is a master).
+    pub role: HostRole,
+    /// The host that runs the bootstrap (then becomes a master).
+    pub bootstrap: bool,
+    /// What its discovery agent reported (hardware for the BareMetalHost manifests).
+    pub inventory: Option<crate::domain::Inventory>,
+    /// Its address in the first machine network, without prefix.
+    pub machine_ip: Option<String>,
+}
 
 /// The marker cluster-etcd-operator looks for on an assisted bootstrap host.
 pub const ASSISTED_BOOTSTRAP_MARKER: &str = "/opt/openshift/assisted-install-bootstrap";

@@ -21,13 +21,12 @@ mod manifests;
 mod store;
 
 pub use backend::{
-    CACHED_RELEASES, GenerateFuture, GenerateHost, GenerateRequest, InstallArtifacts,
-    InstallBackend, InstallerSource, MAX_CONCURRENT_INSTALLERS, OpenshiftInstallBackend,
-    installer_warnings,
+    CACHED_RELEASES, GenerateFuture, GenerateRequest, InstallArtifacts, InstallBackend,
+    InstallerSource, MAX_CONCURRENT_INSTALLERS, OpenshiftInstallBackend, installer_warnings,
 };
 pub use bootstrap::{
-    ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, BootstrapInput, NM_RESOLV_UNMANAGED,
-    hardware_details, post_process_bootstrap,
+    ASSISTED_BOOTSTRAP_MARKER, BMH_STATUS_ANNOTATION, BootstrapInput, GenerateHost,
+    NM_RESOLV_UNMANAGED, hardware_details, post_process_bootstrap,
 };
 pub use chrony::{chrony_conf, chrony_conf_of_manifest, chrony_manifests};
 pub(crate) use config::split_list;

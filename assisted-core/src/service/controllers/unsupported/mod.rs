@@ -20,7 +20,7 @@ use crate::api::agentclusterinstall::{
 use crate::api::hive::ClusterDeploymentSpec;
 use crate::api::infraenv::InfraEnvSpec;
 
-use super::status::Cond;
+use super::conditions::Cond;
 
 #[cfg(test)]
 mod coverage;
