@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 
 use super::host_sm::{HostOutcome, apply_host_outcome, refresh_host_in};
-use super::orchestration::has_enough_masters_and_workers;
+use super::roles::{HostView, has_enough_masters_and_workers};
 use super::snapshot::*;
 use super::types::*;
 use super::validations::*;

@@ -6,7 +6,7 @@
 
 use jiff::Timestamp;
 
-use super::orchestration::has_enough_masters_and_workers;
+use super::roles::{HostView, has_enough_masters_and_workers};
 use super::snapshot::*;
 use super::stages::{is_backwards, stage_percentage};
 use super::types::*;

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use super::hardware::{RoleRequirements, VersionRequirements};
 use super::inventory::{Disk, Inventory, Truncation};
 use super::net::{Cidr, parse_ip};
-use super::orchestration::suggest_roles;
+use super::roles::{HostView, resolve_role, suggest_roles};
 use super::snapshot::*;
 use super::types::*;
 use super::validation_ids::*;
@@ -266,23 +266,6 @@ impl<'a> ClusterContext<'a> {
             HostRole::Arbiter => self.req.arbiter,
             HostRole::AutoAssign => return None,
         })
-    }
-}
-
-/// Effective role: day-2 hosts are workers unless asked to be masters; auto-assign hosts take
-/// the freshly computed suggestion while pre-install (and whenever none is stored), the stored
-/// one afterwards.
-pub(crate) fn resolve_role(h: &HostSnapshot, fresh: Option<HostRole>) -> HostRole {
-    if h.is_day2() {
-        return h.day2_role();
-    }
-    let stored = h.effective_role();
-    if h.role == HostRole::AutoAssign
-        && (h.status.is_pre_install() || stored == HostRole::AutoAssign)
-    {
-        fresh.unwrap_or(HostRole::AutoAssign)
-    } else {
-        stored
     }
 }
 
@@ -1318,32 +1301,6 @@ fn v_disk_speed(c: &HostCheck) -> Check {
 /// Runs every cluster validation over the snapshot's hosts.
 pub fn validate_cluster(cluster: &ClusterSnapshot, cfg: &Config) -> ClusterValidations {
     validate_cluster_with(cluster, cfg, &HostView::from_cluster(cluster, cfg))
-}
-
-/// A light per-host view used by cluster logic (statuses may be the freshly refreshed ones).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HostView {
-    pub status: HostStatus,
-    pub role: HostRole,
-    pub day2: bool,
-}
-
-impl HostView {
-    pub fn from_cluster(cluster: &ClusterSnapshot, cfg: &Config) -> Vec<HostView> {
-        let suggested: HashMap<String, HostRole> = suggest_roles(cluster, cfg)
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        cluster
-            .hosts
-            .iter()
-            .map(|h| HostView {
-                status: h.status,
-                role: resolve_role(h, suggested.get(&h.id).copied()),
-                day2: h.is_day2(),
-            })
-            .collect()
-    }
 }
 
 pub(crate) fn validate_cluster_with(
