@@ -252,55 +252,66 @@ fn remediation_failed(
     r: &super::remediation::Removal,
     message: String,
 ) {
-    let note = format!(
-        "Replacing control-plane Machine {} failed: {message}",
-        r.machine
-    );
-    if let Some(c) = plan
-        .status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == super::status::REMEDIATING)
-    {
-        c.reason = "RemediationFailed".into();
-        c.message.clone_from(&note);
-    }
+    let failure = StepFailure {
+        condition: super::status::REMEDIATING,
+        planned_event: "MachineRemediated",
+        reason: "RemediationFailed",
+        note: format!(
+            "Replacing control-plane Machine {} failed: {message}",
+            r.machine
+        ),
+    };
+    failure.replace_plan(plan);
     plan.status.last_remediation = oacp
         .status
         .as_ref()
         .and_then(|s| s.last_remediation.clone());
-    plan.events.retain(|e| e.reason != "MachineRemediated");
-    plan.events.push(manager::controller::PlannedEvent {
-        warning: true,
-        reason: "RemediationFailed",
-        note,
-    });
-    plan.requeue = Some(Duration::from_secs(20));
 }
 
 /// Removing a Machine to scale down failed: `ScalingDown` says which step and why, a warning
 /// event replaces the planned one, and it is tried again soon.
 fn scale_down_failed(plan: &mut Plan, r: &super::remediation::Removal, message: String) {
-    let note = format!(
-        "Removing control-plane Machine {} to scale down failed: {message}",
-        r.machine
-    );
-    if let Some(c) = plan
-        .status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == super::status::SCALING_DOWN)
-    {
-        c.reason = "ScaleDownFailed".into();
-        c.message.clone_from(&note);
-    }
-    plan.events.retain(|e| e.reason != "MachinesDeleted");
-    plan.events.push(manager::controller::PlannedEvent {
-        warning: true,
+    StepFailure {
+        condition: super::status::SCALING_DOWN,
+        planned_event: "MachinesDeleted",
         reason: "ScaleDownFailed",
-        note,
-    });
-    plan.requeue = Some(Duration::from_secs(20));
+        note: format!(
+            "Removing control-plane Machine {} to scale down failed: {message}",
+            r.machine
+        ),
+    }
+    .replace_plan(plan);
+}
+
+/// A step of the workload-side work failed after the plan was made: its condition takes the
+/// failure's reason and note, the warning event replaces the one planned for success, and the
+/// control plane looks again in 20 s.
+struct StepFailure {
+    condition: &'static str,
+    planned_event: &'static str,
+    reason: &'static str,
+    note: String,
+}
+
+impl StepFailure {
+    fn replace_plan(self, plan: &mut Plan) {
+        if let Some(c) = plan
+            .status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == self.condition)
+        {
+            c.reason = self.reason.into();
+            c.message.clone_from(&self.note);
+        }
+        plan.events.retain(|e| e.reason != self.planned_event);
+        plan.events.push(manager::controller::PlannedEvent {
+            warning: true,
+            reason: self.reason,
+            note: self.note,
+        });
+        plan.requeue = Some(Duration::from_secs(20));
+    }
 }
 
 /// Deletion, one step per reconcile: Machines first (CAPI drains and deprovisions them), then
