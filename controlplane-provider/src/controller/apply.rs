@@ -123,7 +123,10 @@ pub async fn apply(
         .await?;
     }
     for (machine, condition) in &plan.machine_conditions {
-        write_machine_condition(ctx, &ns, machine, condition).await?;
+        write_machine_condition(ctx, &ns, machine, condition, FIELD_MANAGER).await?;
+    }
+    if let Some((machine, condition)) = &plan.owner_remediated {
+        write_machine_condition(ctx, &ns, machine, condition, REMEDIATION_FIELD_MANAGER).await?;
     }
     if let (Some(update), Some(workload)) = (&plan.upgrade_request, workload) {
         // A merge patch of the one field: the CVO and `oc adm upgrade` own the rest.
@@ -403,11 +406,17 @@ async fn write_status(
 
 /// One condition on a Machine's status, by server-side apply: `status.conditions` is a map
 /// keyed by type, so this field manager owns its entry and CAPI's conditions stay as they are.
+/// The field manager of `OwnerRemediated`: a server-side apply names every condition its
+/// manager owns, so the remediation's condition has a manager of its own beside `UpToDate`'s.
+const REMEDIATION_FIELD_MANAGER: &str = "openshift-assisted-controlplane-remediation";
+
+/// Applies one condition of a Machine's status under `manager`.
 async fn write_machine_condition(
     ctx: &Context,
     ns: &str,
     machine: &str,
     condition: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+    manager: &str,
 ) -> Result<(), Error> {
     let patch = json!({
         "apiVersion": Machine::api_version(&()),
@@ -416,7 +425,11 @@ async fn write_machine_condition(
     });
     let api: Api<Machine> = Api::namespaced(ctx.client.clone(), ns);
     match api
-        .patch_status(machine, &params(), &Patch::Apply(&patch))
+        .patch_status(
+            machine,
+            &PatchParams::apply(manager).force(),
+            &Patch::Apply(&patch),
+        )
         .await
     {
         // Deleted meanwhile: nothing to say about it.

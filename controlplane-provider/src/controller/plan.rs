@@ -85,6 +85,12 @@ pub struct Plan {
     pub upgrade_request: Option<upgrade::DesiredUpdate>,
     /// Replace this unhealthy control-plane Machine.
     pub remediation: Option<remediation::Removal>,
+    /// `OwnerRemediated` of the Machine a remediation is about (written under its own field
+    /// manager: each manager's apply names every condition it owns).
+    pub owner_remediated: Option<(
+        String,
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+    )>,
     /// Remove this control-plane Machine of the installed cluster (scaling down).
     pub scale_down: Option<remediation::Removal>,
     /// The pre-terminate hooks of control-plane Machines: added, released, or released after
@@ -323,6 +329,7 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     if plan.cleanup.is_none() && !paused {
         plan.machine_conditions =
             status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
+        plan.owner_remediated = status::owner_remediated_condition(&d.machines, &decision, now);
     }
     // The workload API is not watched: an unanswered /version is asked again in a minute.
     if matches!(d.workload_version, WorkloadVersion::Unreachable(_))

@@ -29,6 +29,9 @@ pub const KUBERNETES_VERSION_AVAILABLE: &str = "KubernetesVersionAvailable";
 pub const REMEDIATING: &str = "Remediating";
 /// On each control-plane Machine (CAPI's `MachineUpToDateCondition`).
 pub const MACHINE_UP_TO_DATE: &str = "UpToDate";
+/// On a control-plane Machine a MachineHealthCheck left to us (CAPI's
+/// `MachineOwnerRemediatedCondition`).
+pub const OWNER_REMEDIATED: &str = "OwnerRemediated";
 
 pub struct StatusInputs<'a> {
     pub oacp: &'a OpenshiftAssistedControlPlane,
@@ -498,6 +501,64 @@ pub fn machine_up_to_date_conditions(
         .collect()
 }
 
+/// CAPI's `OwnerRemediated` on the Machine a remediation decision is about, as
+/// KubeadmControlPlane writes it: False with `MachineDeleting` while it is replaced,
+/// `CannotBeRemediated` when it never will be (the only master, the retry limit), and
+/// `RemediationDeferred` with the reason while it waits. `None` when there is nothing to say or
+/// it already says it.
+pub fn owner_remediated_condition(
+    machines: &[Machine],
+    decision: &remediation::Decision,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Option<(
+    String,
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+)> {
+    let (name, reason, message) = match decision {
+        remediation::Decision::Nothing => return None,
+        remediation::Decision::Remediate(r) => (
+            &r.machine,
+            "MachineDeleting",
+            "Machine is deleting".to_string(),
+        ),
+        remediation::Decision::Wait {
+            machine,
+            reason,
+            message,
+        } => {
+            let never = [remediation::SINGLE_NODE, remediation::MAX_RETRY].contains(reason);
+            let reason = if never {
+                "CannotBeRemediated"
+            } else {
+                "RemediationDeferred"
+            };
+            (machine, reason, message.clone())
+        }
+    };
+    let machine = machines
+        .iter()
+        .find(|m| m.metadata.name.as_ref() == Some(name))?;
+    let desired = Desired::false_(OWNER_REMEDIATED, reason, message);
+    let previous = machine
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let unchanged = conditions::find(previous, OWNER_REMEDIATED)
+        .is_some_and(|c| c.status == "False" && c.reason == reason && c.message == desired.message);
+    if unchanged {
+        return None;
+    }
+    let condition = conditions::merge(
+        previous,
+        std::slice::from_ref(&desired),
+        machine.metadata.generation,
+        now,
+    )
+    .swap_remove(0);
+    Some((name.clone(), condition))
+}
+
 /// The core takes the machine network from the host network that holds the API VIP, as
 /// assisted-service does, and says only that the machine network is undefined when no host
 /// network holds it: name the VIPs the user set, which are the likely cause.
@@ -784,6 +845,53 @@ spec: {{sshAuthorizedKey: {key}}}
             d.message
         );
         assert!(!d.message.contains("cp-0"));
+    }
+
+    #[test]
+    fn owner_remediated_says_what_becomes_of_the_machine_as_kcp_does() {
+        let now: k8s_openapi::jiff::Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
+        let left = with_condition(machine("cp-2", false), "OwnerRemediated", "False", "");
+        let machines = [machine("cp-0", true), left];
+        let wait = |reason| remediation::Decision::Wait {
+            machine: "cp-2".into(),
+            reason,
+            message: "why".into(),
+        };
+        let replacing = remediation::Decision::Remediate(remediation::Removal {
+            machine: "cp-2".into(),
+            node: None,
+            delete_node: true,
+            member: None,
+            exec_node: None,
+            retry_count: 0,
+        });
+        // (decision, reason, message)
+        let rows = [
+            (wait(remediation::ETCD_QUORUM), "RemediationDeferred", "why"),
+            (wait(remediation::SINGLE_NODE), "CannotBeRemediated", "why"),
+            (wait(remediation::MAX_RETRY), "CannotBeRemediated", "why"),
+            (replacing, "MachineDeleting", "Machine is deleting"),
+        ];
+        for (decision, reason, message) in rows {
+            let (name, c) = owner_remediated_condition(&machines, &decision, now).unwrap();
+            assert_eq!(name, "cp-2");
+            assert_eq!(
+                (
+                    c.type_.as_str(),
+                    c.status.as_str(),
+                    c.reason.as_str(),
+                    c.message.as_str()
+                ),
+                (OWNER_REMEDIATED, "False", reason, message)
+            );
+            // Said already: nothing to write.
+            let mut said = machines.clone();
+            said[1].status.as_mut().unwrap().conditions = Some(vec![c]);
+            assert!(owner_remediated_condition(&said, &decision, now).is_none());
+        }
+        assert!(
+            owner_remediated_condition(&machines, &remediation::Decision::Nothing, now).is_none()
+        );
     }
 
     #[test]
