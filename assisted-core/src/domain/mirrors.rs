@@ -416,6 +416,55 @@ fn mirror_entries(c: &MirrorConfig, keep: impl Fn(PullFrom) -> bool) -> Vec<Imag
         .collect()
 }
 
+/// Where containers/image pulls `image` from under this configuration, in the order it tries
+/// them (containers-registries.conf(5)): the mirrors of the `[[registry]]` whose location is
+/// the longest prefix of the image's name (ending at a `/` or the name's end) that serve this
+/// kind of pull ([`PullFrom`]: by digest for `name@sha256:...`, by tag otherwise), each with
+/// the rest of the name kept, then the image itself. Wildcard locations (`*.example.com`) and
+/// `blocked` sources are not read by [`parse`], so they never apply here.
+pub fn pull_sources(image: &str, c: &MirrorConfig) -> Vec<String> {
+    let (name, suffix) = split_reference(image);
+    let by_digest = suffix.starts_with('@');
+    let matches = |location: &str| {
+        name.strip_prefix(location)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    let registry = c
+        .registries
+        .iter()
+        .filter(|r| matches(&r.location))
+        .max_by_key(|r| r.location.len());
+    let mut out: Vec<String> = registry
+        .into_iter()
+        .flat_map(|r| {
+            let rest = &name[r.location.len()..];
+            r.mirrors
+                .iter()
+                .filter(|m| match m.pull_from_mirror {
+                    PullFrom::All => true,
+                    PullFrom::DigestOnly => by_digest,
+                    PullFrom::TagOnly => !by_digest,
+                })
+                .map(move |m| format!("{}{rest}{suffix}", m.location))
+        })
+        .collect();
+    out.push(image.to_string());
+    out
+}
+
+/// `name` and what follows it (`@sha256:...`, `:tag`, or nothing) of an image reference.
+fn split_reference(image: &str) -> (&str, &str) {
+    if let Some(at) = image.find('@') {
+        return image.split_at(at);
+    }
+    // A tag's `:` comes after the last `/` (an earlier one is a registry's port).
+    let last_slash = image.rfind('/').map_or(0, |i| i + 1);
+    match image[last_slash..].rfind(':') {
+        Some(colon) => image.split_at(last_slash + colon),
+        None => (image, ""),
+    }
+}
+
 /// Insecure mirror locations, in file order, each once.
 fn insecure_mirrors(c: &MirrorConfig) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -524,6 +573,90 @@ pub fn discovery_files(c: &MirrorConfig) -> Vec<(String, String, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pulls_go_to_the_mirrors_that_serve_them_then_the_source() {
+        let conf = r#"
+[[registry]]
+location = "quay.io/openshift-release-dev/ocp-release"
+[[registry.mirror]]
+location = "mirror.example:5000/ocp4/release"
+[[registry.mirror]]
+location = "tags.example/ocp4/release"
+pull-from-mirror = "tag-only"
+
+[[registry]]
+location = "quay.io/openshift-release-dev"
+mirror-by-digest-only = true
+[[registry.mirror]]
+location = "mirror.example:5000/dev"
+
+[[registry]]
+location = "registry.example:5000/team"
+[[registry.mirror]]
+location = "local:5000/team"
+pull-from-mirror = "digest-only"
+"#;
+        let c = parse(&BTreeMap::from([(
+            REGISTRIES_CONF_KEY.to_string(),
+            conf.to_string(),
+        )]))
+        .unwrap();
+        let digest = "@sha256:0123";
+        // (image, where it is pulled from, in order)
+        let rows: Vec<(String, Vec<String>)> = vec![
+            // The longest location wins; `all` and digest mirrors for a digest.
+            (
+                format!("quay.io/openshift-release-dev/ocp-release{digest}"),
+                vec![
+                    format!("mirror.example:5000/ocp4/release{digest}"),
+                    format!("quay.io/openshift-release-dev/ocp-release{digest}"),
+                ],
+            ),
+            // A tag: `all` and tag-only mirrors.
+            (
+                "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64".into(),
+                vec![
+                    "mirror.example:5000/ocp4/release:4.19.0-x86_64".into(),
+                    "tags.example/ocp4/release:4.19.0-x86_64".into(),
+                    "quay.io/openshift-release-dev/ocp-release:4.19.0-x86_64".into(),
+                ],
+            ),
+            // The shorter location, the rest of the name kept.
+            (
+                format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev{digest}"),
+                vec![
+                    format!("mirror.example:5000/dev/ocp-v4.0-art-dev{digest}"),
+                    format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev{digest}"),
+                ],
+            ),
+            // mirror-by-digest-only: no mirror for a tag.
+            (
+                "quay.io/openshift-release-dev/other:1".into(),
+                vec!["quay.io/openshift-release-dev/other:1".into()],
+            ),
+            // A prefix that stops inside a path segment is no match.
+            (
+                format!("quay.io/openshift-release-devx/a{digest}"),
+                vec![format!("quay.io/openshift-release-devx/a{digest}")],
+            ),
+            // A registry with a port, and a name without a tag.
+            (
+                format!("registry.example:5000/team/app{digest}"),
+                vec![
+                    format!("local:5000/team/app{digest}"),
+                    format!("registry.example:5000/team/app{digest}"),
+                ],
+            ),
+            (
+                "registry.example:5000/team/app".into(),
+                vec!["registry.example:5000/team/app".into()],
+            ),
+        ];
+        for (image, expected) in rows {
+            assert_eq!(pull_sources(&image, &c), expected, "{image}");
+        }
+    }
 
     // A real self-signed P-256 certificate (CN=mirror.example), made for these tests.
     const CA: &str = "-----BEGIN CERTIFICATE-----

@@ -605,6 +605,87 @@ async fn three_masters_two_workers_with_the_real_installer() {
     );
 }
 
+/// A site that reaches the release only through its mirror: the ACI's mirror configuration
+/// maps the release's source to the test bed's registry, and the core reads the payload and
+/// extracts the installer there, as the hosts' registries.conf would pull it (quay.io, the
+/// source, is not reachable from the test bed; were it, the installer would not be the test
+/// bed's).
+#[tokio::test]
+async fn the_release_is_read_through_its_mirror() {
+    let registry = start_registry();
+    let mirrored = push_release(&registry, "4.17.3");
+    assert!(
+        mirrored.ends_with("/ocp/release:4.17.3-x86_64"),
+        "{mirrored}"
+    );
+    let mut rec = cluster(1, 0);
+    rec.settings.release_image = RELEASE.into();
+    let registries_conf = format!(
+        "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n\
+         [[registry.mirror]]\nlocation = \"{}/ocp/release\"\n",
+        registry.host
+    );
+    rec.settings.mirrors = Some(
+        dom::mirrors::parse(&BTreeMap::from([(
+            "registries.conf".to_string(),
+            registries_conf,
+        )]))
+        .unwrap(),
+    );
+    let ie = InfraEnvInputs::default();
+    let yaml =
+        render_install_config_yaml(&install_config_input(&rec, &ie)).expect("install-config");
+    let req =
+        generate_request(&rec, &ie, yaml, "https://api.sno.example.com:6443").expect("request");
+    let work = tempfile::tempdir().unwrap();
+    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("installers"))
+        .expect("registry client");
+    let art = backend
+        .generate(&req, &work.path().join("run"))
+        .await
+        .unwrap_or_else(|e| panic!("the release through its mirror: {e}"));
+    let extracted = std::fs::read_dir(work.path().join("installers"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("openshift-install"))
+        .find(|p| p.exists())
+        .expect("an extracted installer");
+    assert_eq!(
+        std::fs::metadata(&extracted).unwrap().len(),
+        std::fs::metadata(installer()).unwrap().len()
+    );
+    // The cluster is told the release by its source name; the mirrors resolve it.
+    let release = art.release.expect("release metadata from the payload");
+    assert_eq!(release.release_image, RELEASE);
+    assert!(release.mco_image.ends_with(&"01".repeat(32)), "{release:?}");
+
+    // A digest-only mirror does not serve a tag: the release is asked of its source, which the
+    // test bed cannot reach, and the error says so.
+    let digest_only = format!(
+        "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n\
+         [[registry.mirror]]\nlocation = \"{}/ocp/release\"\npull-from-mirror = \"digest-only\"\n",
+        registry.host
+    );
+    rec.settings.mirrors = Some(
+        dom::mirrors::parse(&BTreeMap::from([(
+            "registries.conf".to_string(),
+            digest_only,
+        )]))
+        .unwrap(),
+    );
+    let yaml =
+        render_install_config_yaml(&install_config_input(&rec, &ie)).expect("install-config");
+    let req =
+        generate_request(&rec, &ie, yaml, "https://api.sno.example.com:6443").expect("request");
+    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("other"))
+        .expect("registry client");
+    let error = backend
+        .generate(&req, &work.path().join("run-2"))
+        .await
+        .expect_err("a tag through a digest-only mirror");
+    assert!(error.to_string().contains("quay.io"), "{error}");
+}
+
 #[tokio::test]
 async fn single_node_with_the_real_installer() {
     let mut rec = cluster(1, 0);

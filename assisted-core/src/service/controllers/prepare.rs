@@ -79,6 +79,7 @@ pub fn generate_request(
         machine_networks: c.machine_networks.clone(),
         hosts,
         manifests,
+        mirrors: rec.settings.mirrors.clone(),
     })
 }
 

@@ -35,6 +35,9 @@ pub struct GenerateRequest {
     /// Manifests added between `create manifests` and the ignition step: the core's, then
     /// the user's (ACI `manifestsConfigMapRefs`); `.patch*` files patch what is there.
     pub manifests: Vec<Manifest>,
+    /// The ACI's `mirrorRegistryRef` configuration: the release payload is read through its
+    /// mirrors first, trusting their CA, as the hosts pull it.
+    pub mirrors: Option<crate::domain::mirrors::MirrorConfig>,
 }
 
 /// The files an install produces, plus the ids parsed from them.
@@ -179,14 +182,47 @@ impl OpenshiftInstallBackend {
             release: req.release_image.clone(),
             reason: e,
         };
-        let release =
-            ImageRef::parse(&req.release_image).map_err(|e| release_error(e.to_string()))?;
+        ImageRef::parse(&req.release_image).map_err(|e| release_error(e.to_string()))?;
         let secret =
             PullSecret::parse(&req.pull_secret).map_err(|e| release_error(e.to_string()))?;
-        let (binary, payload) = cache
-            .get(client, &release, &secret)
-            .await
-            .map_err(|e| release_error(e.to_string()))?;
+        // Through the mirrors first, as a host's registries.conf pulls it; a client that
+        // trusts the mirrors' CA when there is one.
+        let sources = match &req.mirrors {
+            Some(m) => crate::domain::mirrors::pull_sources(&req.release_image, m),
+            None => vec![req.release_image.clone()],
+        };
+        let mirror_client = match req.mirrors.as_ref().and_then(|m| m.ca_bundle.as_deref()) {
+            Some(ca) => Some(
+                crate::service::release::RegistryClient::with_extra_roots(ca)
+                    .map_err(|e| release_error(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let client = mirror_client.as_ref().unwrap_or(client);
+        let mut failures: Vec<String> = Vec::new();
+        let mut found = None;
+        for source in &sources {
+            let attempt = match ImageRef::parse(source) {
+                Ok(reference) => cache.get(client, &reference, &secret).await,
+                Err(e) => Err(e.into()),
+            };
+            match attempt {
+                Ok(got) => {
+                    found = Some(got);
+                    break;
+                }
+                Err(e) => failures.push(format!("{source}: {e}")),
+            }
+        }
+        let (binary, payload) = match (found, failures.as_slice()) {
+            (Some(got), _) => got,
+            // The release alone: its error as it is.
+            (None, [only]) => {
+                let why = only.split_once(": ").map_or(only.as_str(), |(_, e)| e);
+                return Err(release_error(why.to_string()));
+            }
+            (None, _) => return Err(release_error(failures.join("; "))),
+        };
         let info = ReleaseInfo {
             release_image: req.release_image.clone(),
             mco_image: payload.mco_image().unwrap_or_default().to_string(),
@@ -526,6 +562,7 @@ fi
                 content: b"kind: ConfigMap\n".to_vec(),
                 user: true,
             }],
+            mirrors: None,
         }
     }
 

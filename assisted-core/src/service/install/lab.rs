@@ -431,6 +431,7 @@ mod tests {
             machine_networks: vec![],
             pull_secret: String::new(),
             bootstrap_node_ip: None,
+            mirrors: None,
         }
     }
 

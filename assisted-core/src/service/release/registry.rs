@@ -244,14 +244,51 @@ impl RegistryClient {
             .https_or_http()
             .enable_http1()
             .build();
+        Ok(Self::from_connector(connector, max_blob_bytes))
+    }
+
+    /// A client trusting the system's CA certificates and the PEM certificates of
+    /// `extra_pem` (a mirror registry's `ca-bundle.crt`), with [`DEFAULT_MAX_BLOB_BYTES`].
+    pub fn with_extra_roots(extra_pem: &str) -> Result<Self, RegistryError> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let invalid = |what: String| RegistryError::Io {
+            context: "reading the mirror registries' CA bundle".into(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        // As `with_native_roots`: the certificates that load, whatever else fails to.
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        for cert in CertificateDer::pem_slice_iter(extra_pem.as_bytes()) {
+            let cert = cert.map_err(|e| invalid(e.to_string()))?;
+            roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Self::from_connector(connector, DEFAULT_MAX_BLOB_BYTES))
+    }
+
+    fn from_connector(connector: HttpsConnector<HttpConnector>, max_blob_bytes: u64) -> Self {
         let http = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
                 http,
                 auth: Mutex::default(),
                 max_blob_bytes,
             }),
-        })
+        }
     }
 
     /// The manifest `r` names: its bytes, media type and digest (`sha256:...`). A
