@@ -277,7 +277,18 @@ pub async fn dereference(
         && !matches!(pull_secret, PullSecret::Missing(_));
     let release_lookup = match super::release::control_plane_release_image(&oacp, &architectures) {
         Ok(image) if asks_registry => {
-            Some(releases.resolve(&image, pull_secret_json.as_deref()).await)
+            // Through the mirrors of imageRegistryRef (a malformed one blocks elsewhere).
+            let mirrors = match &image_registry {
+                ImageRegistry::Present { data, .. } => {
+                    assisted_core::domain::mirrors::parse(data).ok()
+                }
+                _ => None,
+            };
+            Some(
+                releases
+                    .resolve(&image, pull_secret_json.as_deref(), mirrors.as_ref())
+                    .await,
+            )
         }
         _ => None,
     };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use assisted_core::domain::mirrors::{self, MirrorConfig};
 use assisted_core::service::release::registry::{RegistryClient, RegistryError, sha256_digest};
 use assisted_core::service::release::{ImageRef, PullSecret};
 
@@ -72,9 +73,16 @@ impl Resolver {
         }
     }
 
-    /// The lookup of `image` (a tag) with `pull_secret` (`.dockerconfigjson`); an image
-    /// already pinned is taken as it is.
-    pub async fn resolve(&self, image: &str, pull_secret: Option<&str>) -> Lookup {
+    /// The lookup of `image` (a tag) with `pull_secret` (`.dockerconfigjson`), through the
+    /// `mirrors` that serve tags first (as a host's registries.conf pulls it), trusting their
+    /// CA; an image already pinned is taken as it is. A digest found at a mirror pins the
+    /// source's name (`repository@digest`), which the mirrors then serve.
+    pub async fn resolve(
+        &self,
+        image: &str,
+        pull_secret: Option<&str>,
+        mirrors: Option<&MirrorConfig>,
+    ) -> Lookup {
         let reference = match ImageRef::parse(image) {
             Ok(r) => r,
             Err(e) => return Lookup::NotFound(e.to_string()),
@@ -82,8 +90,18 @@ impl Resolver {
         if reference.digest.is_some() {
             return Lookup::Pinned(image.to_string());
         }
+        let mirrors_key = mirrors.map_or_else(String::new, |m| {
+            sha256_digest(
+                format!(
+                    "{}\n{}",
+                    m.registries_conf,
+                    m.ca_bundle.as_deref().unwrap_or("")
+                )
+                .as_bytes(),
+            )
+        });
         let key = format!(
-            "{image} {}",
+            "{image} {} {mirrors_key}",
             sha256_digest(pull_secret.unwrap_or_default().as_bytes())
         );
         if let Ok(answers) = self.answers.lock()
@@ -92,7 +110,9 @@ impl Resolver {
         {
             return answer.clone();
         }
-        let answer = self.ask(&reference, pull_secret).await;
+        let answer = self
+            .ask_through(&reference, image, pull_secret, mirrors)
+            .await;
         if let Ok(mut answers) = self.answers.lock() {
             answers.retain(|_, (a, at)| at.elapsed() < a.lifetime());
             answers.insert(key, (answer.clone(), Instant::now()));
@@ -100,18 +120,78 @@ impl Resolver {
         answer
     }
 
-    async fn ask(&self, reference: &ImageRef, pull_secret: Option<&str>) -> Lookup {
-        let Some(registry) = &self.registry else {
+    /// Asks each registry `image` may be pulled from, in order, until one gives its digest.
+    async fn ask_through(
+        &self,
+        source: &ImageRef,
+        image: &str,
+        pull_secret: Option<&str>,
+        mirrors: Option<&MirrorConfig>,
+    ) -> Lookup {
+        let client = match mirrors.and_then(|m| m.ca_bundle.as_deref()) {
+            Some(ca) => RegistryClient::with_extra_roots(ca).ok(),
+            None => self.registry.clone(),
+        };
+        let Some(client) = client else {
             return Lookup::Unreachable("the system's CA certificates could not be loaded".into());
         };
         let secret = pull_secret.and_then(|s| PullSecret::parse(s).ok());
-        let credentials = secret
-            .as_ref()
-            .and_then(|s| s.credentials_for(&reference.registry));
-        match registry.manifest(reference, credentials).await {
-            Ok((_, _, digest)) => Lookup::Pinned(pinned(reference, &digest)),
-            Err(e) => classify(&e),
+        let sources = match mirrors {
+            Some(m) => mirrors::pull_sources(image, m),
+            None => vec![image.to_string()],
+        };
+        let mut answers: Vec<Lookup> = Vec::new();
+        for candidate in &sources {
+            let Ok(reference) = ImageRef::parse(candidate) else {
+                continue;
+            };
+            let credentials = secret
+                .as_ref()
+                .and_then(|s| s.credentials_for(&reference.registry));
+            match client.manifest(&reference, credentials).await {
+                Ok((_, _, digest)) => return Lookup::Pinned(pinned(source, &digest)),
+                Err(e) => answers.push(classify(&e)),
+            }
         }
+        settle(answers)
+    }
+}
+
+/// No registry gave the digest: the first that knows better than "unreachable" (it has no such
+/// tag, or refuses the pull secret) speaks, else the last (the source); the others' answers
+/// follow in its message.
+fn settle(answers: Vec<Lookup>) -> Lookup {
+    let message = |l: &Lookup| match l {
+        Lookup::Pinned(m) | Lookup::NotFound(m) | Lookup::Refused(m) | Lookup::Unreachable(m) => {
+            m.clone()
+        }
+    };
+    let chosen = answers
+        .iter()
+        .position(|a| matches!(a, Lookup::NotFound(_) | Lookup::Refused(_)))
+        .or_else(|| answers.len().checked_sub(1));
+    let Some(i) = chosen else {
+        return Lookup::Unreachable("no registry to ask".into());
+    };
+    let others: Vec<String> = answers
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, a)| message(a))
+        .collect();
+    let with_others = |m: String| {
+        if others.is_empty() {
+            m
+        } else {
+            format!("{m} (also asked: {})", others.join("; "))
+        }
+    };
+    match answers.into_iter().nth(i) {
+        Some(Lookup::NotFound(m)) => Lookup::NotFound(with_others(m)),
+        Some(Lookup::Refused(m)) => Lookup::Refused(with_others(m)),
+        Some(Lookup::Unreachable(m)) => Lookup::Unreachable(with_others(m)),
+        Some(pinned @ Lookup::Pinned(_)) => pinned,
+        None => Lookup::Unreachable("no registry to ask".into()),
     }
 }
 
@@ -159,19 +239,47 @@ mod tests {
         assert!(matches!(classify(&connect), Lookup::Unreachable(_)));
     }
 
+    #[test]
+    fn without_a_digest_the_registry_that_knows_better_speaks() {
+        use Lookup::*;
+        let nf = || NotFound("mirror: no such tag".into());
+        let un = |m: &str| Unreachable(m.into());
+        // (answers in the order asked, the outcome)
+        let rows = vec![
+            (vec![un("source down")], un("source down")),
+            // A mirror that has no such tag says more than an unreachable source.
+            (
+                vec![nf(), un("source down")],
+                NotFound("mirror: no such tag (also asked: source down)".into()),
+            ),
+            (
+                vec![un("mirror down"), Refused("source: denied".into())],
+                Refused("source: denied (also asked: mirror down)".into()),
+            ),
+            (
+                vec![un("mirror down"), un("source down")],
+                un("source down (also asked: mirror down)"),
+            ),
+        ];
+        for (answers, expected) in rows {
+            assert_eq!(settle(answers.clone()), expected, "{answers:?}");
+        }
+        assert!(matches!(settle(Vec::new()), Unreachable(_)));
+    }
+
     #[tokio::test]
     async fn a_pinned_image_is_not_looked_up_and_answers_are_kept() {
         let resolver = Resolver::new();
         let pinned = "quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000";
         assert_eq!(
-            resolver.resolve(pinned, None).await,
+            resolver.resolve(pinned, None, None).await,
             Lookup::Pinned(pinned.into())
         );
         // A registry nobody listens on: Unreachable, and the answer is kept (no second try).
         let image = "127.0.0.1:9/ocp/release:4.99.0-x86_64";
-        let first = resolver.resolve(image, None).await;
+        let first = resolver.resolve(image, None, None).await;
         assert!(matches!(first, Lookup::Unreachable(_)), "{first:?}");
         assert_eq!(resolver.answers.lock().unwrap().len(), 1);
-        assert_eq!(resolver.resolve(image, None).await, first);
+        assert_eq!(resolver.resolve(image, None, None).await, first);
     }
 }

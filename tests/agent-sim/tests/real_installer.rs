@@ -686,6 +686,48 @@ async fn the_release_is_read_through_its_mirror() {
     assert!(error.to_string().contains("quay.io"), "{error}");
 }
 
+/// The control plane pins a release tag through the mirrors of `imageRegistryRef` that serve
+/// tags: the digest the test bed's registry has under the mirror path, written with the
+/// source's name (which the mirrors then serve by digest). A tag the mirror does not have is
+/// said with the mirror's answer.
+#[tokio::test]
+async fn the_control_plane_pins_the_release_through_its_mirror() {
+    use controlplane_provider::controller::release_lookup::{Lookup, Resolver};
+    let registry = start_registry();
+    let mirrored = push_release(&registry, "4.17.3");
+    let digest = crane_run(&["digest", &mirrored]);
+    let registries_conf = format!(
+        "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n\
+         [[registry.mirror]]\nlocation = \"{}/ocp/release\"\n",
+        registry.host
+    );
+    let mirrors = dom::mirrors::parse(&BTreeMap::from([(
+        "registries.conf".to_string(),
+        registries_conf,
+    )]))
+    .unwrap();
+    let resolver = Resolver::new();
+    let pinned = resolver.resolve(RELEASE, None, Some(&mirrors)).await;
+    assert_eq!(
+        pinned,
+        Lookup::Pinned(format!(
+            "quay.io/openshift-release-dev/ocp-release@{}",
+            digest.trim()
+        ))
+    );
+    let missing = resolver
+        .resolve(
+            "quay.io/openshift-release-dev/ocp-release:4.99.0-x86_64",
+            None,
+            Some(&mirrors),
+        )
+        .await;
+    let Lookup::NotFound(why) = missing else {
+        panic!("a tag the mirror lacks: {missing:?}");
+    };
+    assert!(why.contains(&registry.host), "{why}");
+}
+
 #[tokio::test]
 async fn single_node_with_the_real_installer() {
     let mut rec = cluster(1, 0);
