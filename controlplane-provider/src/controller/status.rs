@@ -475,30 +475,41 @@ pub fn machine_up_to_date_conditions(
                     ),
                 )
             };
-            let previous = machine
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_deref())
-                .unwrap_or_default();
-            let unchanged = conditions::find(previous, MACHINE_UP_TO_DATE).is_some_and(|c| {
-                c.status == desired.status.as_str()
-                    && c.reason == desired.reason
-                    && c.message == desired.message
-                    && c.observed_generation == machine.metadata.generation
-            });
-            if unchanged {
-                return None;
-            }
-            let condition = conditions::merge(
-                previous,
-                std::slice::from_ref(&desired),
-                machine.metadata.generation,
-                now,
-            )
-            .swap_remove(0);
-            Some((name, condition))
+            Some((name, machine_condition_change(machine, &desired, now)?))
         })
         .collect()
+}
+
+/// `desired` as the Machine's condition of its type, its transition time kept while its status
+/// holds; `None` when the Machine already says exactly that.
+fn machine_condition_change(
+    machine: &Machine,
+    desired: &Desired,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    let previous = machine
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let unchanged = conditions::find(previous, desired.type_).is_some_and(|c| {
+        c.status == desired.status.as_str()
+            && c.reason == desired.reason
+            && c.message == desired.message
+            && c.observed_generation == machine.metadata.generation
+    });
+    if unchanged {
+        return None;
+    }
+    Some(
+        conditions::merge(
+            previous,
+            std::slice::from_ref(desired),
+            machine.metadata.generation,
+            now,
+        )
+        .swap_remove(0),
+    )
 }
 
 /// CAPI's `OwnerRemediated` on the Machine a remediation decision is about, as
@@ -539,24 +550,10 @@ pub fn owner_remediated_condition(
         .iter()
         .find(|m| m.metadata.name.as_ref() == Some(name))?;
     let desired = Desired::false_(OWNER_REMEDIATED, reason, message);
-    let previous = machine
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    let unchanged = conditions::find(previous, OWNER_REMEDIATED)
-        .is_some_and(|c| c.status == "False" && c.reason == reason && c.message == desired.message);
-    if unchanged {
-        return None;
-    }
-    let condition = conditions::merge(
-        previous,
-        std::slice::from_ref(&desired),
-        machine.metadata.generation,
-        now,
-    )
-    .swap_remove(0);
-    Some((name.clone(), condition))
+    Some((
+        name.clone(),
+        machine_condition_change(machine, &desired, now)?,
+    ))
 }
 
 /// The core takes the machine network from the host network that holds the API VIP, as

@@ -219,22 +219,27 @@ fn cluster(masters: u32, workers: u32) -> ClusterRecord {
     )
 }
 
-/// The core's install step on the real installer, which the core takes from the cluster's
-/// release payload in the test bed's registry, as it does by default.
-async fn install(rec: &mut ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifacts {
-    let registry = start_registry();
-    rec.settings.release_image = push_release(&registry, "4.17.3");
+/// The core's install step for `rec`, its installer taken from the release payload (the
+/// installers cached under `dir/installers`).
+async fn generate_from_payload(
+    rec: &ClusterRecord,
+    ie: &InfraEnvInputs,
+    dir: &std::path::Path,
+    api_url: &str,
+) -> Result<InstallArtifacts, String> {
     let yaml = render_install_config_yaml(&install_config_input(rec, ie)).expect("install-config");
-    let req = generate_request(rec, ie, yaml, "https://api.lab.example.com:6443").expect("request");
-    let work = tempfile::tempdir().unwrap();
-    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("installers"))
+    let req = generate_request(rec, ie, yaml, api_url).expect("request");
+    let backend = OpenshiftInstallBackend::from_release_payloads(dir.join("installers"))
         .expect("registry client");
-    let art = backend
-        .generate(&req, &work.path().join("run"))
+    backend
+        .generate(&req, &dir.join("run"))
         .await
-        .unwrap_or_else(|e| panic!("openshift-install failed: {e}"));
-    // The binary extracted from the payload is the one the test bed built.
-    let extracted = std::fs::read_dir(work.path().join("installers"))
+        .map_err(|e| e.to_string())
+}
+
+/// The binary extracted from the payload under `dir/installers` is the one the test bed built.
+fn assert_test_bed_installer(dir: &std::path::Path) {
+    let extracted = std::fs::read_dir(dir.join("installers"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path().join("openshift-install"))
@@ -244,6 +249,18 @@ async fn install(rec: &mut ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifac
         std::fs::metadata(&extracted).unwrap().len(),
         std::fs::metadata(installer()).unwrap().len()
     );
+}
+
+/// The core's install step on the real installer, which the core takes from the cluster's
+/// release payload in the test bed's registry, as it does by default.
+async fn install(rec: &mut ClusterRecord, ie: &InfraEnvInputs) -> InstallArtifacts {
+    let registry = start_registry();
+    rec.settings.release_image = push_release(&registry, "4.17.3");
+    let work = tempfile::tempdir().unwrap();
+    let art = generate_from_payload(rec, ie, work.path(), "https://api.lab.example.com:6443")
+        .await
+        .unwrap_or_else(|e| panic!("openshift-install failed: {e}"));
+    assert_test_bed_installer(work.path());
     // The payload's component images reach the hosts' install step.
     let release = art
         .release
@@ -633,27 +650,12 @@ async fn the_release_is_read_through_its_mirror() {
         .unwrap(),
     );
     let ie = InfraEnvInputs::default();
-    let yaml =
-        render_install_config_yaml(&install_config_input(&rec, &ie)).expect("install-config");
-    let req =
-        generate_request(&rec, &ie, yaml, "https://api.sno.example.com:6443").expect("request");
+    let api = "https://api.sno.example.com:6443";
     let work = tempfile::tempdir().unwrap();
-    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("installers"))
-        .expect("registry client");
-    let art = backend
-        .generate(&req, &work.path().join("run"))
+    let art = generate_from_payload(&rec, &ie, work.path(), api)
         .await
         .unwrap_or_else(|e| panic!("the release through its mirror: {e}"));
-    let extracted = std::fs::read_dir(work.path().join("installers"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("openshift-install"))
-        .find(|p| p.exists())
-        .expect("an extracted installer");
-    assert_eq!(
-        std::fs::metadata(&extracted).unwrap().len(),
-        std::fs::metadata(installer()).unwrap().len()
-    );
+    assert_test_bed_installer(work.path());
     // The cluster is told the release by its source name; the mirrors resolve it.
     let release = art.release.expect("release metadata from the payload");
     assert_eq!(release.release_image, RELEASE);
@@ -673,17 +675,11 @@ async fn the_release_is_read_through_its_mirror() {
         )]))
         .unwrap(),
     );
-    let yaml =
-        render_install_config_yaml(&install_config_input(&rec, &ie)).expect("install-config");
-    let req =
-        generate_request(&rec, &ie, yaml, "https://api.sno.example.com:6443").expect("request");
-    let backend = OpenshiftInstallBackend::from_release_payloads(work.path().join("other"))
-        .expect("registry client");
-    let error = backend
-        .generate(&req, &work.path().join("run-2"))
+    let other = tempfile::tempdir().unwrap();
+    let error = generate_from_payload(&rec, &ie, other.path(), api)
         .await
         .expect_err("a tag through a digest-only mirror");
-    assert!(error.to_string().contains("quay.io"), "{error}");
+    assert!(error.contains("quay.io"), "{error}");
 }
 
 /// The control plane pins a release tag through the mirrors of `imageRegistryRef` that serve
