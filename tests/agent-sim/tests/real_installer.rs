@@ -31,7 +31,7 @@ use serde_json::Value;
 #[path = "common/registry.rs"]
 mod registry;
 
-use registry::{Registry, cache, crane_run, start_registry};
+use registry::{Registry, cache, crane_run, start_gate, start_registry};
 
 const VERSION: &str = "v1.4.17";
 const NET: &str = "192.168.111.0/24";
@@ -722,6 +722,85 @@ async fn the_control_plane_pins_the_release_through_its_mirror() {
         panic!("a tag the mirror lacks: {missing:?}");
     };
     assert!(why.contains(&registry.host), "{why}");
+}
+
+/// A site's mirror as it usually is: https with a private CA and Basic auth (the test bed's
+/// registry behind [`registry::Gate`]). The control plane pins the release through it with the
+/// pull secret's credentials and the ConfigMap's CA, and the core reads the payload and the
+/// installer through it; a wrong password is a refusal, a CA the mirror does not chain to is no
+/// answer (the TLS error said), each naming the mirror.
+#[tokio::test]
+async fn a_tls_mirror_with_credentials_serves_the_release() {
+    use base64::Engine;
+    use controlplane_provider::controller::release_lookup::{Lookup, Resolver};
+    let registry = start_registry();
+    let mirrored = push_release(&registry, "4.17.3");
+    let digest = crane_run(&["digest", &mirrored]);
+    let gate = start_gate(&registry, "mirror", "s3cret").await;
+    let conf = format!(
+        "[[registry]]\nlocation = \"quay.io/openshift-release-dev/ocp-release\"\n\n\
+         [[registry.mirror]]\nlocation = \"{}/ocp/release\"\n",
+        gate.host
+    );
+    let mirrors_with = |ca: &str| {
+        dom::mirrors::parse(&BTreeMap::from([
+            ("registries.conf".to_string(), conf.clone()),
+            ("ca-bundle.crt".to_string(), ca.to_string()),
+        ]))
+        .unwrap()
+    };
+    let mirrors = mirrors_with(&gate.ca_pem);
+    let secret = |password: &str| {
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("mirror:{password}"));
+        serde_json::json!({"auths": {gate.host.clone(): {"auth": auth}}}).to_string()
+    };
+
+    let resolver = Resolver::new();
+    assert_eq!(
+        resolver
+            .resolve(RELEASE, Some(&secret("s3cret")), Some(&mirrors))
+            .await,
+        Lookup::Pinned(format!(
+            "quay.io/openshift-release-dev/ocp-release@{digest}"
+        ))
+    );
+    let refused = resolver
+        .resolve(RELEASE, Some(&secret("wrong")), Some(&mirrors))
+        .await;
+    assert!(
+        matches!(&refused, Lookup::Refused(why) if why.contains(&gate.host)),
+        "{refused:?}"
+    );
+    let other_ca = testbed::certs::Ca::new("not the mirror's")
+        .unwrap()
+        .cert_pem;
+    let untrusted = resolver
+        .resolve(
+            RELEASE,
+            Some(&secret("s3cret")),
+            Some(&mirrors_with(&other_ca)),
+        )
+        .await;
+    assert!(
+        matches!(&untrusted, Lookup::Unreachable(why) if why.contains(&gate.host) && why.to_lowercase().contains("certificate")),
+        "{untrusted:?}"
+    );
+
+    // The core's install step reads the payload and extracts the installer through it.
+    let mut rec = cluster(1, 0);
+    rec.settings.release_image = RELEASE.into();
+    rec.settings.pull_secret = secret("s3cret");
+    rec.settings.mirrors = Some(mirrors);
+    let work = tempfile::tempdir().unwrap();
+    generate_from_payload(
+        &rec,
+        &InfraEnvInputs::default(),
+        work.path(),
+        "https://api.sno.example.com:6443",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the release through the TLS mirror: {e}"));
+    assert_test_bed_installer(work.path());
 }
 
 #[tokio::test]

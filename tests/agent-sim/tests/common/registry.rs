@@ -102,3 +102,134 @@ pub fn push_small_image(reference: &str) -> String {
     ]);
     crane_run(&["digest", "--full-ref", reference])
 }
+
+/// A TLS and Basic-auth front of a [`Registry`], as a site's mirror registry is: https on
+/// 127.0.0.2 (a loopback address clients reach over https, unlike 127.0.0.1) with a serving
+/// certificate of a CA of its own, every request without the right `user:password` answered
+/// `401` with a Basic challenge, the rest passed to the registry as they are. Gone when
+/// dropped.
+pub struct Gate {
+    pub host: String,
+    /// The CA its certificate chains to (a mirror ConfigMap's `ca-bundle.crt`).
+    pub ca_pem: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn start_gate(registry: &Registry, user: &str, password: &str) -> Gate {
+    use base64::Engine;
+    use http_body_util::BodyExt;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let ca = testbed::certs::Ca::new("mirror registry CA").expect("CA");
+    let pair = ca
+        .serving_for("mirror registry", &["127.0.0.2"])
+        .expect("serving certificate");
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("certificate PEM");
+    let key = PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes()).expect("key PEM");
+    let tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("TLS config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.2:0")
+        .await
+        .expect("bind 127.0.0.2");
+    let host = format!("127.0.0.2:{}", listener.local_addr().unwrap().port());
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    );
+    let upstream = registry.host.clone();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<hyper::body::Incoming>();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, expected, upstream, client) = (
+                acceptor.clone(),
+                expected.clone(),
+                upstream.clone(),
+                client.clone(),
+            );
+            tokio::spawn(async move {
+                // A client that does not trust the CA ends the handshake: nothing to serve.
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let (expected, upstream, client) =
+                            (expected.clone(), upstream.clone(), client.clone());
+                        async move {
+                            type Body =
+                                http_body_util::combinators::BoxBody<bytes::Bytes, hyper::Error>;
+                            let authorized = req
+                                .headers()
+                                .get(http::header::AUTHORIZATION)
+                                .is_some_and(|v| v.as_bytes() == expected.as_bytes());
+                            if !authorized {
+                                let denied: Body = http_body_util::Empty::new()
+                                    .map_err(|never| match never {})
+                                    .boxed();
+                                return Ok::<_, hyper::Error>(
+                                    hyper::Response::builder()
+                                        .status(401)
+                                        .header("WWW-Authenticate", "Basic realm=\"mirror\"")
+                                        .body(denied)
+                                        .unwrap(),
+                                );
+                            }
+                            let (mut parts, body) = req.into_parts();
+                            let path = parts
+                                .uri
+                                .path_and_query()
+                                .map_or("/", |p| p.as_str())
+                                .to_string();
+                            parts.uri = format!("http://{upstream}{path}").parse().unwrap();
+                            parts.headers.remove(http::header::HOST);
+                            parts.headers.remove(http::header::AUTHORIZATION);
+                            match client
+                                .request(hyper::Request::from_parts(parts, body))
+                                .await
+                            {
+                                Ok(resp) => Ok(resp.map(|b| b.boxed())),
+                                Err(e) => {
+                                    let failed: Body = http_body_util::Full::new(
+                                        bytes::Bytes::from(e.to_string()),
+                                    )
+                                    .map_err(|never| match never {})
+                                    .boxed();
+                                    Ok(hyper::Response::builder().status(502).body(failed).unwrap())
+                                }
+                            }
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Gate {
+        host,
+        ca_pem: ca.cert_pem.clone(),
+        task,
+    }
+}
