@@ -79,7 +79,8 @@ pub struct Installed {
     pub masters: i32,
     /// Why `spec.replicas` cannot be had ([`size_supported`]), if so.
     pub refused: Option<String>,
-    /// A live Machine with no Node yet: the next step waits for it to join.
+    /// A live Machine with no Node yet: a scale-up waits for it to join; a scale-down removes
+    /// it first.
     pub joining: Option<String>,
     /// Live Machines marked with [`DELETE_MACHINE_ANNOTATION`]: removed first.
     pub marked: Vec<String>,
@@ -193,17 +194,20 @@ pub fn scaling(
             if let Some(name) = deleting {
                 return paced(format!("{name} is being deleted"));
             }
-            if let Some(name) = &installed.joining {
-                return paced(format!("{name} has no Node yet"));
-            }
             if have < target {
-                Scaling::Up(free_names(1))
+                match &installed.joining {
+                    Some(name) => paced(format!("{name} has no Node yet")),
+                    None => Scaling::Up(free_names(1)),
+                }
             } else if have > target {
+                // A Machine that never got its Node (no free host, say) goes first after the
+                // marked ones: waiting for it would keep the control plane from scaling back.
                 let pick = installed
                     .marked
                     .iter()
                     .filter(|n| existing.contains(n))
                     .min()
+                    .or(installed.joining.as_ref())
                     .or_else(|| by_age().first().copied());
                 Scaling::Down(pick.cloned().into_iter().collect())
             } else {
@@ -685,6 +689,14 @@ spec:
                 3,
                 installed(),
                 paced(3, 4, "cp-4 is being deleted"),
+            ),
+            // One that never joined goes first when scaling back (it is not waited for).
+            (
+                &["cp-0", "cp-1", "cp-2", "cp-3"],
+                &[],
+                3,
+                with(&|i| i.joining = Some("cp-3".into())),
+                Scaling::Down(names(&["cp-3"])),
             ),
             // Cluster API's delete-machine mark goes first.
             (
