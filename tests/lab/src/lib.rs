@@ -823,29 +823,41 @@ async fn install_cluster_version(
 async fn edit_topology(
     client: &Client,
     spec: &ClusterSpec,
-    change: impl FnOnce(&mut Value),
+    change: impl Fn(&mut Value),
 ) -> Result<()> {
     let api = Api::<kube::api::DynamicObject>::namespaced_with(
         client.clone(),
         &spec.ns,
         &observe::cluster_resource(),
     );
-    let cluster = api
-        .get(&spec.name)
-        .await
-        .with_context(|| format!("reading Cluster {}", spec.name))?;
-    let mut topology = cluster.data["spec"]["topology"].clone();
-    change(&mut topology);
-    api.patch(
-        &spec.name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({
-            "metadata": {"resourceVersion": cluster.metadata.resource_version},
-            "spec": {"topology": topology},
-        })),
-    )
-    .await?;
-    Ok(())
+    // Read, change, write at that resourceVersion, as `kubectl edit` does; Cluster API writes
+    // the Cluster too, so a conflict reads it again (a few times) rather than failing the run.
+    let mut attempt = 0;
+    loop {
+        let cluster = api
+            .get(&spec.name)
+            .await
+            .with_context(|| format!("reading Cluster {}", spec.name))?;
+        let mut topology = cluster.data["spec"]["topology"].clone();
+        change(&mut topology);
+        let written = api
+            .patch(
+                &spec.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({
+                    "metadata": {"resourceVersion": cluster.metadata.resource_version},
+                    "spec": {"topology": topology},
+                })),
+            )
+            .await;
+        match written {
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < 5 => attempt += 1,
+            other => {
+                other?;
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// `--upgrade-to`: the user's edit of `spec.distributionVersion`; of a ClusterClass cluster,
