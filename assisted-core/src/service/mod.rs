@@ -8,6 +8,7 @@ pub mod http;
 pub mod image_server;
 pub mod images;
 pub mod install;
+pub mod journal;
 pub mod monitor;
 pub mod persister;
 pub mod private_fs;

@@ -1,9 +1,8 @@
-//! Writes the store back: new Agent CRs, Agent and AgentClusterInstall status (server-side
-//! apply, one field manager), and each cluster's snapshot to the file store so a restarted core
-//! continues where it stopped.
+//! Writes the store back to the CRs: new Agents, Agent and AgentClusterInstall status
+//! (server-side apply, one field manager). The file store, from which a restarted core continues,
+//! is the journal's (`journal.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,74 +18,12 @@ use super::controllers::status::{aci_status, agent_status, inventory_labels};
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
-use crate::domain::{ClusterSnapshot, ClusterStatus, HostSnapshot, PreparationStatus};
-use crate::service::store::{ClusterRecord, ClusterSettings, Dirty, DirtyReceiver};
+use crate::domain::HostSnapshot;
+use crate::service::store::{Dirty, DirtyReceiver};
 
 const STATUS_MANAGER: &str = "assisted-core-status";
 const LABELS_MANAGER: &str = "assisted-core-labels";
 const CD_NAMESPACE_LABEL: &str = "agent-install.openshift.io/clusterdeployment-namespace";
-
-pub fn state_path(files_root: &Path, cluster_id: &str) -> PathBuf {
-    files_root.join(cluster_id).join("state.json")
-}
-
-fn unbound_path(files_root: &Path, host_id: &str) -> PathBuf {
-    files_root.join("unbound").join(format!("{host_id}.json"))
-}
-
-async fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
-    }
-    let tmp = path.with_extension("tmp");
-    tokio::fs::write(&tmp, bytes).await?;
-    tokio::fs::rename(&tmp, path).await
-}
-
-/// Loads persisted clusters and unbound hosts into the store. Returns the clusters whose
-/// install preparation was running when the core stopped (to be started again).
-pub async fn restore(ctx: &Context) -> Vec<String> {
-    let now = Timestamp::now();
-    let mut resume = Vec::new();
-    let Ok(mut dir) = tokio::fs::read_dir(&ctx.files_root).await else {
-        return resume;
-    };
-    while let Ok(Some(entry)) = dir.next_entry().await {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if name == "unbound" {
-            continue;
-        }
-        let Ok(bytes) = tokio::fs::read(state_path(&ctx.files_root, &name)).await else {
-            continue;
-        };
-        match serde_json::from_slice::<ClusterSnapshot>(&bytes) {
-            Ok(snap) => {
-                if snap.status == ClusterStatus::PreparingForInstallation
-                    && snap.preparation == PreparationStatus::InProgress
-                {
-                    resume.push(snap.id.clone());
-                }
-                tracing::info!(cluster = %snap.name, status = %snap.status, hosts = snap.hosts.len(), "restored cluster state");
-                ctx.store
-                    .restore_cluster(ClusterRecord::new(snap, ClusterSettings::default()), now);
-            }
-            Err(e) => {
-                tracing::warn!(cluster = %name, error = %e, "unreadable cluster state; skipped")
-            }
-        }
-    }
-    if let Ok(mut dir) = tokio::fs::read_dir(ctx.files_root.join("unbound")).await {
-        while let Ok(Some(entry)) = dir.next_entry().await {
-            if let Ok(bytes) = tokio::fs::read(entry.path()).await
-                && let Ok(h) = serde_json::from_slice::<HostSnapshot>(&bytes)
-            {
-                ctx.store.restore_unbound(h, now);
-            }
-        }
-    }
-    ctx.store.mark_all();
-    resume
-}
 
 /// How many API writes the persister keeps in flight. The API server answers a status patch in
 /// a few milliseconds but one at a time left 1,000 new hosts' Agents a minute behind; a bounded
@@ -223,18 +160,6 @@ pub async fn run(
         let failed = write_all(&batch.clusters, |id| write_aci_status(&ctx, id, &written)).await;
         retry.extend(failed.into_iter().map(|id| Dirty::Cluster(id.to_string())));
 
-        let mut clusters_to_save: BTreeSet<String> = batch.clusters.iter().cloned().collect();
-        for id in &batch.hosts {
-            match ctx.store.view(|st| st.host_cluster.get(id).cloned()) {
-                Some(c) => {
-                    clusters_to_save.insert(c);
-                }
-                None => save_unbound(&ctx, id).await,
-            }
-        }
-        for id in clusters_to_save {
-            save_cluster(&ctx, &id).await;
-        }
         if !retry.is_empty() {
             let store = ctx.store.clone();
             tokio::spawn(async move {
@@ -244,34 +169,6 @@ pub async fn run(
                 }
             });
         }
-    }
-}
-
-async fn save_cluster(ctx: &Context, id: &str) {
-    // Encoded under the read lock: cheaper than copying the cluster first.
-    let Some(encoded) = ctx
-        .store
-        .view(|st| st.clusters.get(id).map(|r| serde_json::to_vec(&r.snapshot)))
-    else {
-        return;
-    };
-    match encoded {
-        Ok(bytes) => {
-            if let Err(e) = write_atomic(&state_path(&ctx.files_root, id), &bytes).await {
-                tracing::warn!(cluster = %id, error = %e, "cannot save cluster state");
-            }
-        }
-        Err(e) => tracing::warn!(cluster = %id, error = %e, "cannot encode cluster state"),
-    }
-}
-
-async fn save_unbound(ctx: &Context, host_id: &str) {
-    let host = ctx.store.view(|st| st.unbound.get(host_id).cloned());
-    if let Some(h) = host
-        && let Ok(bytes) = serde_json::to_vec(&h)
-        && let Err(e) = write_atomic(&unbound_path(&ctx.files_root, host_id), &bytes).await
-    {
-        tracing::warn!(host = %host_id, error = %e, "cannot save host state");
     }
 }
 

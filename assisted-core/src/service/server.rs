@@ -22,7 +22,7 @@ use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, Openshi
 use super::store::Store;
 use super::tls::{self, CertificateNames, ServingCertificate, TlsSettings, certificate_names};
 use super::urls::ServiceUrls;
-use super::{monitor, persister};
+use super::{journal, monitor, persister};
 use crate::domain::Config;
 use manager::runtime::SharedRegistry;
 use manager::runtime::parse_bind_address;
@@ -286,7 +286,7 @@ pub async fn run(
         },
         &registry,
     ));
-    let resume = persister::restore(&ctx).await;
+    let resume = journal::restore(&ctx.store, &ctx.files_root).await;
     controllers::initial_sync(&ctx).await;
     for id in resume {
         monitor::start_preparation(&ctx, id).await;
@@ -328,6 +328,7 @@ pub async fn run(
         ),
         controllers::run(ctx.clone(), agents, shutdown.clone()),
         // Boxed as before the move: a large future kept off the stack.
+        journal::run(store.clone(), files_root.clone(), shutdown.clone()),
         persister::run(ctx.clone(), dirty, agent_store, shutdown.clone()).boxed(),
         monitor::run(ctx.clone(), Duration::from_secs(2), shutdown.clone()),
         controllers::day2::run(ctx, shutdown.clone()),

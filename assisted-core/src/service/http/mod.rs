@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -104,6 +104,10 @@ pub fn router(state: AppState) -> Router {
             put(cluster_logs_progress),
         )
         .route("/events", post(trigger_event))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            acknowledge_once_saved,
+        ))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
         // Public: the spec describes the API, it grants nothing.
         .route("/openapi.yaml", get(serve_openapi))
@@ -171,6 +175,31 @@ async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> R
         return e.into_response();
     }
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// How long a request that changed the store waits for the journal before it is answered 503
+/// (the agent tries again; every change it reports can be reported twice).
+pub const SAVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A request that may have changed the store (anything but GET and HEAD) is answered only once
+/// the journal has saved its change: an acknowledged report survives the core being killed the
+/// next moment, as upstream's database commit does. Requests that arrive together wait for one
+/// write together.
+async fn acknowledge_once_saved(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
+    let response = next.run(req).await;
+    if reads_only || !response.status().is_success() {
+        return response;
+    }
+    if st.store.wait_saved(st.store.marks(), SAVE_TIMEOUT).await {
+        response
+    } else {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the change could not be saved yet; try again",
+        )
+        .into_response()
+    }
 }
 
 /// Path parameters; rejections become JSON errors.

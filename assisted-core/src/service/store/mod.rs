@@ -1,14 +1,16 @@
 //! The in-memory index of clusters, hosts and infra-envs that the REST API, the controllers and
 //! the monitor share. Every mutation goes through the pure [`crate::domain`] functions; what
-//! changed is reported as [`Dirty`] keys, which the persister writes to the CRs and the file
-//! store. Only the agents' last check-in is volatile: it is not persisted.
+//! changed is reported as [`Dirty`] keys, which the journal writes to the file store (before the
+//! agent API acknowledges the change) and the persister to the CRs. Only the agents' last
+//! check-in is volatile: it is not persisted.
 //!
 //! The lock never leaves this module: readers get a shared view for one closure
 //! ([`Store::view`]), writers call the methods of their audience's file:
 //! - `agent_api.rs`: the agent REST API (registration, next-steps, step replies, progress);
 //! - `controllers.rs`: the Kubernetes controllers (specs in, deregistration, day-2 hand-over);
 //! - `monitor.rs`: the monitor pass and the install-preparation results;
-//! - `persist.rs`: the persister (full resync, restore after a restart).
+//! - `persist.rs`: the persister and the journal (full resync, restore after a restart, what is
+//!   not yet saved).
 //!
 //! Errors are [`StoreError`]s; the HTTP layer maps them to its `StoreError`. The store never reads
 //! the clock: every method that stamps a time takes `now`.
@@ -22,11 +24,12 @@ mod persist;
 pub use error::StoreError;
 pub use monitor::{Action, PREPARATION_RETRY_DELAY};
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use jiff::Timestamp;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 
 use crate::domain::*;
 
@@ -220,6 +223,24 @@ pub struct Store {
     dirty: mpsc::UnboundedSender<Dirty>,
     /// Wakes the monitor early (a host changed state, an approval arrived...).
     pub wake: Notify,
+    /// Changes the journal has not written to the file store yet.
+    unsaved: Mutex<Unsaved>,
+    /// Wakes the journal.
+    pub journal_wake: Notify,
+    /// The count of marks whose changes are in the file store (published by the journal).
+    saved: watch::Sender<u64>,
+    /// False until a journal runs: a store without one (the API's tests) keeps nothing on disk,
+    /// so there is nothing to wait for.
+    journal_attached: AtomicBool,
+}
+
+/// What the journal has still to write: every mark is counted, so a request that changed the
+/// store knows which count must be saved before it is acknowledged.
+#[derive(Debug, Default)]
+pub struct Unsaved {
+    /// Marks made since the start.
+    pub marks: u64,
+    pub keys: BTreeSet<Dirty>,
 }
 
 /// The receiving end of the dirty keys, for the persister.
@@ -233,6 +254,10 @@ impl Store {
             cfg,
             dirty: tx,
             wake: Notify::new(),
+            unsaved: Mutex::new(Unsaved::default()),
+            journal_wake: Notify::new(),
+            saved: watch::Sender::new(0),
+            journal_attached: AtomicBool::new(false),
         };
         (Arc::new(store), rx)
     }
@@ -259,6 +284,12 @@ impl Store {
     }
 
     pub fn mark(&self, d: Dirty) {
+        {
+            let mut unsaved = self.unsaved.lock().unwrap_or_else(|e| e.into_inner());
+            unsaved.marks += 1;
+            unsaved.keys.insert(d.clone());
+        }
+        self.journal_wake.notify_one();
         // The receiver lives as long as the service; a send error only happens at shutdown.
         let _ = self.dirty.send(d);
     }
