@@ -38,6 +38,7 @@ pub mod cluster_sm;
 pub mod formats;
 pub mod hardware;
 pub mod host_sm;
+pub mod image_mode;
 pub mod inventory;
 pub mod mirrors;
 pub mod net;

@@ -44,6 +44,52 @@ pub fn install_config_has_additional_ntp_servers(version: &str) -> bool {
     at_least(version, (4, 18))
 }
 
+/// Pools installed on a pre-built image (MachineOSConfig manifests with the pre-built-image
+/// annotation): the bootstrap machine-config-operator reads them from 4.21 (MCO PR #5318).
+pub fn pre_built_images_supported(version: &str) -> bool {
+    at_least(version, IMAGE_MODE_AT_INSTALL_SINCE)
+}
+
+/// The first release that installs pools on a pre-built image.
+pub const IMAGE_MODE_AT_INSTALL_SINCE: (u32, u32) = (4, 21);
+
+/// The OS image streams an install-config's `osImageStream` may name (`centos-10` for OKD).
+pub const OS_IMAGE_STREAMS: &[&str] = &["rhel-9", "rhel-10", "centos-10"];
+/// The stream a 4.x cluster gets when none is named.
+pub const DEFAULT_OS_IMAGE_STREAM: &str = "rhel-9";
+
+/// Whether the release's installer takes `osImageStream: stream` with the install-config's
+/// `featureSet`; the reason when it does not. The field comes with the 4.22 installer; another
+/// stream than the default needs the `OSStreams` feature gate, in `TechPreviewNoUpgrade` (or
+/// `DevPreviewNoUpgrade`) before 4.23, on by default from 4.23.
+pub fn os_image_stream_support(
+    version: &str,
+    stream: &str,
+    feature_set: Option<&str>,
+) -> Result<(), String> {
+    if !OS_IMAGE_STREAMS.contains(&stream) {
+        return Err(format!(
+            "unknown stream (known: {})",
+            OS_IMAGE_STREAMS.join(", ")
+        ));
+    }
+    if !at_least(version, (4, 22)) {
+        return Err(format!(
+            "the installer of OpenShift {version} has no osImageStream (from 4.22)"
+        ));
+    }
+    let preview = matches!(
+        feature_set,
+        Some("TechPreviewNoUpgrade" | "DevPreviewNoUpgrade")
+    );
+    if stream != DEFAULT_OS_IMAGE_STREAM && !at_least(version, (4, 23)) && !preview {
+        return Err(format!(
+            "a stream other than {DEFAULT_OS_IMAGE_STREAM} needs the OSStreams feature gate before 4.23: set featureSet: TechPreviewNoUpgrade"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

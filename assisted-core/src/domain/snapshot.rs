@@ -308,6 +308,12 @@ pub struct ClusterSnapshot {
     pub vip_dhcp_allocation: bool,
     pub additional_ntp_source: String,
     pub disk_encryption: Option<DiskEncryption>,
+    /// Image mode at install, read from the custom manifests (`image_mode.rs`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::domain::image_mode::ImageMode::is_off"
+    )]
+    pub image_mode: crate::domain::image_mode::ImageMode,
     pub release: ReleaseInfo,
     pub ignition_endpoint: IgnitionEndpoint,
     pub hosts: Vec<HostSnapshot>,
@@ -355,6 +361,7 @@ impl ClusterSnapshot {
             vip_dhcp_allocation: false,
             additional_ntp_source: String::new(),
             disk_encryption: None,
+            image_mode: Default::default(),
             release: ReleaseInfo::default(),
             ignition_endpoint: IgnitionEndpoint::default(),
             hosts: Vec::new(),

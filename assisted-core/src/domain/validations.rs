@@ -1558,7 +1558,7 @@ pub(crate) fn validate_cluster_with(
     out.push((NetworkTypeValid, network_type_check(cl, &clusters)));
     out.push((
         CustomManifestsRequirementsSatisfied,
-        ok("Custom manifests requirements are satisfied"),
+        custom_manifests_check(cl),
     ));
     out.push((
         PlatformRequirementsSatisfied,
@@ -1590,6 +1590,31 @@ pub(crate) fn validate_cluster_with(
             })
             .collect(),
     }
+}
+
+/// The custom manifests' requirements: upstream's validation, which here also carries image mode
+/// at install (MachineOSConfig manifests, `osImageStream`), whose problems the bootstrap MCO would
+/// only find mid-install.
+fn custom_manifests_check(cl: &ClusterSnapshot) -> Check {
+    let image_mode = &cl.image_mode;
+    if !image_mode.problems.is_empty() {
+        return fail(format!(
+            "Image mode at install: {}.",
+            image_mode.problems.join("; ")
+        ));
+    }
+    if image_mode.pools.is_empty() {
+        return ok("Custom manifests requirements are satisfied");
+    }
+    let pools: Vec<String> = image_mode
+        .pools
+        .iter()
+        .map(|p| format!("{} on {}", p.pool, p.image))
+        .collect();
+    ok(format!(
+        "Custom manifests requirements are satisfied; image mode at install: {}",
+        pools.join(", ")
+    ))
 }
 
 fn masters_count_check(cl: &ClusterSnapshot, day1: &[&HostView]) -> Check {

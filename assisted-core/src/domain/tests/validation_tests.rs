@@ -465,7 +465,22 @@ cluster_validation_tests! {
         assert_eq!(cv(&sno, CV::NetworkTypeValid), Failure);
     }
     c_manifests: CustomManifestsRequirementsSatisfied => {
+        use crate::domain::image_mode::{ImageMode, PoolImage};
         assert_eq!(cv(&base(), CV::CustomManifestsRequirementsSatisfied), Success);
+        // Image mode at install: its pools named when they pass, its problems when not.
+        let on_images = cw(|c| c.image_mode = ImageMode {
+            pools: vec![PoolImage { pool: "worker".into(), image: "r.example.com/os@sha256:1".into() }],
+            ..Default::default()
+        });
+        let v = validate_cluster(&on_images, &Config::default());
+        let r = v.results.iter().find(|r| r.id == CV::CustomManifestsRequirementsSatisfied).unwrap();
+        assert_eq!(r.status, Success);
+        assert!(r.message.contains("image mode at install: worker on r.example.com/os@sha256:1"), "{}", r.message);
+        let refused = cw(|c| c.image_mode.problems = vec!["MachineOSConfig worker (m.yaml): pool worker: spec.renderedImagePushSpec is required".into()]);
+        let v = validate_cluster(&refused, &Config::default());
+        let r = v.results.iter().find(|r| r.id == CV::CustomManifestsRequirementsSatisfied).unwrap();
+        assert_eq!(r.status, Failure);
+        assert!(r.message.contains("pool worker: spec.renderedImagePushSpec is required"), "{}", r.message);
     }
     c_platform: PlatformRequirementsSatisfied => {
         assert_eq!(cv(&base(), CV::PlatformRequirementsSatisfied), Success);

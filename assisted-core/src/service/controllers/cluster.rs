@@ -114,6 +114,8 @@ pub struct ClusterConfig {
     pub disk_encryption: Option<DiskEncryption>,
     /// URL and CA (PEM) of the ignition endpoint day-2 hosts' pointer ignition uses.
     pub ignition_endpoint: IgnitionEndpoint,
+    /// Image mode at install, from the custom manifests (checked by a validation).
+    pub image_mode: crate::domain::image_mode::ImageMode,
 }
 
 impl ClusterConfig {
@@ -155,6 +157,7 @@ impl ClusterConfig {
         c.pull_secret_set = true;
         c.additional_ntp_source.clone_from(&self.ntp);
         c.disk_encryption.clone_from(&self.disk_encryption);
+        c.image_mode.clone_from(&self.image_mode);
         // The token is per host (Agent ignitionEndpointTokenReference, not supported yet).
         c.ignition_endpoint
             .url
@@ -433,6 +436,27 @@ pub fn cluster_config(
             ca_certificate: None,
             token: None,
         },
+        // Read from the manifests and the pull secret: `plan` fills it.
+        image_mode: Default::default(),
+    })
+}
+
+/// Image mode at install, from the custom manifests, the pull secret's registries and the
+/// install-config overrides (`osImageStream`).
+fn image_mode_of(
+    manifests: &[(String, Vec<u8>)],
+    version: &str,
+    pull_secret: &str,
+    overrides: Option<&str>,
+) -> crate::domain::image_mode::ImageMode {
+    let registries: Vec<String> = crate::service::release::PullSecret::parse(pull_secret)
+        .map(|p| p.registries().map(str::to_string).collect())
+        .unwrap_or_default();
+    crate::domain::image_mode::check(&crate::domain::image_mode::Inputs {
+        manifests,
+        openshift_version: version,
+        pull_secret_registries: &registries,
+        install_config_overrides: overrides,
     })
 }
 
@@ -779,14 +803,25 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             });
     let mirrors = super::mirror_config::parse(&read.mirror_registry);
     let (config, release_image, spec_error) = match (&pull, &version) {
-        (Ok(_), Ok((v, image))) => match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
-            c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
-            fixed_names(read.record.as_ref(), &c)?;
-            Ok(c)
-        }) {
-            Ok(c) => (Some(c), image.clone(), None),
-            Err(e) => (None, image.clone(), Some(e)),
-        },
+        (Ok(secret), Ok((v, image))) => {
+            match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
+                c.ignition_endpoint.ca_certificate =
+                    ignition_ca_of(aci, read.ignition_ca.as_ref())?;
+                fixed_names(read.record.as_ref(), &c)?;
+                c.image_mode = image_mode_of(
+                    manifests.as_deref().unwrap_or_default(),
+                    &c.openshift_version,
+                    secret,
+                    aci.annotations()
+                        .get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
+                        .map(String::as_str),
+                );
+                Ok(c)
+            }) {
+                Ok(c) => (Some(c), image.clone(), None),
+                Err(e) => (None, image.clone(), Some(e)),
+            }
+        }
         (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
     };
     // A field set that the core would ignore changes what gets installed: an input error

@@ -157,7 +157,22 @@ fn authorize(store: &Store, claims: &Claims, path: &str) -> Result<(), ApiError>
         ("clusters", None, Some(cid)) => cid == id,
         _ => false,
     };
-    if allowed { Ok(()) } else { Err(deny()) }
+    if allowed {
+        return Ok(());
+    }
+    // Why, for whoever reads the log after a 403 (the token's scope, what the path names).
+    tracing::warn!(
+        path,
+        token_infra_env = claims.infra_env_id.as_deref().unwrap_or(""),
+        token_cluster = claims.cluster_id.as_deref().unwrap_or(""),
+        bound_cluster = kind
+            .starts_with("infra-env")
+            .then(|| bound(id))
+            .flatten()
+            .unwrap_or_default(),
+        "agent API request refused: the token's scope does not cover the resource"
+    );
+    Err(deny())
 }
 
 async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
@@ -392,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn after_a_restart_a_clusters_hosts_vouch_for_their_infra_env_until_it_is_loaded() {
+    fn a_clusters_hosts_vouch_for_their_infra_env_until_it_is_loaded_and_bound() {
         use crate::domain::{ClusterSnapshot, HostSnapshot};
         use crate::service::store::{ClusterRecord, ClusterSettings};
         // The restored cluster knows its host and the infra-env it came through; the
@@ -408,16 +423,24 @@ mod tests {
         assert!(authorize(&s, &Claims::cluster(CL_A), &progress).is_ok());
         assert!(authorize(&s, &Claims::cluster("another-cluster"), &progress).is_err());
         assert!(authorize(&s, &Claims::infra_env(IE_C), &format!("/clusters/{CL_A}")).is_ok());
-        // Once loaded, the record decides.
-        s.edit_for_tests(|st| {
-            st.infra_envs.insert(
-                IE_C.into(),
-                InfraEnvRecord {
-                    id: IE_C.into(),
-                    ..Default::default()
-                },
-            );
-        });
+        // Loaded but bound to no cluster (late binding): its hosts still vouch, as the cluster's
+        // installer-controller reports their progress through it.
+        let load = |cluster_id: Option<&str>| {
+            s.edit_for_tests(|st| {
+                st.infra_envs.insert(
+                    IE_C.into(),
+                    InfraEnvRecord {
+                        id: IE_C.into(),
+                        cluster_id: cluster_id.map(str::to_string),
+                        ..Default::default()
+                    },
+                );
+            })
+        };
+        load(None);
+        assert!(authorize(&s, &Claims::cluster(CL_A), &progress).is_ok());
+        // Bound, the record decides.
+        load(Some("another-cluster"));
         assert!(authorize(&s, &Claims::cluster(CL_A), &progress).is_err());
     }
 

@@ -247,14 +247,17 @@ impl Store {
     }
 
     /// The cluster an infra-env serves: its record's binding, or, while its record is not
-    /// loaded (a restarted core learns infra-envs from their next reconcile, but restores the
-    /// clusters with their hosts at once), the cluster one of whose hosts registered through it.
+    /// loaded or not yet bound (a restarted core learns infra-envs from their next reconcile,
+    /// but restores the clusters with their hosts at once), the cluster one of whose hosts
+    /// registered through it.
     pub fn infra_env_bound_cluster(&self, infra_env_id: &str) -> Option<String> {
         let st = self.read();
-        match st.infra_envs.get(infra_env_id) {
-            Some(ie) => ie.cluster_id.clone(),
-            None => st
-                .clusters
+        let recorded = st
+            .infra_envs
+            .get(infra_env_id)
+            .and_then(|ie| ie.cluster_id.clone());
+        recorded.or_else(|| {
+            st.clusters
                 .values()
                 .find(|c| {
                     c.snapshot
@@ -262,8 +265,8 @@ impl Store {
                         .iter()
                         .any(|h| h.infra_env_id == infra_env_id)
                 })
-                .map(|c| c.snapshot.id.clone()),
-        }
+                .map(|c| c.snapshot.id.clone())
+        })
     }
 
     /// The infra-env's hosts whose inventory lists `mac` (any case): what its iPXE script
