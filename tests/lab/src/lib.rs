@@ -56,7 +56,7 @@ use generate::Generate;
 use managers::{Managers, WorkloadAccess};
 use manifests::ClusterSpec;
 use memory::Memory;
-use observe::{Snapshot, World, conditions};
+use observe::{Snapshot, conditions};
 use site::{Server, Site};
 
 /// What to install.
@@ -2123,6 +2123,10 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         chaos::Chaos::new(seed, plan)
     });
     // When stdout is a terminal: one line per cluster at the bottom, redrawn every pass.
+    let watches = match observe::Watches::start(&client, &lab.workload.client).await {
+        Ok(w) => w,
+        Err(e) => return Err(e.context("starting the lab's watches")),
+    };
     let mut live = live::Live::detect();
     let mut leader_kills: Vec<LeaderKill> = Vec::new();
     let failure: Option<String> = 'run: loop {
@@ -2156,15 +2160,16 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             break Some(format!("a manager exited: {e:#}"));
         }
         memory.sample(&lab.managers.pids());
-        let world = match World::take(
-            &client,
-            &lab.workload.client,
-            opts.upgrade.is_some()
-                || opts.cluster_class
-                || opts.fail_host.is_some()
-                || opts.scale_control_plane.is_some(),
-        )
-        .await
+        let world = match watches
+            .world(
+                &client,
+                &lab.workload.client,
+                opts.upgrade.is_some()
+                    || opts.cluster_class
+                    || opts.fail_host.is_some()
+                    || opts.scale_control_plane.is_some(),
+            )
+            .await
         {
             Ok(w) => Some(w),
             // A slow apiserver is not a failure; the deadline catches a dead one.
@@ -2317,9 +2322,16 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     println!("{} {pre}== {}", stamp(start), step.title());
                 }
                 if step == Step::Installed {
-                    // The core may be down a moment (`--chaos`): tried for up to 30 s.
+                    // The core may be down a moment (`--chaos`): tried for up to 30 s, while
+                    // the managers chaos killed are started again when their time comes (a
+                    // kill in the pass that saw the install end used to stay down all along).
                     let mut tries = 0;
                     let checked = loop {
+                        if let Some(c) = chaos.as_mut()
+                            && let Err(e) = chaos_restart_due(c, &mut lab, start)
+                        {
+                            break Err(e);
+                        }
                         let c = install_check(&client, &lab.managers, &r.spec, r.snap.aci.as_ref())
                             .await;
                         tries += 1;
@@ -2495,7 +2507,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                         (managers::BOOTSTRAP, "bootstrap-provider"),
                         (
                             apimetrics::LAB,
-                            "the lab: its reads every 0.5 s, the simulated site, applying and scaling",
+                            "the lab: its watches and a version probe every 0.5 s, the simulated site, applying and scaling",
                         ),
                     ],
                 ),
@@ -2845,6 +2857,11 @@ async fn chaos_pass(
             }
         }
     }
+    chaos_restart_due(c, lab, start)
+}
+
+/// Starts the killed managers whose downtime is over and notes those ready again.
+fn chaos_restart_due(c: &mut chaos::Chaos, lab: &mut Lab, start: Instant) -> Result<()> {
     for (k, t) in c.to_start(start.elapsed()) {
         if let chaos::Target::Manager(i) = t {
             lab.managers

@@ -1,5 +1,6 @@
-//! What the lab watches: one read of every object the progress line, the milestones and the
-//! diagnostics look at.
+//! What the lab watches: every object the progress line, the milestones and the diagnostics
+//! look at, from one watch per kind (a pass reads the watch caches, not the apiservers: the
+//! lab's own load must not grow with its passes or its clusters).
 
 use std::collections::BTreeMap;
 
@@ -12,8 +13,11 @@ use external_types::capi::machine::MachineStatusPhase;
 use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::Value;
+use tokio::sync::watch as signal;
 
 use agent_sim::kubelet::UUID_LABEL;
 
@@ -50,12 +54,84 @@ pub struct World {
     pub clusters: Vec<DynamicObject>,
 }
 
-impl World {
-    /// One read; the control planes and Clusters too when `control_planes` (upgrades and
-    /// topologies follow them).
-    pub async fn take(client: &Client, workload: &Client, control_planes: bool) -> Result<World> {
-        let lp = ListParams::default();
+/// One watch per kind the lab reads every pass, on the management and the workload apiservers;
+/// stopped when dropped.
+pub struct Watches {
+    bmhs: Store<BareMetalHost>,
+    infraenvs: Store<InfraEnv>,
+    machines: Store<Machine>,
+    agents: Store<Agent>,
+    acis: Store<AgentClusterInstall>,
+    nodes: Store<Node>,
+    stop: signal::Sender<bool>,
+}
+
+/// How long the first list of every watch may take.
+const WATCHES_READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Watches {
+    /// Starts the watches and waits for their first lists.
+    pub async fn start(client: &Client, workload: &Client) -> Result<Watches> {
+        let (stop, stopped) = signal::channel(false);
+        // No trigger streams: the lab reads the stores only.
+        fn store<K>(api: Api<K>, stopped: &signal::Receiver<bool>) -> Store<K>
+        where
+            K: kube::Resource
+                + Clone
+                + serde::de::DeserializeOwned
+                + std::fmt::Debug
+                + Send
+                + Sync
+                + 'static,
+            K::DynamicType: Eq + std::hash::Hash + Clone + Default + Send + Sync,
+        {
+            manager::cache::watch(api, watcher::Config::default(), 0, |_| {}, stopped.clone()).store
+        }
+        let watches = Watches {
+            bmhs: store(Api::all(client.clone()), &stopped),
+            infraenvs: store(Api::all(client.clone()), &stopped),
+            machines: store(Api::all(client.clone()), &stopped),
+            agents: store(Api::all(client.clone()), &stopped),
+            acis: store(Api::all(client.clone()), &stopped),
+            nodes: store(Api::all(workload.clone()), &stopped),
+            stop,
+        };
+        let ready = async {
+            watches.bmhs.wait_until_ready().await?;
+            watches.infraenvs.wait_until_ready().await?;
+            watches.machines.wait_until_ready().await?;
+            watches.agents.wait_until_ready().await?;
+            watches.acis.wait_until_ready().await?;
+            watches.nodes.wait_until_ready().await
+        };
+        tokio::time::timeout(WATCHES_READY_WITHIN, ready)
+            .await
+            .context("the lab's watches did not list within 60 s")?
+            .context("a lab watch stopped")?;
+        Ok(watches)
+    }
+
+    /// What the watches hold now; the control planes and Clusters too when `control_planes`
+    /// (upgrades and topologies follow them; listed, as few runs need them). `None` while an
+    /// apiserver does not answer (restarted by `--chaos`): the caches would show the world as it
+    /// was, and the site must not act on it.
+    pub async fn world(
+        &self,
+        client: &Client,
+        workload: &Client,
+        control_planes: bool,
+    ) -> Result<World> {
+        // One cheap request each: the caches cannot say whether their apiserver is up.
+        client
+            .apiserver_version()
+            .await
+            .context("the management apiserver does not answer")?;
+        workload
+            .apiserver_version()
+            .await
+            .context("the workload apiserver does not answer")?;
         let (control_planes, clusters) = if control_planes {
+            let lp = ListParams::default();
             (
                 Api::<DynamicObject>::all_with(client.clone(), &control_plane_resource())
                     .list(&lp)
@@ -71,42 +147,33 @@ impl World {
         } else {
             (Vec::new(), Vec::new())
         };
+        fn all<K>(store: &Store<K>) -> Vec<K>
+        where
+            K: kube::Resource + Clone,
+            K::DynamicType: Eq + std::hash::Hash + Clone,
+        {
+            store.state().iter().map(|o| o.as_ref().clone()).collect()
+        }
         Ok(World {
             control_planes,
             clusters,
-            bmhs: Api::<BareMetalHost>::all(client.clone())
-                .list(&lp)
-                .await
-                .context("listing BareMetalHosts")?
-                .items,
-            infraenvs: Api::<InfraEnv>::all(client.clone())
-                .list(&lp)
-                .await
-                .context("listing InfraEnvs")?
-                .items,
-            machines: Api::<Machine>::all(client.clone())
-                .list(&lp)
-                .await
-                .context("listing Machines")?
-                .items,
-            agents: Api::<Agent>::all(client.clone())
-                .list(&lp)
-                .await
-                .context("listing Agents")?
-                .items,
-            acis: Api::<AgentClusterInstall>::all(client.clone())
-                .list(&lp)
-                .await
-                .context("listing AgentClusterInstalls")?
-                .items,
-            nodes: Api::<Node>::all(workload.clone())
-                .list(&lp)
-                .await
-                .context("listing the workload cluster's Nodes")?
-                .items,
+            bmhs: all(&self.bmhs),
+            infraenvs: all(&self.infraenvs),
+            machines: all(&self.machines),
+            agents: all(&self.agents),
+            acis: all(&self.acis),
+            nodes: all(&self.nodes),
         })
     }
+}
 
+impl Drop for Watches {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl World {
     /// The BareMetalHosts of namespace `ns`.
     pub fn bmhs_of(&self, ns: &str) -> Vec<BareMetalHost> {
         in_ns(&self.bmhs, ns)
