@@ -185,6 +185,7 @@ fn benches(cr: &mut Criterion) {
                 cfg: &cfg,
                 seed,
                 boot_artifacts: None,
+                connectivity_check: true,
             })
         })
     });
@@ -197,6 +198,7 @@ fn benches(cr: &mut Criterion) {
                 cfg: &cfg,
                 seed: 9,
                 boot_artifacts: None,
+                connectivity_check: true,
             })
         })
     });
@@ -213,6 +215,7 @@ fn benches(cr: &mut Criterion) {
                 cfg: &cfg,
                 seed: 7,
                 boot_artifacts: None,
+                connectivity_check: true,
             })
         })
     });

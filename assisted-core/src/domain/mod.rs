@@ -35,6 +35,7 @@
 //! current state (HTTP 409 / a condition), never a panic.
 
 pub mod cluster_sm;
+pub mod connectivity_pace;
 pub mod formats;
 pub mod hardware;
 pub mod host_sm;

@@ -250,6 +250,9 @@ pub struct NextStepsInput<'a> {
     /// Entropy for step ids (a random number or request counter); same seed, same ids.
     pub seed: u64,
     pub boot_artifacts: Option<&'a BootArtifactUrls>,
+    /// Whether this answer carries the connectivity check (upstream's pace in clusters over 150
+    /// hosts, `connectivity_pace.rs`).
+    pub connectivity_check: bool,
 }
 
 /// `<type>-<8 hex>` derived from the host, step type, position and seed (FNV-1a).
@@ -557,33 +560,35 @@ fn discovery_steps(
         return;
     };
     let day2 = h.is_day2() || c.is_day2();
-    // Borrowed views: with hundreds of peers this request dominates next-steps, and copying
-    // every name and address first doubled its cost.
-    let peers: Vec<PeerRef> = c
-        .hosts
-        .iter()
-        .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
-        .filter_map(|p| {
-            let inv = p.inventory.as_ref()?;
-            Some(PeerRef {
-                host_id: &p.id,
-                nics: inv
-                    .interfaces
-                    .iter()
-                    .map(|n| NicRef {
-                        name: &n.name,
-                        mac: &n.mac_address,
-                        ip_addresses: n
-                            .addresses()
-                            .map(|a| a.split('/').next().unwrap_or(a))
-                            .collect(),
-                    })
-                    .collect(),
+    if input.connectivity_check {
+        // Borrowed views: with hundreds of peers this request dominates next-steps, and copying
+        // every name and address first doubled its cost.
+        let peers: Vec<PeerRef> = c
+            .hosts
+            .iter()
+            .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
+            .filter_map(|p| {
+                let inv = p.inventory.as_ref()?;
+                Some(PeerRef {
+                    host_id: &p.id,
+                    nics: inv
+                        .interfaces
+                        .iter()
+                        .map(|n| NicRef {
+                            name: &n.name,
+                            mac: &n.mac_address,
+                            ip_addresses: n
+                                .addresses()
+                                .map(|a| a.split('/').next().unwrap_or(a))
+                                .collect(),
+                        })
+                        .collect(),
+                })
             })
-        })
-        .collect();
-    if !peers.is_empty() {
-        plan.push((StepType::ConnectivityCheck, vec![json(&peers)]));
+            .collect();
+        if !peers.is_empty() {
+            plan.push((StepType::ConnectivityCheck, vec![json(&peers)]));
+        }
     }
     if let Some(enc) = &c.disk_encryption
         && enc.mode == "tang"

@@ -64,6 +64,7 @@ impl Sim {
                 cfg: &self.cfg,
                 seed: self.seed,
                 boot_artifacts: None,
+                connectivity_check: true,
             });
             // Over the wire: the server's JSON into the simulator's own types.
             let wire = serde_json::to_string(&steps).unwrap();

@@ -97,6 +97,7 @@ fn steps_documents() -> Vec<serde_json::Value> {
             cfg: &cfg,
             seed: 7,
             boot_artifacts: Some(&urls),
+            connectivity_check: true,
         });
         docs.push(serde_json::to_value(&steps).expect("steps serialize"));
     };

@@ -218,6 +218,7 @@ fn exercise_inventory(inv: inventory::Inventory) {
             cfg: &cfg,
             seed: 1,
             boot_artifacts: None,
+            connectivity_check: true,
         });
     }
     let _ = refresh_all(&c, t0(), &cfg);

@@ -57,6 +57,7 @@ impl Sim {
                 cfg: &self.cfg,
                 seed: self.seed,
                 boot_artifacts: None,
+                connectivity_check: true,
             });
             for s in &steps.instructions {
                 assert!(s.step_id.starts_with(s.step_type.as_str()));
@@ -458,6 +459,7 @@ fn replay_host_failure_fails_cluster() {
         cfg: &sim.cfg,
         seed: 1,
         boot_artifacts: None,
+        connectivity_check: true,
     });
     let types: Vec<StepType> = steps.instructions.iter().map(|s| s.step_type).collect();
     assert_eq!(
@@ -534,6 +536,7 @@ fn replay_late_binding() {
         cfg: &cfg,
         seed: 3,
         boot_artifacts: None,
+        connectivity_check: true,
     });
     assert_eq!(
         steps
@@ -560,6 +563,7 @@ fn replay_late_binding() {
         cfg: &cfg,
         seed: 3,
         boot_artifacts: None,
+        connectivity_check: true,
     });
     assert_eq!(steps.post_step_action, PostStepAction::Exit);
     let mut sim = Sim::new(cluster_3_2(now));

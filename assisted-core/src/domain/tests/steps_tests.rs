@@ -13,6 +13,7 @@ fn steps_for(c: &ClusterSnapshot, i: usize, cfg: &Config) -> Steps {
         cfg,
         seed: 42,
         boot_artifacts: None,
+        connectivity_check: true,
     })
 }
 
@@ -274,6 +275,7 @@ fn pool_reclaim_and_upgrade_steps() {
             cfg,
             seed: 1,
             boot_artifacts: None,
+            connectivity_check: true,
         })
     };
     assert_eq!(
@@ -304,6 +306,7 @@ fn pool_reclaim_and_upgrade_steps() {
         cfg: &cfg,
         seed: 1,
         boot_artifacts: Some(&urls),
+        connectivity_check: true,
     });
     assert_eq!(types(&s), vec![T::DownloadBootArtifacts]);
 }
@@ -616,6 +619,7 @@ fn ntp_step_falls_back_to_the_infra_envs_sources() {
                 cfg: &cfg,
                 seed: 1,
                 boot_artifacts: None,
+                connectivity_check: true,
             },
             &by_ie,
         )

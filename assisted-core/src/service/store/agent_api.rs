@@ -4,6 +4,9 @@
 use jiff::Timestamp;
 
 use super::*;
+use crate::domain::connectivity_pace::{
+    MAX_CONNECTIVITY_CHECKS_PER_MINUTE, connectivity_check_due,
+};
 
 fn parse_uuid(s: &str) -> bool {
     let b = s.as_bytes();
@@ -133,6 +136,7 @@ impl Store {
             .host_with_cluster(host_id)
             .filter(|(h, _)| h.infra_env_id == infra_env_id)
             .ok_or_else(missing)?;
+        let connectivity_check = rec.is_none_or(|r| self.connectivity_check_due(r, host_id, now));
         Ok(next_steps_with_ntp(
             &NextStepsInput {
                 host: h,
@@ -140,9 +144,31 @@ impl Store {
                 cfg: &self.cfg,
                 seed,
                 boot_artifacts,
+                connectivity_check,
             },
             &st.infra_env_ntp,
         ))
+    }
+
+    /// Whether the host's next-steps answer carries the connectivity check: always in clusters up
+    /// to 150 hosts, else at upstream's pace (`domain::connectivity_pace`). The pace is volatile,
+    /// as upstream's in-memory queue is.
+    fn connectivity_check_due(
+        &self,
+        cluster: &ClusterRecord,
+        host_id: &str,
+        now: Timestamp,
+    ) -> bool {
+        let hosts = cluster.snapshot.hosts.len();
+        if hosts <= MAX_CONNECTIVITY_CHECKS_PER_MINUTE {
+            return true;
+        }
+        let mut queues = self
+            .connectivity_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let queue = queues.entry(cluster.snapshot.id.clone()).or_default();
+        connectivity_check_due(hosts, queue, host_id, now)
     }
 
     /// `v2PostStepReply`.

@@ -229,6 +229,9 @@ pub struct Store {
     pub journal_wake: Notify,
     /// The count of marks whose changes are in the file store (published by the journal).
     saved: watch::Sender<u64>,
+    /// Each big cluster's connectivity-check admissions (`domain::connectivity_pace`).
+    connectivity_queues:
+        Mutex<HashMap<String, crate::domain::connectivity_pace::ConnectivityQueue>>,
     /// False until a journal runs: a store without one (the API's tests) keeps nothing on disk,
     /// so there is nothing to wait for.
     journal_attached: AtomicBool,
@@ -258,6 +261,7 @@ impl Store {
             journal_wake: Notify::new(),
             saved: watch::Sender::new(0),
             journal_attached: AtomicBool::new(false),
+            connectivity_queues: Mutex::new(HashMap::new()),
         };
         (Arc::new(store), rx)
     }

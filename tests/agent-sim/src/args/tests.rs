@@ -80,6 +80,7 @@ fn core_steps(c: &dom::ClusterSnapshot, host: &dom::HostSnapshot, cfg: &dom::Con
             cfg,
             seed: 7,
             boot_artifacts: Some(&urls),
+            connectivity_check: true,
         },
         &ntp,
     );
