@@ -105,7 +105,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/events", post(trigger_event))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
+            state.store.clone(),
             acknowledge_once_saved,
         ))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
@@ -200,13 +200,17 @@ pub const SAVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 /// the journal has saved its change: an acknowledged report survives the core being killed the
 /// next moment, as upstream's database commit does. Requests that arrive together wait for one
 /// write together.
-async fn acknowledge_once_saved(State(st): State<AppState>, req: Request, next: Next) -> Response {
+async fn acknowledge_once_saved(
+    State(store): State<Arc<Store>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
     let response = next.run(req).await;
     if reads_only || !response.status().is_success() {
         return response;
     }
-    if st.store.wait_saved(st.store.marks(), SAVE_TIMEOUT).await {
+    if store.wait_saved(store.marks(), SAVE_TIMEOUT).await {
         response
     } else {
         ApiError::new(
@@ -359,6 +363,55 @@ mod tests {
             );
         });
         s
+    }
+
+    /// A route that marks the store, behind [`acknowledge_once_saved`].
+    fn marking_router(store: &Arc<Store>) -> Router {
+        use crate::service::store::Dirty;
+        let marks = store.clone();
+        let mark = move || async move {
+            marks.mark(Dirty::Cluster(CL_A.into()));
+            StatusCode::OK
+        };
+        Router::new()
+            .route("/change", post(mark.clone()).get(mark))
+            .route_layer(middleware::from_fn_with_state(
+                store.clone(),
+                acknowledge_once_saved,
+            ))
+    }
+
+    async fn call(router: &Router, method: &str) -> StatusCode {
+        use tower::ServiceExt;
+        let req = Request::builder()
+            .method(method)
+            .uri("/change")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        router.clone().oneshot(req).await.unwrap().status()
+    }
+
+    /// A change is acknowledged once the journal saved it; unsaved after [`SAVE_TIMEOUT`], 503
+    /// (the agent sends it again). A GET does not wait.
+    #[tokio::test(start_paused = true)]
+    async fn a_change_is_acknowledged_once_saved() {
+        let store = store();
+        store.attach_journal();
+        let router = marking_router(&store);
+        assert_eq!(call(&router, "GET").await, StatusCode::OK);
+        // Nobody saves: the answer waits the whole timeout, then says so.
+        let started = tokio::time::Instant::now();
+        assert_eq!(call(&router, "POST").await, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(started.elapsed() >= SAVE_TIMEOUT);
+        // Saved meanwhile (what the journal publishes after its pass): answered at once.
+        let saver = store.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            saver.saved_through(saver.marks());
+        });
+        let started = tokio::time::Instant::now();
+        assert_eq!(call(&router, "POST").await, StatusCode::OK);
+        assert!(started.elapsed() < SAVE_TIMEOUT);
     }
 
     /// A body that never arrives is answered 408 after [`BODY_READ_TIMEOUT`] (it held the
