@@ -60,7 +60,7 @@ clippy:
 # management cluster's node (root; `LAB_ARGS="--managers processes"` runs ours as processes).
 # Flags go in LAB_ARGS, e.g. `make lab LAB_ARGS="--topology sno --keep"`.
 lab:
-	bash tests/testbed/build.sh && bash tests/testbed/node-packages.sh && bash tests/openshift-api/fetch.sh && bash images/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
+	bash tests/testbed/build.sh && bash tests/testbed/node-packages.sh && bash tests/openshift-api/fetch.sh && bash tests/openshift-install/crane.sh && bash images/build.sh && cargo build --locked --bins -p lab -p bootstrap-provider -p controlplane-provider && target/debug/lab $(LAB_ARGS)
 
 # assisted-core end to end (docs/benchmarks.md): the release assisted-core binary against the
 # testbed's kube-apiserver and etcd, every scenario and load (about 12 minutes). Two cargo

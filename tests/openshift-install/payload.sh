@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, once into the cache, what a release payload test needs besides the installer itself
-# (tests/openshift-install/build.sh): the real `crane` from go-containerregistry (its `registry
-# serve` is the OCI registry the tests run, its `push`/`append` load it), and the installer
+# (tests/openshift-install/build.sh): the real `crane` (crane.sh: its `registry serve` is the
+# OCI registry the tests run, its `push`/`append` load it), and the installer
 # image as an image tarball: one layer holding `usr/bin/openshift-install`, as the release's
 # `installer` image carries it. The tests push it into a fresh registry (its blobs kept in the
 # cache, so only the manifest moves) and build the release image around it
@@ -15,13 +15,7 @@ CRANE_DIR="${CACHE_ROOT}/crane-${CRANE_VERSION}"
 INSTALLER_BIN="${CACHE_ROOT}/openshift-install-${INSTALLER_VERSION}/bin/openshift-install"
 IMAGE="${CACHE_ROOT}/openshift-install-${INSTALLER_VERSION}/installer-image.tar"
 
-if [ ! -x "${CRANE_DIR}/bin/crane" ]; then
-    echo "crane: building ${CRANE_VERSION} into ${CRANE_DIR}"
-    start=$(date +%s)
-    GOFLAGS=-mod=mod CGO_ENABLED=0 GOBIN="${CRANE_DIR}/bin" \
-        go install "github.com/google/go-containerregistry/cmd/crane@${CRANE_VERSION}"
-    echo "crane: done in $(($(date +%s) - start))s"
-fi
+bash "$(dirname "$0")/crane.sh"
 
 if [ -f "${IMAGE}" ]; then
     echo "installer image: cached in ${IMAGE}"

@@ -16,6 +16,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::client::{CallError, Trust, api_url, body_excerpt, call};
 use crate::profile::HostProfile;
 use crate::reply::{ReplyCtx, step_reply};
+use crate::runtime::ContainerRuntime;
 use crate::stages::{self, InstallRole};
 use crate::wire::*;
 
@@ -49,6 +50,9 @@ pub struct AgentConfig {
     pub clock_skew_secs: i64,
     /// The CA the agent verifies an https service with (its ignition's `--cacert`).
     pub trust: Trust,
+    /// Where the host's pulls go (image availability, the installer image); `None`: every
+    /// pull succeeds without one.
+    pub runtime: Option<Arc<dyn ContainerRuntime>>,
 }
 
 impl AgentConfig {
@@ -73,6 +77,7 @@ impl AgentConfig {
             bootstrap_wait_timeout: Duration::from_secs(300),
             clock_skew_secs: 0,
             trust: Trust::none(),
+            runtime: None,
         }
     }
 
@@ -110,6 +115,10 @@ pub enum AgentEvent {
     Rebooted,
     /// The installer failed (and reported "Failed" when it could).
     InstallFailed(String),
+    /// The host's container runtime pulled `image` from `from` (a mirror or the source).
+    ImagePulled { image: String, from: String },
+    /// The host's container runtime could not pull `image`.
+    ImagePullFailed { image: String, error: String },
     /// Anything unexpected from the server; the agent keeps going.
     Error(String),
 }
@@ -391,6 +400,61 @@ impl Session<'_> {
         Ok(false)
     }
 
+    /// Pulls what `step` needs through the host's runtime: each image of the availability
+    /// check (the reply then says what was pulled), the installer image before the install
+    /// starts (a failed pull fails the step, as podman's does).
+    async fn pull_for(
+        &self,
+        runtime: &dyn ContainerRuntime,
+        step: &Step,
+        install_started: bool,
+        reply: &mut StepReply,
+    ) {
+        match step.kind() {
+            Some(StepKind::ContainerImageAvailability) => {
+                let Ok(req) = step.request::<ContainerImageAvailabilityRequest>() else {
+                    return;
+                };
+                let mut images = Vec::new();
+                for image in &req.images {
+                    let pulled = self.pull_reported(runtime, image).await;
+                    images.push(crate::runtime::availability_entry(image, &pulled));
+                }
+                reply.output = json!({ "images": images }).to_string();
+            }
+            Some(StepKind::Install) if !install_started => {
+                let Ok(req) = step.request::<InstallCmdRequest>() else {
+                    return;
+                };
+                if let Err(e) = self.pull_reported(runtime, &req.installer_image).await {
+                    reply.exit_code = 1;
+                    reply.error =
+                        format!("pulling the installer image {}: {e}", req.installer_image);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    async fn pull_reported(
+        &self,
+        runtime: &dyn ContainerRuntime,
+        image: &str,
+    ) -> Result<crate::runtime::Pulled, String> {
+        let pulled = runtime.pull(image).await;
+        self.rep.emit(match &pulled {
+            Ok(p) => AgentEvent::ImagePulled {
+                image: image.to_string(),
+                from: p.from.clone(),
+            },
+            Err(e) => AgentEvent::ImagePullFailed {
+                image: image.to_string(),
+                error: e.clone(),
+            },
+        });
+        pulled
+    }
+
     /// One agent lifetime after registration: poll and answer until told to restart or the
     /// installer reboots the host.
     async fn poll_loop(&mut self) -> Result<PollEnd, AgentError> {
@@ -408,6 +472,12 @@ impl Session<'_> {
                 let peers = read(&self.cfg.peers);
                 let ctx = read(&self.cfg.reply_ctx);
                 let mut reply = step_reply(step, &self.cfg.profile, &peers, &ctx);
+                if let Some(runtime) = self.cfg.runtime.clone()
+                    && reply.exit_code == 0
+                {
+                    self.pull_for(runtime.as_ref(), step, install_started, &mut reply)
+                        .await;
+                }
                 if step.kind() == Some(StepKind::Install) && reply.exit_code == 0 {
                     match step.request::<InstallCmdRequest>() {
                         Ok(req) if !install_started => {

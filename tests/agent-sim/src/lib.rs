@@ -19,6 +19,7 @@ pub mod kubelet;
 pub mod net;
 pub mod profile;
 pub mod reply;
+pub mod runtime;
 pub mod stages;
 pub mod wire;
 
@@ -28,4 +29,5 @@ pub use controller::{ControllerReport, InstallerController};
 pub use kubelet::{Kubelet, KubeletReport};
 pub use profile::{HostProfile, inventory_json};
 pub use reply::{ReplyCtx, step_reply};
+pub use runtime::{ContainerRuntime, Pulled};
 pub use wire::{Step, StepKind, StepReply};

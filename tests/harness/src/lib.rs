@@ -22,6 +22,7 @@ pub mod clusterctl;
 pub mod metal3;
 pub mod node;
 pub mod process;
+pub mod registry;
 pub mod resources;
 
 use std::path::{Path, PathBuf};

@@ -25,6 +25,7 @@ pub mod live;
 pub mod managers;
 pub mod manifests;
 pub mod memory;
+pub mod mirror;
 pub mod observe;
 pub mod pods;
 pub mod secrets;
@@ -58,6 +59,18 @@ use manifests::ClusterSpec;
 use memory::Memory;
 use observe::{Snapshot, conditions};
 use site::{Server, Site};
+
+/// `--disconnected`: how the clusters reach their images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Disconnected {
+    /// Through the site's mirror registry ([`mirror`]): the release and the assisted images
+    /// only there, every host pulling through its discovery ignition's mirrors.
+    Mirror,
+    /// The mirror ConfigMap has a typo in its `registries.conf`: the run ends when the
+    /// control plane names it (`Available` False `InvalidImageRegistryConfig`), nothing
+    /// installed.
+    BrokenConfigMap,
+}
 
 /// What to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -171,6 +184,8 @@ pub struct Options {
     /// control plane is scaled to N masters and back ([`control_plane_scaling`]); N−masters
     /// spare control-plane hosts are added to the site.
     pub scale_control_plane: Option<u32>,
+    /// `--disconnected`: the clusters install from the site's mirror registry.
+    pub disconnected: Option<Disconnected>,
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -215,6 +230,8 @@ pub struct Report {
     /// What Cluster API says of the cluster at the end: the real `clusterctl describe cluster
     /// --show-templates` (one cluster, when it could run).
     pub describe: Option<String>,
+    /// `--disconnected`: what the mirror served and every host pull.
+    pub mirror: Option<mirror::MirrorReport>,
 }
 
 /// What `--kill-leaders` did to one manager.
@@ -1087,7 +1104,8 @@ impl Lab {
     }
 }
 
-async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
+/// `core_extra`: more flags for the control-plane manager (its embedded core).
+async fn start_lab(opts: &Options, start: Instant, core_extra: &[String]) -> Result<Lab> {
     let mut builder = Testbed::builder().name("lab").clusterctl_init();
     let network_dir = tempfile::Builder::new()
         .prefix("labnet")
@@ -1232,6 +1250,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
                 &iso_in_pod,
                 &access_in_pod,
                 opts.replicas.try_into().unwrap_or(1),
+                core_extra,
             )
             .await?;
             return Ok((managers, client));
@@ -1248,6 +1267,7 @@ async fn start_lab(opts: &Options, start: Instant) -> Result<Lab> {
             [&kc[1], &kc[2]],
             &iso,
             &workload_access,
+            core_extra,
         )
         .await?;
         // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,
@@ -1442,7 +1462,10 @@ impl InstallCheck {
             ),
             None => return None,
         };
-        if !self.release_image.starts_with(&format!("{repo}:")) {
+        // By tag, or by digest where the control plane could read the release (a mirror).
+        if !self.release_image.starts_with(&format!("{repo}:"))
+            && !self.release_image.starts_with(&format!("{repo}@sha256:"))
+        {
             return Some(format!(
                 "ClusterImageSet {} has release image {:?}, expected one of {repo}",
                 self.cluster_image_set, self.release_image
@@ -1999,7 +2022,38 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             )
         }
     };
-    let mut lab = start_lab(opts, start).await?;
+    // `--disconnected`: the mirror's images first (the core is started naming them by
+    // digest), its https front once the lab is up (with pods, on the node's address).
+    let loaded = match opts.disconnected {
+        Some(_) => Some(mirror::Loaded::start(generate::OPENSHIFT_VERSION)?),
+        None => None,
+    };
+    let core_extra = loaded
+        .as_ref()
+        .map(mirror::Loaded::core_args)
+        .unwrap_or_default();
+    let mut lab = start_lab(opts, start, &core_extra).await?;
+    let mirror = match loaded {
+        Some(l) => {
+            let ip = if opts.managers_as_pods {
+                testbed::node::NODE_IP
+            } else {
+                "127.0.0.2"
+            };
+            let m = l.open(ip).await?;
+            println!(
+                "{} mirror registry https://{} (the test bed's crane registry behind TLS with its own CA and a password): {} and the assisted images only under its mirror paths; the core hands out {}, {} and {}",
+                stamp(start),
+                m.host(),
+                m.images.release,
+                m.images.agent,
+                m.images.installer,
+                m.images.controller
+            );
+            Some(m)
+        }
+        None => None,
+    };
     println!(
         "{} lab directory {} (management: {}, workload: {})",
         stamp(start),
@@ -2029,6 +2083,19 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     for mut plan in plans {
         plan.spec.upgrade.clone_from(&opts.upgrade);
         let name = plan.spec.name.clone();
+        if let Some(m) = &mirror {
+            let conf = match opts.disconnected {
+                Some(Disconnected::BrokenConfigMap) => mirror::broken_registries_conf(m.host()),
+                _ => m.registries_conf(),
+            };
+            let (host, auth) = m.auth();
+            mirror::make_disconnected(
+                &mut plan.objects,
+                mirror::config_map(&plan.spec.ns, &conf, m.ca_pem()),
+                (&host, &auth),
+            )
+            .with_context(|| format!("making {name} disconnected"))?;
+        }
         let hosts = testbed::resources::parse_yaml(&plan.hosts_yaml)?;
         testbed::resources::apply_all(&client, hosts)
             .await
@@ -2041,6 +2108,9 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             &lab.managers.trust,
         );
         run.site = run.site.with_kubelet_network(lab.network.clone());
+        if opts.disconnected == Some(Disconnected::Mirror) {
+            run.site = run.site.with_pulls();
+        }
         runs.push(run);
     }
     if n == 1 {
@@ -2093,13 +2163,17 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         let spec = &runs[0].spec;
         control_plane_scaling::supported(spec.masters, &spec.installed_version, to)
     });
-    let steps = Step::all(
-        runs[0].spec.day2.is_some(),
-        opts.upgrade.as_ref(),
-        failing,
-        downgrade,
-        control_plane,
-    );
+    let steps = if opts.disconnected == Some(Disconnected::BrokenConfigMap) {
+        vec![Step::HostsAvailable, Step::MirrorConfigRefused]
+    } else {
+        Step::all(
+            runs[0].spec.day2.is_some(),
+            opts.upgrade.as_ref(),
+            failing,
+            downgrade,
+            control_plane,
+        )
+    };
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
@@ -2167,7 +2241,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 opts.upgrade.is_some()
                     || opts.cluster_class
                     || opts.fail_host.is_some()
-                    || opts.scale_control_plane.is_some(),
+                    || opts.scale_control_plane.is_some()
+                    || opts.disconnected == Some(Disconnected::BrokenConfigMap),
             )
             .await
         {
@@ -2343,7 +2418,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     match checked {
                         Ok(c) => {
                             println!("{} {pre}installed: {}", stamp(start), c.describe());
-                            let problem = c.problem(&r.spec, expect_okd);
+                            let problem = c.problem(&r.spec, expect_okd).or_else(|| {
+                                let m = mirror.as_ref()?;
+                                (c.release_image != m.images.release_by_digest).then(|| {
+                                    format!(
+                                        "disconnected: ClusterImageSet {} has release image {}, expected {} (the release tag pinned through the mirror)",
+                                        c.cluster_image_set, c.release_image, m.images.release_by_digest
+                                    )
+                                })
+                            });
                             r.install_check = Some(c);
                             if let Some(p) = problem {
                                 break 'run Some(format!("{pre}{p}"));
@@ -2525,7 +2608,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         .iter()
         .map(|r| (r.spec.ns.clone(), r.spec.name.clone()))
         .collect();
-    let secrets_checked = match secrets::check(&client, &lab.managers, &clusters).await {
+    let installs = steps.contains(&Step::Installed);
+    let secrets_checked = match secrets::check(&client, &lab.managers, &clusters, installs).await {
         Ok(c) => {
             if let Some(p) = c.problem()
                 && failure.is_none()
@@ -2751,6 +2835,19 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             start.elapsed().as_secs_f64()
         );
     }
+    let mirror_report = mirror.as_ref().map(|m| {
+        let pulls = runs.iter().flat_map(|r| r.site.pulls()).collect();
+        mirror::MirrorReport::new(m, pulls)
+    });
+    if let Some(r) = &mirror_report
+        && opts.disconnected == Some(Disconnected::Mirror)
+    {
+        match r.problem() {
+            Some(p) if failure.is_none() => failure = Some(p),
+            Some(_) => {}
+            None => println!("  {}", r.describe()),
+        }
+    }
     let report = Report {
         ok: failure.is_none(),
         source,
@@ -2766,6 +2863,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         leader_kills,
         secrets: secrets_checked,
         describe,
+        mirror: mirror_report,
     };
     if !report.ok || opts.keep || opts.keep_dirs {
         lab.tb.keep_dir();
@@ -2990,6 +3088,7 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         | Step::DowngradeRefused
         | Step::RemediationReported
         | Step::RemediationHeld => (false, false, true, false, false, false),
+        Step::MirrorConfigRefused => (false, false, false, true, true, false),
     };
     if let Some(cp) = &s.control_plane {
         let conditions = cp["status"]["conditions"]
@@ -3284,6 +3383,7 @@ mod tests {
                 missing: Vec::new(),
             }),
             describe: None,
+            mirror: None,
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.
@@ -3387,6 +3487,12 @@ mod tests {
         };
         let three_two = ClusterSpec::new(Topology::ThreePlusTwo, 2, 0, 1);
         assert_eq!(ocp.problem(&three_two, Some(false)), None);
+        // Pinned by digest (read through a mirror) is the same repository.
+        let pinned = InstallCheck {
+            release_image: format!("{OCP_RELEASE_REPOSITORY}@sha256:{}", "a".repeat(64)),
+            ..ocp.clone()
+        };
+        assert_eq!(pinned.problem(&three_two, Some(false)), None);
         // Two workers: the masters must not be schedulable; fewer: they must.
         let compact = ClusterSpec::new(Topology::Compact, 0, 0, 1);
         let e = ocp.problem(&compact, Some(false)).expect("a problem");

@@ -135,6 +135,15 @@ struct Cli {
         value_parser = clap::value_parser!(u32).range(1..=7)
     )]
     scale_control_plane: Option<u32>,
+    /// Install from the site's mirror registry, as a disconnected site does: the test bed's
+    /// real OCI registry behind https with its own CA and a password holds the release and the
+    /// assisted images, only under mirror paths; each cluster's control plane names a mirror
+    /// ConfigMap (`imageRegistryRef`, registries.conf and the CA) and its pull secret has the
+    /// mirror's credentials; the release is pinned by digest through the mirror and every host
+    /// pulls through the mirrors of its discovery image. `broken-config-map`: the ConfigMap's
+    /// registries.conf has a typo; the run ends when the control plane names it.
+    #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_missing_value = "mirror", conflicts_with_all = ["cluster_file", "okd"])]
+    disconnected: Option<lab::Disconnected>,
 }
 
 /// `--managers`.
@@ -261,6 +270,7 @@ async fn run(cli: Cli) -> Result<bool> {
         cluster_class: cli.cluster_class,
         fail_host: cli.fail_host.clone(),
         scale_control_plane: cli.scale_control_plane,
+        disconnected: cli.disconnected,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

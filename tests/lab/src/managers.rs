@@ -263,6 +263,7 @@ pub async fn start(
     kubeconfigs: [&Path; 2],
     iso: &Path,
     workload: &WorkloadAccess,
+    core_extra: &[String],
 ) -> Result<Managers> {
     for bin in [CONTROLPLANE, BOOTSTRAP] {
         if !bin_dir.join(bin).is_file() {
@@ -302,7 +303,7 @@ pub async fn start(
     };
     let cp_health = addr()?;
     let mut cp_args = common(CONTROLPLANE, kubeconfigs[0], &cp_health)?;
-    cp_args.extend(lab_core_args(workload, &os_images));
+    cp_args.extend(lab_core_args(workload, &os_images, core_extra));
     cp_args.extend([
         format!("--data-dir={}", data.display()),
         format!("--agent-api-bind-address={agent_api}"),
@@ -361,9 +362,10 @@ pub async fn start(
 }
 
 /// The control-plane manager's flags for the lab: the lab install backend (the workload
-/// apiserver and its CAs), the OS images, a faster monitor.
-pub fn lab_core_args(workload: &WorkloadAccess, os_images: &str) -> Vec<String> {
-    vec![
+/// apiserver and its CAs), the OS images, a faster monitor, then `extra` (the assisted images
+/// of a disconnected run).
+pub fn lab_core_args(workload: &WorkloadAccess, os_images: &str, extra: &[String]) -> Vec<String> {
+    let mut args = vec![
         "--install-backend=lab".into(),
         format!("--lab-api-url={}", workload.api_url),
         format!("--lab-server-ca-file={}", workload.ca_file.display()),
@@ -375,7 +377,9 @@ pub fn lab_core_args(workload: &WorkloadAccess, os_images: &str) -> Vec<String> 
         format!("--os-images={os_images}"),
         // Reacts within a second of a host's report instead of the default two.
         "--monitor-interval-seconds=1".into(),
-    ]
+    ];
+    args.extend(extra.iter().cloned());
+    args
 }
 
 /// The core's `--os-images`: one ISO (`url`) for both an RHCOS image for OpenShift 4.17 (the

@@ -318,6 +318,7 @@ pub async fn start(
     iso_in_pod: &Path,
     workload: &WorkloadAccess,
     replicas: i32,
+    core_extra: &[String],
 ) -> Result<Managers> {
     expose_core(client).await?;
     let (agent_api_url, _) = site_urls();
@@ -337,6 +338,7 @@ pub async fn start(
     let extra = crate::managers::lab_core_args(
         workload,
         &crate::managers::os_images(&format!("file://{}", iso_in_pod.display())),
+        core_extra,
     );
     let args = with_flags(container.args.as_deref().unwrap_or_default(), &extra);
     let mut mounts = serde_json::to_value(container.volume_mounts.clone().unwrap_or_default())?;

@@ -297,10 +297,20 @@ pub fn distinct(values: Vec<SecretValue>) -> Vec<SecretValue> {
 }
 
 /// Clusters (namespace, name) with a kind of secret to look for that none of `values` is.
-pub fn missing(values: &[SecretValue], clusters: &[(String, String)]) -> Vec<String> {
+pub fn missing(
+    values: &[SecretValue],
+    clusters: &[(String, String)],
+    installed: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
+    // A cluster the run did not install (its input refused) has only its pull secret.
+    let kinds: &[Kind] = if installed {
+        &[Kind::PullSecret, Kind::Password, Kind::ClientKey]
+    } else {
+        &[Kind::PullSecret]
+    };
     for (ns, name) in clusters {
-        for kind in [Kind::PullSecret, Kind::Password, Kind::ClientKey] {
+        for &kind in kinds {
             if !values.iter().any(|v| v.kind == kind && v.namespace == *ns) {
                 out.push(format!(
                     "cluster {name}: no {} found to look for",
@@ -404,6 +414,7 @@ pub async fn check(
     client: &Client,
     managers: &Managers,
     clusters: &[(String, String)],
+    installed: bool,
 ) -> Result<Checked> {
     let mut checked = Checked::default();
     let mut places: Vec<(String, String)> = Vec::new();
@@ -504,7 +515,7 @@ pub async fn check(
         }
         values.extend(found);
     }
-    checked.missing = missing(&values, clusters);
+    checked.missing = missing(&values, clusters, installed);
     let values = distinct(values);
     checked.values = values.len();
     checked.leaks = find(&values, &places);
@@ -796,9 +807,11 @@ mod tests {
             ("lab-02".to_string(), "sno-02".to_string()),
         ];
         assert_eq!(
-            missing(&values, &clusters),
+            missing(&values, &clusters, true),
             ["cluster sno-02: no kubeadmin password found to look for"]
         );
+        // Not installed (its input refused): only the pull secret is looked for.
+        assert!(missing(&values, &clusters, false).is_empty());
         // The shared pull secret is looked for once.
         assert_eq!(distinct(values).len(), 4);
     }

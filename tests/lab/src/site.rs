@@ -13,7 +13,9 @@
 //! member ([`crate::etcd_operator`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::mirror::PullRecord;
 use std::time::Duration;
 
 use agent_sim::kubelet::{Kubelet, node_name, node_object_with_role, node_user, ready_status};
@@ -82,6 +84,10 @@ pub struct Site {
     pub etcd: EtcdMembers,
     /// The member IDs `etcd-endpoints` was last written with.
     endpoints_synced: Vec<u64>,
+    /// `--disconnected`: the hosts pull through their container runtime
+    /// ([`crate::mirror::HostRuntime`]), each pull kept here; how many were shown.
+    pulls: Option<Arc<Mutex<Vec<PullRecord>>>>,
+    pulls_shown: usize,
 }
 
 /// A host whose kubelet stopped (`--fail-host`): what the lab follows through remediation.
@@ -157,6 +163,12 @@ struct BootConfig {
     infra_env: String,
     token: String,
     trust: Trust,
+    /// What the host's container runtime pulls with: the agent image, the mirrors'
+    /// `registries.conf` and CA, the pull secret.
+    agent_image: String,
+    registries_conf: Option<String>,
+    mirror_ca: Option<String>,
+    pull_secret: Option<String>,
 }
 
 /// Boots `bmh` as its BMC would: downloads its ISO (verified with `bmc_trust` when https) and
@@ -182,16 +194,18 @@ async fn boot_config(
         let (status, iso) = agent_sim::call(bmc_trust, http::Method::GET, &image.url, "", None)
             .await
             .map_err(|e| {
-                anyhow::Error::new(Transient).context(format!(
+                anyhow::Error::new(Transient(IMAGE_SERVER_DOWN)).context(format!(
                     "downloading the ISO of {name} from {}: {e}",
                     image.url
                 ))
             })?;
         if status.is_server_error() {
-            return Err(anyhow::Error::new(Transient).context(format!(
-                "downloading the ISO of {name} from {}: HTTP {status}",
-                image.url
-            )));
+            return Err(
+                anyhow::Error::new(Transient(IMAGE_SERVER_DOWN)).context(format!(
+                    "downloading the ISO of {name} from {}: HTTP {status}",
+                    image.url
+                )),
+            );
         }
         if !status.is_success() {
             bail!(
@@ -247,6 +261,10 @@ async fn boot_config(
         infra_env: cfg.infra_env_id,
         token: cfg.token,
         trust: cfg.ca_bundle.map(Trust::ca).unwrap_or_default(),
+        agent_image: cfg.agent_image,
+        registries_conf: cfg.registries_conf,
+        mirror_ca: cfg.mirror_ca,
+        pull_secret: cfg.pull_secret,
     })
 }
 
@@ -257,12 +275,15 @@ async fn fetch_rootfs(name: &str, url: &str, trust: &Trust) -> Result<()> {
     let (status, rootfs) = agent_sim::call(trust, http::Method::GET, url, "", None)
         .await
         .map_err(|e| {
-            anyhow::Error::new(Transient).context(format!("{name} fetching its rootfs: {e}"))
+            anyhow::Error::new(Transient(IMAGE_SERVER_DOWN))
+                .context(format!("{name} fetching its rootfs: {e}"))
         })?;
     if status.is_server_error() {
-        return Err(anyhow::Error::new(Transient).context(format!(
-            "{name} fetching its rootfs from {url}: HTTP {status}"
-        )));
+        return Err(
+            anyhow::Error::new(Transient(IMAGE_SERVER_DOWN)).context(format!(
+                "{name} fetching its rootfs from {url}: HTTP {status}"
+            )),
+        );
     }
     if !status.is_success() || rootfs.is_empty() {
         bail!(
@@ -313,17 +334,27 @@ pub const BOOT_RETRY: Duration = Duration::from_secs(120);
 
 /// Whether a boot failure may pass: the image server unreachable or answering 5xx.
 fn is_transient(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<Transient>().is_some())
+    transient_reason(e).is_some()
 }
 
-/// Marks a boot failure that may pass (see [`is_transient`]).
+/// Marks a boot failure that may pass (see [`is_transient`]), with what the site says of it.
 #[derive(Debug)]
-struct Transient;
+struct Transient(&'static str);
+
+const IMAGE_SERVER_DOWN: &str = "its image server does not answer";
+const AGENT_IMAGE_UNAVAILABLE: &str = "it cannot pull its agent image";
 
 impl std::fmt::Display for Transient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the image server did not answer")
+        f.write_str(self.0)
     }
+}
+
+/// Why a boot failed in a way that may pass, or `None`.
+fn transient_reason(e: &anyhow::Error) -> Option<&'static str> {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Transient>())
+        .map(|t| t.0)
 }
 
 impl std::error::Error for Transient {}
@@ -359,7 +390,65 @@ impl Site {
             network: None,
             etcd: EtcdMembers::default(),
             endpoints_synced: Vec::new(),
+            pulls: None,
+            pulls_shown: 0,
         }
+    }
+
+    /// The hosts pull their images as podman would, through the mirrors and CA of their
+    /// discovery ignition (`--disconnected`): the agent image before the agent starts, the
+    /// images the availability check names, the installer image at the install step.
+    pub fn with_pulls(mut self) -> Site {
+        self.pulls = Some(Arc::default());
+        self
+    }
+
+    /// Every pull so far.
+    pub fn pulls(&self) -> Vec<PullRecord> {
+        self.pulls
+            .as_ref()
+            .and_then(|p| p.lock().ok().map(|p| p.clone()))
+            .unwrap_or_default()
+    }
+
+    /// With pulls on, the container runtime of a host booted with `boot`, once it has pulled
+    /// its agent image (a failed pull is transient: podman tries again, the site next pass).
+    async fn runtime_of(
+        &self,
+        name: &str,
+        boot: &BootConfig,
+    ) -> Result<Option<Arc<dyn agent_sim::ContainerRuntime>>> {
+        let Some(log) = &self.pulls else {
+            return Ok(None);
+        };
+        let runtime = crate::mirror::HostRuntime::new(
+            name,
+            boot.registries_conf.as_deref(),
+            boot.mirror_ca.as_deref(),
+            boot.pull_secret.as_deref(),
+            log.clone(),
+        )?;
+        // Failures are said once by the boot's retry, not once per pass.
+        let pulled = runtime.pull_unrecorded(&boot.agent_image).await;
+        if let Err(e) = pulled {
+            return Err(anyhow::Error::new(Transient(AGENT_IMAGE_UNAVAILABLE))
+                .context(format!("{name} pulling {}: {e}", boot.agent_image)));
+        }
+        runtime.record(&boot.agent_image, &pulled);
+        Ok(Some(Arc::new(runtime)))
+    }
+
+    /// The pulls since the last call, one line each.
+    fn new_pull_events(&mut self) -> Vec<Event> {
+        let all = self.pulls();
+        let new = all.get(self.pulls_shown..).unwrap_or_default().to_vec();
+        self.pulls_shown = all.len();
+        new.iter()
+            .map(|p| match &p.result {
+                Ok(from) => format!("site: {} pulled {} from {from}", p.host, p.image),
+                Err(e) => format!("site: {} could not pull {}: {e}", p.host, p.image),
+            })
+            .collect()
     }
 
     /// Masters' kubelets serve their exec API on `network` (see the module docs).
@@ -502,7 +591,7 @@ impl Site {
         workload_tb: &Testbed,
         bmhs: &[BareMetalHost],
     ) -> Result<Vec<Event>> {
-        let mut events = Vec::new();
+        let mut events = self.new_pull_events();
         for bmh in bmhs
             .iter()
             .filter(|b| b.namespace().as_deref() == Some(self.ns.as_str()))
@@ -517,10 +606,14 @@ impl Site {
                 continue;
             };
             if state == "provisioned" && !self.booted.contains_key(&name) {
-                let boot = match boot_config(&self.client, bmh, &self.bmc_trust).await {
-                    Ok(c) => {
+                let booting = match boot_config(&self.client, bmh, &self.bmc_trust).await {
+                    Ok(boot) => self.runtime_of(&name, &boot).await.map(|rt| (boot, rt)),
+                    Err(e) => Err(e),
+                };
+                let (boot, runtime) = match booting {
+                    Ok(b) => {
                         self.boot_failing.remove(&name);
-                        c
+                        b
                     }
                     Err(e) if is_transient(&e) => {
                         let first = !self.boot_failing.contains_key(&name);
@@ -537,7 +630,8 @@ impl Site {
                         if first {
                             tracing::info!("{name} cannot boot yet: {e:#}");
                             events.push(format!(
-                                "site: {name} cannot boot yet: its image server does not answer (logs/lab.log has the error); trying again every pass"
+                                "site: {name} cannot boot yet: {} (logs/lab.log has the error); trying again every pass",
+                                transient_reason(&e).unwrap_or(IMAGE_SERVER_DOWN)
                             ));
                         }
                         continue;
@@ -557,6 +651,11 @@ impl Site {
                 .with_speed(self.speed);
                 cfg.reply_ctx = self.reply_ctx.clone();
                 cfg.trust = boot.trust;
+                cfg.runtime = runtime;
+                // The agent runs the image its discovery ignition names, and says so.
+                if !boot.agent_image.is_empty() {
+                    cfg.agent_version = boot.agent_image.clone();
+                }
                 self.booted.insert(
                     name.clone(),
                     Booted {

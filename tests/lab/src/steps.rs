@@ -36,6 +36,7 @@ pub(crate) enum Step {
     ControlPlaneScaledUp,
     ControlPlaneScaleRefused,
     ControlPlaneScaledBack,
+    MirrorConfigRefused,
 }
 
 /// What `--fail-host` breaks, and so what the run waits for after.
@@ -132,6 +133,7 @@ impl Step {
             Step::ControlPlaneScaledUp => "control plane scaled up",
             Step::ControlPlaneScaleRefused => "control-plane scaling refused",
             Step::ControlPlaneScaledBack => "control plane scaled back",
+            Step::MirrorConfigRefused => "mirror ConfigMap refused",
         }
     }
 
@@ -198,6 +200,10 @@ impl Step {
                 spec.control_plane_to.unwrap_or_default()
             ),
             Step::ControlPlaneScaleRefused => "the control plane's ScalingUp False/ScalingNotSupported, no Machine made".into(),
+            Step::MirrorConfigRefused => format!(
+                "the control plane's Available False/InvalidImageRegistryConfig naming ConfigMap {} and its registries.conf line, no AgentClusterInstall and no Agent",
+                crate::mirror::CONFIG_MAP
+            ),
             Step::ControlPlaneScaledBack => format!(
                 "back to {} masters: the extra Machines gone one at a time (etcd member and certificate Secrets first), Agents and Nodes gone, BareMetalHosts `available`, etcd {} members",
                 spec.masters, spec.masters
@@ -281,6 +287,18 @@ impl Step {
                 spec.control_plane_to.unwrap_or_default(),
             ),
             Step::ControlPlaneScaleRefused => control_plane_scaling::refused(spec, s),
+            Step::MirrorConfigRefused => {
+                s.aci.is_none()
+                    && s.agents.is_empty()
+                    && s.control_plane.as_ref().is_some_and(|c| {
+                        control_plane_condition(c, "Available").is_some_and(|(st, r, m)| {
+                            st == "False"
+                                && r == "InvalidImageRegistryConfig"
+                                && m.contains(crate::mirror::CONFIG_MAP)
+                                && m.contains("registries.conf line")
+                        })
+                    })
+            }
             Step::ControlPlaneScaledBack => {
                 control_plane_scaling::scaled_back(spec, s, site, servers)
             }

@@ -49,6 +49,7 @@ pub fn options() -> Options {
         cluster_class: false,
         fail_host: None,
         scale_control_plane: None,
+        disconnected: None,
     }
 }
 

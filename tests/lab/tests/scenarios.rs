@@ -12,6 +12,10 @@ mod cluster_file;
 mod common;
 #[path = "control_plane_scaling.rs"]
 mod control_plane_scaling;
+#[path = "disconnected.rs"]
+mod disconnected;
+#[path = "host_runtime.rs"]
+mod host_runtime;
 #[path = "kubelet_exec.rs"]
 mod kubelet_exec;
 #[path = "remediation.rs"]

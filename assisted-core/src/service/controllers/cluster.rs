@@ -116,6 +116,8 @@ pub struct ClusterConfig {
     pub ignition_endpoint: IgnitionEndpoint,
     /// Image mode at install, from the custom manifests (checked by a validation).
     pub image_mode: crate::domain::image_mode::ImageMode,
+    /// The ClusterImageSet's release image.
+    pub release_image: String,
 }
 
 impl ClusterConfig {
@@ -158,6 +160,14 @@ impl ClusterConfig {
         c.additional_ntp_source.clone_from(&self.ntp);
         c.disk_encryption.clone_from(&self.disk_encryption);
         c.image_mode.clone_from(&self.image_mode);
+        // The hosts' image availability check names the release from the start, as
+        // upstream's does; its other images come with the payload, at preparation.
+        if c.release.release_image != self.release_image {
+            c.release = crate::domain::ReleaseInfo {
+                release_image: self.release_image.clone(),
+                ..Default::default()
+            };
+        }
         // The token is per host (Agent ignitionEndpointTokenReference, not supported yet).
         c.ignition_endpoint
             .url
@@ -438,6 +448,8 @@ pub fn cluster_config(
         },
         // Read from the manifests and the pull secret: `plan` fills it.
         image_mode: Default::default(),
+        // The ClusterImageSet's: `plan` fills it.
+        release_image: String::new(),
     })
 }
 
@@ -816,6 +828,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                         .get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
                         .map(String::as_str),
                 );
+                c.release_image.clone_from(image);
                 Ok(c)
             }) {
                 Ok(c) => (Some(c), image.clone(), None),
@@ -1557,6 +1570,11 @@ mod tests {
         assert_eq!(
             snap.ignition_endpoint.ca_certificate.as_deref(),
             Some("-----BEGIN CERTIFICATE-----")
+        );
+        // The release is known before the payload is read (the image availability check).
+        assert_eq!(
+            snap.release.release_image,
+            "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64"
         );
         // The day-2 pointer ignition and the connectivity check use the custom endpoint.
         assert_eq!(

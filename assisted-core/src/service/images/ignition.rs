@@ -115,6 +115,10 @@ pub struct DiscoveredAgentConfig {
     pub pull_secret: Option<String>,
     pub ssh_authorized_keys: Vec<String>,
     pub proxy: ProxySettings,
+    /// `/etc/containers/registries.conf`: the mirrors the host pulls through.
+    pub registries_conf: Option<String>,
+    /// The mirrors' CA (`domain.crt` among the host's trust anchors).
+    pub mirror_ca: Option<String>,
 }
 
 /// Renders the discovery ignition, with the infra-env's override merged last.
@@ -308,6 +312,11 @@ pub fn parse_discovery_ignition(ign: &str) -> Result<DiscoveredAgentConfig, Imag
             .map_err(|_| bad(&format!("{what} is not UTF-8")))
     };
     out.pull_secret = file_text(PULL_SECRET_PATH, "pull secret")?;
+    out.registries_conf = file_text(
+        crate::domain::mirrors::DISCOVERY_REGISTRIES_CONF_PATH,
+        "registries.conf",
+    )?;
+    out.mirror_ca = file_text(crate::domain::mirrors::DISCOVERY_CA_PATH, "the mirrors' CA")?;
     if let Some(path) = out.cacert_path.clone() {
         out.ca_bundle = Some(
             file_text(&path, "the service CA")?
@@ -1002,6 +1011,12 @@ mod tests {
         assert_eq!(got.pull_secret.as_deref(), Some(p.pull_secret.as_str()));
         assert_eq!(got.ssh_authorized_keys.len(), 2);
         assert_eq!(got.proxy, p.proxy);
+        // What the host's container runtime pulls through.
+        assert_eq!(
+            got.registries_conf.as_deref(),
+            Some(p.mirror_files[0].1.as_str())
+        );
+        assert_eq!(got.mirror_ca, None);
     }
 
     #[test]

@@ -1,0 +1,62 @@
+//! `--disconnected`: a cluster installed from the site's mirror registry (the test bed's real
+//! OCI registry behind https with its own CA and a password), and one whose mirror ConfigMap
+//! has a typo.
+
+use lab::{Disconnected, Options, Topology};
+
+use crate::common::{DAY1_MILESTONES, DAY2_MILESTONES, milestones, options, run_ok};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_plus_one_installs_from_the_mirror_and_adds_a_worker() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "disconnected",
+        Options {
+            topology: Topology::ThreePlusTwo,
+            workers: 1,
+            disconnected: Some(Disconnected::Mirror),
+            ..options()
+        },
+    )
+    .await;
+    let expected: Vec<&str> = DAY1_MILESTONES
+        .iter()
+        .chain(&DAY2_MILESTONES)
+        .copied()
+        .collect();
+    assert_eq!(milestones(&report), expected);
+    let m = report.mirror.as_ref().expect("the mirror's report");
+    assert_eq!(m.problem(), None);
+    // Every host pulled by digest from the mirror: its agent at boot and the installer at the
+    // install step; the day-1 hosts (three masters, one worker) also the release and the
+    // installer for the image availability check before the install (a day-2 host has none).
+    let hosts: std::collections::BTreeSet<&str> = m.pulls.iter().map(|p| p.host.as_str()).collect();
+    assert_eq!(hosts.len(), 5, "{:?}", m.pulls);
+    let pulls_of = |image: &str| m.pulls.iter().filter(|p| p.image == image).count();
+    assert_eq!(pulls_of(&m.release_by_digest), 4, "{:?}", m.pulls);
+    assert_eq!(m.pulls.len(), 5 + 5 + 4 + 4, "{:?}", m.pulls);
+    // The one tag the mirror was asked for: the control plane pinning the release.
+    assert_eq!(m.served.tags, ["ocp4/openshift4:4.17.3-x86_64"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_config_map_with_a_typo_is_named_and_nothing_installs() {
+    if testbed::skip() {
+        return;
+    }
+    let (report, _dir) = run_ok(
+        "broken-mirror",
+        Options {
+            disconnected: Some(Disconnected::BrokenConfigMap),
+            timeout: std::time::Duration::from_secs(200),
+            ..options()
+        },
+    )
+    .await;
+    assert_eq!(
+        milestones(&report),
+        ["hosts available", "mirror ConfigMap refused"]
+    );
+}
