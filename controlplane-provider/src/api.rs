@@ -393,6 +393,57 @@ pub struct OpenshiftAssistedControlPlaneConfigSpec {
     pub image_registry_ref: Option<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Capabilities>,
+    /// Image mode at install (on-cluster layering from day 1, OpenShift 4.21 and later): pools
+    /// installed on a pre-built OS image. Not in CAPOA (v1alpha3 only; v1alpha2 keeps it in
+    /// the conversion-data annotation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_mode: Option<ImageModeSpec>,
+}
+
+/// Image mode at install: one MachineOSConfig per pool among the install's manifests, and the
+/// install-config's OS image stream.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageModeSpec {
+    /// The install-config's `osImageStream`: `rhel-9`, `rhel-10` or `centos-10` (OpenShift
+    /// 4.22 and later; another stream than `rhel-9` before 4.23 needs the TechPreviewNoUpgrade
+    /// feature set in the install-config overrides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub os_image_stream: Option<String>,
+    /// The pools installed on a pre-built image, one entry per pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 3),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["pool"])
+    )]
+    pub pools: Vec<ImageModePool>,
+}
+
+/// One MachineConfigPool in image mode: what its MachineOSConfig says.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageModePool {
+    /// The MachineConfigPool: `master`, `worker` or `arbiter`.
+    #[schemars(regex(pattern = r"^(master|worker|arbiter)$"))]
+    pub pool: String,
+    /// The pre-built OS image the pool's nodes install on, fully qualified and pinned by
+    /// digest (`registry/repository@sha256:<64 hex>`); the pull secret must have credentials
+    /// for its registry.
+    #[schemars(length(min = 1, max = 512))]
+    pub image: String,
+    /// The Containerfile the machine-config operator layers onto the pool's configuration when
+    /// it builds the pool's next image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containerfile: Option<String>,
+    /// Where the machine-config operator pushes the images it builds, with a tag
+    /// (`registry/repository:tag`).
+    #[schemars(length(min = 1, max = 512))]
+    pub rendered_image_push_spec: String,
+    /// A Secret of this namespace (`.dockerconfigjson`) with push credentials for
+    /// `renderedImagePushSpec`; copied into the installed cluster's
+    /// `openshift-machine-config-operator` namespace once its API answers.
+    pub rendered_image_push_secret_ref: LocalObjectReference,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]

@@ -69,6 +69,10 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
     fn restore_hub(hub: &mut Self::Hub, snapshot: &Self::Hub) {
         hub.spec.version = snapshot.spec.version.clone();
         hub.spec.remediation = snapshot.spec.remediation.clone();
+        if let (Some(config), Some(old)) = (hub.spec.config.as_mut(), snapshot.spec.config.as_ref())
+        {
+            config.image_mode = old.image_mode.clone();
+        }
         restore_machine_template(
             &mut hub.spec.machine_template,
             &snapshot.spec.machine_template,
@@ -334,6 +338,7 @@ fn config_to_hub(
             baseline_capability: c.baseline_capability.clone(),
             additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
         }),
+        image_mode: None,
     }
 }
 
@@ -353,6 +358,8 @@ fn config_from_hub(
         pull_secret_ref,
         image_registry_ref,
         capabilities,
+        // v1alpha2 has no image mode: kept in the conversion data (`restore_hub`).
+        image_mode: _,
     } = config;
     v1alpha2::OpenshiftAssistedControlPlaneConfigSpec {
         api_vips: api_vips.clone(),
@@ -1438,6 +1445,37 @@ spec:
             })
     }
 
+    fn image_mode_strategy() -> impl Strategy<Value = api::ImageModeSpec> {
+        (
+            prop::option::of(prop::sample::select(vec!["rhel-9", "rhel-10"])),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["master", "worker"]),
+                    some_text(),
+                    prop::option::of(some_text()),
+                    some_text(),
+                    some_text(),
+                )
+                    .prop_map(|(pool, image, containerfile, push_spec, secret)| {
+                        api::ImageModePool {
+                            pool: pool.into(),
+                            image,
+                            containerfile,
+                            rendered_image_push_spec: push_spec,
+                            rendered_image_push_secret_ref: HubLocalObjectReference {
+                                name: secret,
+                            },
+                        }
+                    }),
+                0..3,
+            ),
+        )
+            .prop_map(|(stream, pools)| api::ImageModeSpec {
+                os_image_stream: stream.map(Into::into),
+                pools,
+            })
+    }
+
     fn hub_spec_strategy() -> impl Strategy<Value = api::OpenshiftAssistedControlPlaneSpec> {
         (
             spoke_spec_strategy(),
@@ -1450,24 +1488,30 @@ spec:
             prop::option::of(some_text()),
             template_shape_strategy(),
             prop::option::of(some_text()),
+            prop::option::of(image_mode_strategy()),
         )
-            .prop_map(|(spec, deletion, commands, provider_id, shape, version)| {
-                let mut hub = spec_to_hub(&spec);
-                hub.version = version;
-                hub.machine_template.deletion =
-                    deletion.map(|(drain, detach, deletion)| api::MachineDeletionSpec {
-                        node_drain_timeout_seconds: drain,
-                        node_volume_detach_timeout_seconds: detach,
-                        node_deletion_timeout_seconds: deletion,
-                    });
-                shape.apply(&mut hub.machine_template);
-                let bootstrap = &mut hub.openshift_assisted_config_spec;
-                bootstrap.post_bootstrap_commands = commands;
-                if let Some(registration) = bootstrap.node_registration.as_mut() {
-                    registration.provider_id = provider_id;
-                }
-                hub
-            })
+            .prop_map(
+                |(spec, deletion, commands, provider_id, shape, version, image_mode)| {
+                    let mut hub = spec_to_hub(&spec);
+                    hub.version = version;
+                    if let Some(config) = hub.config.as_mut() {
+                        config.image_mode = image_mode;
+                    }
+                    hub.machine_template.deletion =
+                        deletion.map(|(drain, detach, deletion)| api::MachineDeletionSpec {
+                            node_drain_timeout_seconds: drain,
+                            node_volume_detach_timeout_seconds: detach,
+                            node_deletion_timeout_seconds: deletion,
+                        });
+                    shape.apply(&mut hub.machine_template);
+                    let bootstrap = &mut hub.openshift_assisted_config_spec;
+                    bootstrap.post_bootstrap_commands = commands;
+                    if let Some(registration) = bootstrap.node_registration.as_mut() {
+                        registration.provider_id = provider_id;
+                    }
+                    hub
+                },
+            )
     }
 
     proptest! {

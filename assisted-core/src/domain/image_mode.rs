@@ -16,6 +16,10 @@ use super::release_support::{os_image_stream_support, pre_built_images_supported
 pub const PRE_BUILT_IMAGE_ANNOTATION: &str = "machineconfiguration.openshift.io/pre-built-image";
 /// Where the MachineOSConfigs' push Secrets live in the installed cluster.
 pub const MCO_NAMESPACE: &str = "openshift-machine-config-operator";
+/// On an AgentClusterInstall: Secrets (`namespace/name`, comma-separated) its control plane puts
+/// into the installed cluster once its API answers (image mode's push Secrets, kept out of the
+/// manifests' ConfigMaps); they count as present.
+pub const POST_INSTALL_SECRETS_ANNOTATION: &str = "assisted-core.openshift.io/post-install-secrets";
 /// The pools every cluster has; others must come as MachineConfigPool manifests.
 const BUILT_IN_POOLS: &[&str] = &["master", "worker", "arbiter"];
 
@@ -56,6 +60,8 @@ pub struct Inputs<'a> {
     pub pull_secret_registries: &'a [String],
     /// The install-config overrides (JSON), where `osImageStream` is set.
     pub install_config_overrides: Option<&'a str>,
+    /// [`POST_INSTALL_SECRETS_ANNOTATION`]'s value, when set.
+    pub post_install_secrets: Option<&'a str>,
 }
 
 /// A MachineOSConfig as found in a manifest, with the fields the check reads.
@@ -171,6 +177,14 @@ pub fn check(inputs: &Inputs) -> ImageMode {
         .filter(|(_, d)| is_kind(d, "", "Secret"))
         .filter(|(_, d)| text(d, &["metadata", "namespace"]) == MCO_NAMESPACE)
         .map(|(_, d)| text(d, &["metadata", "name"]))
+        .chain(
+            inputs
+                .post_install_secrets
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|s| s.trim().strip_prefix(&format!("{MCO_NAMESPACE}/")))
+                .map(str::to_string),
+        )
         .collect();
     let pools: BTreeSet<String> = docs
         .iter()
@@ -268,7 +282,7 @@ pub fn check(inputs: &Inputs) -> ImageMode {
                 .push(named("spec.renderedImagePushSecret.name is required"));
         } else if !push_secrets.contains(&m.push_secret) {
             out.problems.push(named(&format!(
-                "spec.renderedImagePushSecret.name: Secret {MCO_NAMESPACE}/{} is not among the manifests",
+                "spec.renderedImagePushSecret.name: Secret {MCO_NAMESPACE}/{} is not among the manifests (nor delivered after the install)",
                 m.push_secret
             )));
         }
@@ -342,6 +356,7 @@ data:
             openshift_version: version,
             pull_secret_registries: &registries,
             install_config_overrides: None,
+            post_install_secrets: None,
         })
     }
 
@@ -467,6 +482,28 @@ data:
         let got = run("4.21.0", &files, &["registry.example.com"]);
         assert_eq!(got.problems.len(), 2);
         assert!(got.problems[0].contains("spec.renderedImagePushSecret.name: Secret openshift-machine-config-operator/push-secret is not among the manifests"), "{:?}", got.problems);
+        // One the control plane puts into the installed cluster counts.
+        let manifests: Vec<(String, Vec<u8>)> = files
+            .iter()
+            .map(|(n, c)| (n.to_string(), c.clone().into_bytes()))
+            .collect();
+        let registries = vec!["registry.example.com".to_string()];
+        let delivered = |annotation: &str| {
+            check(&Inputs {
+                manifests: &manifests,
+                openshift_version: "4.21.0",
+                pull_secret_registries: &registries,
+                install_config_overrides: None,
+                post_install_secrets: Some(annotation),
+            })
+            .problems
+        };
+        assert_eq!(
+            delivered("openshift-machine-config-operator/push-secret"),
+            Vec::<String>::new()
+        );
+        // In another namespace it is not the MCO's.
+        assert_eq!(delivered("default/push-secret").len(), 2);
     }
 
     #[test]
@@ -508,6 +545,7 @@ data:
                 openshift_version: version,
                 pull_secret_registries: &[],
                 install_config_overrides: Some(overrides),
+                post_install_secrets: None,
             })
         };
         let check_stream = |version: &str, stream: &str| {

@@ -64,6 +64,14 @@ pub async fn apply(
             )
             .await?;
         }
+        if let Some(manifests) = &hive.image_mode_manifests {
+            apply_one(
+                Api::<ConfigMap>::namespaced(client.clone(), &ns),
+                manifests,
+                "image mode manifests ConfigMap",
+            )
+            .await?;
+        }
         // Without `spec.installed`, which the core sets once the cluster is installed.
         let cd_name = hive.cluster_deployment.name_any();
         Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
@@ -85,6 +93,9 @@ pub async fn apply(
             "AgentClusterInstall",
         )
         .await?;
+        if let Some(workload) = workload {
+            copy_push_secrets(workload, &hive.push_secrets).await;
+        }
     }
     for m in &plan.create {
         let infra_api: Api<DynamicObject> =
@@ -367,6 +378,18 @@ async fn delete(
     }
     write_status(ctx, oacp, plan).await?;
     Ok(Action::requeue(Duration::from_secs(2)))
+}
+
+/// Image mode's push Secrets into the installed cluster. A failure (its API down, the
+/// namespace not there yet) is logged and tried again on the next reconcile; the rest of the
+/// control plane's work goes on.
+async fn copy_push_secrets(workload: &kube::Client, secrets: &[Secret]) {
+    for secret in secrets {
+        let api = Api::<Secret>::namespaced(workload.clone(), super::image_mode::MCO_NAMESPACE);
+        if let Err(e) = apply_one(api, secret, "push Secret in the installed cluster").await {
+            tracing::warn!(error = %e, "image mode: copying a push Secret");
+        }
+    }
 }
 
 async fn apply_one<K>(api: Api<K>, object: &K, what: &str) -> Result<(), Error>

@@ -83,6 +83,8 @@ pub struct Dereferenced {
     pub pull_secret: PullSecret,
     /// The ConfigMap `config.imageRegistryRef` names.
     pub image_registry: ImageRegistry,
+    /// The push Secrets `config.imageMode` names, by name (`None`: it does not exist).
+    pub image_mode_push_secrets: BTreeMap<String, Option<Secret>>,
     pub workload_version: WorkloadVersion,
     /// The installed cluster's ClusterVersion, read on every reconcile once it is installed.
     pub cluster_version: WorkloadClusterVersion,
@@ -237,6 +239,15 @@ pub async fn dereference(
         _ => ImageRegistry::Unset,
     };
 
+    let mut image_mode_push_secrets = BTreeMap::new();
+    for secret in super::image_mode::push_secret_names(&oacp) {
+        let found = Api::<Secret>::namespaced(client.clone(), &ns)
+            .get_opt(&secret)
+            .await
+            .map_err(Error::Read)?;
+        image_mode_push_secrets.insert(secret, found);
+    }
+
     // The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
     // `/version` is asked only while no Node reports its kubelet's version.
     let installed = aci
@@ -334,6 +345,7 @@ pub async fn dereference(
         admin_kubeconfig,
         pull_secret,
         image_registry,
+        image_mode_push_secrets,
         workload_version,
         cluster_version,
         control_plane_kubelets,

@@ -57,9 +57,10 @@ pub struct HiveInputs<'a> {
     pub release_image: &'a str,
     /// [`super::install_config::install_config_override`].
     pub install_config_override: Option<&'a str>,
-    /// The ConfigMap of spoke mirror manifests generated from `config.imageRegistryRef`, if
-    /// any; it follows the user's `manifestsConfigMapRefs`, as in CAPOA.
-    pub image_registry_config_map: Option<&'a str>,
+    /// The ConfigMaps of manifests the control plane generates (the mirror manifests of
+    /// `config.imageRegistryRef`, the MachineOSConfigs of `config.imageMode`); they follow the
+    /// user's `manifestsConfigMapRefs`, as in CAPOA.
+    pub generated_manifests: &'a [String],
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -138,12 +139,12 @@ pub fn agent_cluster_install(inputs: &HiveInputs) -> Result<AgentClusterInstall,
         _ => (Vec::new(), Vec::new()),
     };
     let mut manifests = config.manifests_config_map_refs.clone();
-    if let Some(registry) = inputs.image_registry_config_map
-        && !manifests.iter().any(|m| m.name == registry)
-    {
-        manifests.push(LocalObjectReference {
-            name: registry.to_string(),
-        });
+    for generated in inputs.generated_manifests {
+        if !manifests.iter().any(|m| &m.name == generated) {
+            manifests.push(LocalObjectReference {
+                name: generated.clone(),
+            });
+        }
     }
     let spec = AgentClusterInstallSpec {
         image_set_ref: Some(ClusterImageSetReference {
@@ -417,7 +418,7 @@ spec:
             pull_secret_name: "pull-secret",
             release_image: RELEASE,
             install_config_override: None,
-            image_registry_config_map: None,
+            generated_manifests: &[],
         }
     }
 
@@ -705,7 +706,7 @@ spec:
         });
         let cluster = cluster();
         let aci = agent_cluster_install(&HiveInputs {
-            image_registry_config_map: Some("additional-registry-config"),
+            generated_manifests: &["additional-registry-config".to_string()],
             ..inputs(&oacp, &cluster)
         })
         .unwrap();

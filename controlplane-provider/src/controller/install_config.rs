@@ -63,7 +63,17 @@ pub fn install_config_override(
         .as_ref()
         .and_then(|a| a.get(INSTALL_CONFIG_OVERRIDE_ANNOTATION))
         .map(String::as_str);
-    merge(annotation, capabilities_override(capabilities, bare_metal)?)
+    let os_image_stream = oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.image_mode.as_ref())
+        .and_then(|m| m.os_image_stream.as_deref());
+    merge(
+        annotation,
+        capabilities_override(capabilities, bare_metal)?,
+        os_image_stream,
+    )
 }
 
 /// The `capabilities` section, or None when CAPOA adds none: no user capabilities on a
@@ -122,9 +132,12 @@ fn is_valid_baseline(baseline: &str) -> bool {
             .is_some_and(|minor| !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The user's annotation with the computed `capabilities` and `spec.config.imageMode`'s
+/// `osImageStream` over it.
 fn merge(
     annotation: Option<&str>,
     capabilities: Option<Value>,
+    os_image_stream: Option<&str>,
 ) -> Result<Option<String>, InstallConfigError> {
     let invalid = |reason: String| InstallConfigError::InvalidOverrideAnnotation {
         annotation: INSTALL_CONFIG_OVERRIDE_ANNOTATION,
@@ -140,6 +153,9 @@ fn merge(
     };
     if let Some(capabilities) = capabilities {
         merged.insert("capabilities".into(), capabilities);
+    }
+    if let Some(stream) = os_image_stream {
+        merged.insert("osImageStream".into(), stream.into());
     }
     if merged.is_empty() {
         return Ok(None);
@@ -209,6 +225,29 @@ spec:
     }
 
     const BM_DEFAULTS: [&str; 8] = BAREMETAL_DEFAULT_CAPABILITIES;
+
+    #[test]
+    fn the_image_mode_stream_is_the_install_configs_over_the_users() {
+        let mut cp = oacp(
+            false,
+            None,
+            Some(r#"{"osImageStream":"rhel-9","fips":true}"#),
+        );
+        cp.spec.config.as_mut().unwrap().image_mode = Some(crate::api::ImageModeSpec {
+            os_image_stream: Some("rhel-10".into()),
+            pools: Vec::new(),
+        });
+        assert_eq!(
+            parsed(install_config_override(&cp).unwrap()),
+            json!({"fips": true, "osImageStream": "rhel-10"})
+        );
+        // Without a stream the user's stays.
+        cp.spec.config.as_mut().unwrap().image_mode = Some(Default::default());
+        assert_eq!(
+            parsed(install_config_override(&cp).unwrap())["osImageStream"],
+            "rhel-9"
+        );
+    }
 
     #[test]
     fn capabilities_table() {

@@ -9,6 +9,7 @@ pub mod dereference;
 pub mod etcd;
 pub mod hive;
 pub mod hooks;
+pub mod image_mode;
 pub mod install;
 pub mod install_config;
 pub mod kubeconfig;

@@ -17,8 +17,8 @@ use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
 use super::status::{self, StatusInputs};
 use super::{
-    FINALIZER, RESYNC, hive, hooks, install_config, kubeconfig, labels, registry, release,
-    remediation, upgrade,
+    FINALIZER, RESYNC, hive, hooks, image_mode, install_config, kubeconfig, labels, registry,
+    release, remediation, upgrade,
 };
 use crate::api::{
     ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
@@ -43,6 +43,11 @@ pub struct HiveObjects {
     /// The installed cluster's mirror manifests from `config.imageRegistryRef`, written before
     /// the AgentClusterInstall that names them.
     pub registry_manifests: Option<k8s_openapi::api::core::v1::ConfigMap>,
+    /// The MachineOSConfigs of `config.imageMode`, written before the AgentClusterInstall that
+    /// names them.
+    pub image_mode_manifests: Option<k8s_openapi::api::core::v1::ConfigMap>,
+    /// `config.imageMode`'s push Secrets, for the installed cluster once it is installed.
+    pub push_secrets: Vec<Secret>,
 }
 
 /// The step of a deletion.
@@ -572,7 +577,19 @@ fn desired(
         hive::owner_reference(oacp).map_err(invalid)?,
         labels::labels(oacp, &cluster.name_any()),
     )?;
-    let registry_manifests_name = registry.as_ref().map(|r| r.manifests.name_any());
+    let image_mode = image_mode::desired(
+        oacp,
+        &d.image_mode_push_secrets,
+        hive::owner_reference(oacp).map_err(invalid)?,
+        labels::labels(oacp, &cluster.name_any()),
+    )?;
+    let generated_manifests: Vec<String> = [
+        registry.as_ref().map(|r| r.manifests.name_any()),
+        image_mode.as_ref().map(|m| m.manifests.name_any()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let inputs = hive::HiveInputs {
         oacp,
         cluster,
@@ -580,14 +597,31 @@ fn desired(
         pull_secret_name: &pull_secret_name,
         release_image: &release_image,
         install_config_override: install_config_override.as_deref(),
-        image_registry_config_map: registry_manifests_name.as_deref(),
+        generated_manifests: &generated_manifests,
     };
     let mut hive = HiveObjects {
         image_set: hive::cluster_image_set(&inputs).map_err(invalid)?,
         cluster_deployment: hive::cluster_deployment(&inputs).map_err(invalid)?,
         agent_cluster_install: hive::agent_cluster_install(&inputs).map_err(invalid)?,
         registry_manifests: None,
+        image_mode_manifests: None,
+        push_secrets: Vec::new(),
     };
+    // The push Secrets reach the installed cluster after the install; the core counts them.
+    if let Some(m) = image_mode {
+        hive.agent_cluster_install
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(
+                image_mode::POST_INSTALL_SECRETS_ANNOTATION.to_string(),
+                m.post_install_secrets,
+            );
+        hive.image_mode_manifests = Some(m.manifests);
+        if install.installed() {
+            hive.push_secrets = m.push_secrets;
+        }
+    }
     // The core renders the mirrors into the install-config from the user's ConfigMap.
     if let Some(r) = registry {
         hive.agent_cluster_install.spec.mirror_registry_ref =
@@ -1071,6 +1105,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             release_lookup: None,
             pull_secret: PullSecret::Present("pull-secret".into()),
             image_registry: crate::controller::registry::ImageRegistry::Unset,
+            image_mode_push_secrets: Default::default(),
             etcd_members: remediation::Members::NotRead,
         }
     }

@@ -315,6 +315,21 @@ fn rows() -> Vec<Row> {
             },
         },
         Row {
+            what: "image mode (`spec.config.imageMode`) with a push Secret that does not exist",
+            ns: "missing-push-secret",
+            reason: "ImageModePushSecretNotFound",
+            install_objects: false,
+            not_named: None,
+            mistake: |o| {
+                o.control_plane["spec"]["config"]["imageMode"] = json!({"pools": [{
+                    "pool": "worker",
+                    "image": format!("registry.example.com/os/worker@sha256:{}", "1".repeat(64)),
+                    "renderedImagePushSpec": "registry.example.com/os/worker:latest",
+                    "renderedImagePushSecretRef": {"name": "push-secret"},
+                }]});
+            },
+        },
+        Row {
             what: "a mirror `registries.conf` that is not TOML (line 2: a key with no value)",
             ns: "mirror-config-not-toml",
             reason: "InvalidImageRegistryConfig",

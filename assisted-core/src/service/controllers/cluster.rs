@@ -453,14 +453,16 @@ pub fn cluster_config(
     })
 }
 
-/// Image mode at install, from the custom manifests, the pull secret's registries and the
-/// install-config overrides (`osImageStream`).
+/// Image mode at install, from the custom manifests, the pull secret's registries, the
+/// install-config overrides (`osImageStream`) and the Secrets the control plane delivers after
+/// the install (the ACI's post-install-secrets annotation).
 fn image_mode_of(
     manifests: &[(String, Vec<u8>)],
     version: &str,
     pull_secret: &str,
-    overrides: Option<&str>,
+    aci: &AgentClusterInstall,
 ) -> crate::domain::image_mode::ImageMode {
+    let annotation = |name: &str| aci.annotations().get(name).map(String::as_str);
     let registries: Vec<String> = crate::service::release::PullSecret::parse(pull_secret)
         .map(|p| p.registries().map(str::to_string).collect())
         .unwrap_or_default();
@@ -468,7 +470,10 @@ fn image_mode_of(
         manifests,
         openshift_version: version,
         pull_secret_registries: &registries,
-        install_config_overrides: overrides,
+        install_config_overrides: annotation(INSTALL_CONFIG_OVERRIDES_ANNOTATION),
+        post_install_secrets: annotation(
+            crate::domain::image_mode::POST_INSTALL_SECRETS_ANNOTATION,
+        ),
     })
 }
 
@@ -824,9 +829,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                     manifests.as_deref().unwrap_or_default(),
                     &c.openshift_version,
                     secret,
-                    aci.annotations()
-                        .get(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
-                        .map(String::as_str),
+                    aci,
                 );
                 c.release_image.clone_from(image);
                 Ok(c)

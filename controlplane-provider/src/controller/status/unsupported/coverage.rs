@@ -110,6 +110,16 @@ const TABLE: &[(&str, Coverage)] = &[
         "spec.config.capabilities",
         Acted("install_config.rs: install-config override"),
     ),
+    (
+        "spec.config.imageMode.osImageStream",
+        Acted("install_config.rs: install-config override osImageStream"),
+    ),
+    (
+        "spec.config.imageMode.pools",
+        Acted(
+            "image_mode.rs: a MachineOSConfig per pool among the ACI's manifests, push Secrets into the installed cluster",
+        ),
+    ),
 ];
 
 /// The control plane's `spec` leaves.
