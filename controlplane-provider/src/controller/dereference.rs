@@ -85,6 +85,9 @@ pub struct Dereferenced {
     pub image_registry: ImageRegistry,
     /// The push Secrets `config.imageMode` names, by name (`None`: it does not exist).
     pub image_mode_push_secrets: BTreeMap<String, Option<Secret>>,
+    /// Image mode in the installed cluster (its pools' MachineOSConfigs, builds, pools and
+    /// Nodes), read once it is installed.
+    pub image_mode_rollout: super::image_mode::Rollout,
     pub workload_version: WorkloadVersion,
     /// The installed cluster's ClusterVersion, read on every reconcile once it is installed.
     pub cluster_version: WorkloadClusterVersion,
@@ -331,6 +334,23 @@ pub async fn dereference(
     }
 
     let etcd_members = read_etcd_members(&oacp, installed, &machines, workload.as_ref()).await;
+    let pools: Vec<String> = oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.image_mode.as_ref())
+        .map(|m| m.pools.iter().map(|p| p.pool.clone()).collect())
+        .unwrap_or_default();
+    let image_mode_rollout = match (&workload, installed && !pools.is_empty()) {
+        (Some(w), true) => read_image_mode(w, &pools).await,
+        (None, true) => match &workload_version {
+            WorkloadVersion::Unreachable(why) => {
+                super::image_mode::Rollout::Unreachable(why.clone())
+            }
+            _ => super::image_mode::Rollout::NotRead,
+        },
+        _ => super::image_mode::Rollout::NotRead,
+    };
 
     Ok(Dereferenced {
         oacp,
@@ -346,6 +366,7 @@ pub async fn dereference(
         pull_secret,
         image_registry,
         image_mode_push_secrets,
+        image_mode_rollout,
         workload_version,
         cluster_version,
         control_plane_kubelets,
@@ -443,6 +464,88 @@ async fn read_cluster_version(client: &Client) -> WorkloadClusterVersion {
         Err(kube::Error::Api(e)) if e.code == 404 => WorkloadClusterVersion::Absent,
         Err(e) => WorkloadClusterVersion::Unreachable(format!("GET ClusterVersion version: {e}")),
     }
+}
+
+fn machine_config_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "machineconfiguration.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "machineconfiguration.openshift.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Each pool's MachineOSConfig (named after the pool), its MachineOSBuilds, its
+/// MachineConfigPool and its Nodes (a worker is a Node with the worker role and not the master
+/// one, as the machine-config operator places them), through the installed cluster's API.
+async fn read_image_mode(client: &Client, pools: &[String]) -> super::image_mode::Rollout {
+    use super::image_mode::{CURRENT_IMAGE_ANNOTATION, PoolState, Rollout};
+    let all = |kind: &str, plural: &str| -> Api<DynamicObject> {
+        Api::all_with(client.clone(), &machine_config_resource(kind, plural))
+    };
+    let value = |o: &DynamicObject| serde_json::to_value(o).unwrap_or_default();
+    let read = async {
+        let configs = all("MachineOSConfig", "machineosconfigs")
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("LIST MachineOSConfigs: {e}"))?;
+        let builds = all("MachineOSBuild", "machineosbuilds")
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("LIST MachineOSBuilds: {e}"))?;
+        let machine_pools = all("MachineConfigPool", "machineconfigpools")
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("LIST MachineConfigPools: {e}"))?;
+        let nodes = Api::<Node>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("LIST Nodes: {e}"))?;
+        Ok::<_, String>((configs, builds, machine_pools, nodes))
+    };
+    let (configs, builds, machine_pools, nodes) = match read.await {
+        Ok(r) => r,
+        Err(why) => return Rollout::Unreachable(why),
+    };
+    let has_role = |n: &Node, role: &str| {
+        n.labels()
+            .contains_key(&format!("node-role.kubernetes.io/{role}"))
+    };
+    let states = pools
+        .iter()
+        .map(|pool| PoolState {
+            pool: pool.clone(),
+            machine_os_config: configs
+                .items
+                .iter()
+                .find(|c| c.name_any() == *pool)
+                .map(value),
+            builds: builds
+                .items
+                .iter()
+                .map(value)
+                .filter(|b| b["spec"]["machineOSConfig"]["name"] == pool.as_str())
+                .collect(),
+            machine_config_pool: machine_pools
+                .items
+                .iter()
+                .find(|p| p.name_any() == *pool)
+                .map(value),
+            nodes: nodes
+                .items
+                .iter()
+                .filter(|n| has_role(n, pool) && (pool == "master" || !has_role(n, "master")))
+                .map(|n| {
+                    (
+                        n.name_any(),
+                        n.annotations().get(CURRENT_IMAGE_ANNOTATION).cloned(),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    Rollout::Read(states)
 }
 
 /// The kubelet versions the installed cluster's control-plane Nodes report (empty when they

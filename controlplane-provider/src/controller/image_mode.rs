@@ -18,6 +18,13 @@ use serde_json::{Value, json};
 
 use super::blocked::Blocked;
 use crate::api::{ImageModePool, OpenshiftAssistedControlPlane};
+use manager::conditions::Desired;
+
+/// The control plane's condition following image mode: each pool's MachineOSConfig seeded and
+/// its nodes on the pool's image.
+pub const IMAGE_MODE: &str = "ImageMode";
+/// The Node annotation the machine-config daemon sets to the image a node runs.
+pub const CURRENT_IMAGE_ANNOTATION: &str = "machineconfiguration.openshift.io/currentImage";
 
 /// The core's names: where the machine-config operator reads the push Secrets, the annotation
 /// of a pool's pre-built image, and the AgentClusterInstall annotation naming the Secrets
@@ -158,6 +165,157 @@ pub fn desired(
     }))
 }
 
+/// What the installed cluster says of image mode, read through its API.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Rollout {
+    /// Not read: not installed yet, or no image mode.
+    #[default]
+    NotRead,
+    /// Its API did not answer; why.
+    Unreachable(String),
+    Read(Vec<PoolState>),
+}
+
+/// One pool as the installed cluster has it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolState {
+    pub pool: String,
+    /// The MachineOSConfig named after the pool, its MachineOSBuilds and the MachineConfigPool.
+    pub machine_os_config: Option<Value>,
+    pub builds: Vec<Value>,
+    pub machine_config_pool: Option<Value>,
+    /// The pool's Nodes: name and the image they run (the current-image annotation).
+    pub nodes: Vec<(String, Option<String>)>,
+}
+
+fn condition_true(object: &Value, type_: &str) -> Option<(bool, String)> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"] == "True",
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+}
+
+/// How one pool stands: `Err` a failure (a degraded pool, a failed build), else whether it is
+/// done and what to say.
+fn pool_progress(
+    spec: &ImageModePool,
+    state: Option<&PoolState>,
+) -> Result<(bool, String), String> {
+    let pool = &spec.pool;
+    let Some(state) = state else {
+        return Ok((false, format!("{pool}: not read yet")));
+    };
+    if let Some((true, message)) = state
+        .machine_config_pool
+        .as_ref()
+        .and_then(|p| condition_true(p, "Degraded"))
+    {
+        return Err(format!("{pool}: MachineConfigPool degraded: {message}"));
+    }
+    for build in &state.builds {
+        if let Some((true, message)) = condition_true(build, "Failed") {
+            let name = build["metadata"]["name"].as_str().unwrap_or_default();
+            return Err(format!("{pool}: MachineOSBuild {name} failed: {message}"));
+        }
+    }
+    let seeded = state.machine_os_config.as_ref().is_some_and(|m| {
+        condition_true(m, "Seeded").is_some_and(|(ok, _)| ok)
+            || m["status"]["currentImagePullSpec"] == spec.image.as_str()
+    });
+    let total = state.nodes.len();
+    let on_image = state
+        .nodes
+        .iter()
+        .filter(|(_, image)| image.as_deref() == Some(spec.image.as_str()))
+        .count();
+    let seeded_text = if seeded {
+        ""
+    } else {
+        ", MachineOSConfig not seeded yet"
+    };
+    Ok((
+        seeded && total > 0 && on_image == total,
+        format!(
+            "{pool}: {on_image}/{total} nodes on {}{seeded_text}",
+            spec.image
+        ),
+    ))
+}
+
+/// The `ImageMode` condition, or `None` without image mode. Before the install it waits; after,
+/// `RolledOut` once every pool's MachineOSConfig is seeded and all its nodes run its image,
+/// `RolloutFailed` on a degraded pool or a failed build (naming it), else `RollingOut` with
+/// each pool's count.
+pub fn condition(
+    oacp: &OpenshiftAssistedControlPlane,
+    installed: bool,
+    rollout: &Rollout,
+) -> Option<Desired> {
+    let specs = pools(oacp);
+    if specs.is_empty() {
+        return None;
+    }
+    let names = specs
+        .iter()
+        .map(|p| p.pool.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let states = match rollout {
+        _ if !installed => {
+            return Some(Desired::false_(
+                IMAGE_MODE,
+                "WaitingForInstall",
+                format!("the pools {names} install on their pre-built images"),
+            ));
+        }
+        Rollout::NotRead => {
+            return Some(Desired::unknown(
+                IMAGE_MODE,
+                "NotRead",
+                "the installed cluster was not read yet",
+            ));
+        }
+        Rollout::Unreachable(why) => {
+            return Some(Desired::unknown(
+                IMAGE_MODE,
+                "WorkloadUnreachable",
+                why.clone(),
+            ));
+        }
+        Rollout::Read(states) => states,
+    };
+    let mut done = true;
+    let mut lines = Vec::new();
+    let mut failures = Vec::new();
+    for spec in specs {
+        match pool_progress(spec, states.iter().find(|s| s.pool == spec.pool)) {
+            Ok((pool_done, line)) => {
+                done &= pool_done;
+                lines.push(line);
+            }
+            Err(failure) => failures.push(failure),
+        }
+    }
+    Some(if !failures.is_empty() {
+        Desired::false_(IMAGE_MODE, "RolloutFailed", failures.join("; "))
+    } else if done {
+        Desired::new(
+            IMAGE_MODE,
+            manager::conditions::Status::True,
+            "RolledOut",
+            lines.join("; "),
+        )
+    } else {
+        Desired::false_(IMAGE_MODE, "RollingOut", lines.join("; "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +421,112 @@ spec:
         assert_eq!(e.reason, "InvalidImageModePushSecret");
     }
 
+    fn state(pool: &str, seeded: bool, nodes: &[Option<&str>]) -> PoolState {
+        PoolState {
+            pool: pool.into(),
+            machine_os_config: Some(json!({"status": {"conditions": [
+                {"type": "Seeded", "status": if seeded { "True" } else { "False" }, "message": ""}]}})),
+            builds: Vec::new(),
+            machine_config_pool: Some(json!({"status": {"conditions": []}})),
+            nodes: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, image)| (format!("{pool}-{i}"), image.map(str::to_string)))
+                .collect(),
+        }
+    }
+
+    const MASTER_IMAGE: &str = "registry.example.com/os/master@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const WORKER_IMAGE: &str = "registry.example.com/os/worker@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+    #[test]
+    fn the_condition_follows_each_pool_to_its_image() {
+        let cp = oacp();
+        let c = |installed: bool, rollout: &Rollout| condition(&cp, installed, rollout).unwrap();
+        let before = c(false, &Rollout::NotRead);
+        assert_eq!(
+            (before.status, before.reason.as_str()),
+            (manager::conditions::Status::False, "WaitingForInstall")
+        );
+        assert_eq!(
+            c(true, &Rollout::Unreachable("down".into())).reason,
+            "WorkloadUnreachable"
+        );
+
+        let rolling = c(
+            true,
+            &Rollout::Read(vec![
+                state(
+                    "master",
+                    true,
+                    &[Some(MASTER_IMAGE), Some(MASTER_IMAGE), None],
+                ),
+                state("worker", false, &[None]),
+            ]),
+        );
+        assert_eq!(rolling.reason, "RollingOut");
+        assert_eq!(
+            rolling.message,
+            format!(
+                "master: 2/3 nodes on {MASTER_IMAGE}; worker: 0/1 nodes on {WORKER_IMAGE}, MachineOSConfig not seeded yet"
+            )
+        );
+        let done = c(
+            true,
+            &Rollout::Read(vec![
+                state("master", true, &[Some(MASTER_IMAGE); 3]),
+                state("worker", true, &[Some(WORKER_IMAGE); 2]),
+            ]),
+        );
+        assert_eq!(
+            (done.status, done.reason.as_str()),
+            (manager::conditions::Status::True, "RolledOut")
+        );
+        // A pool without nodes is not rolled out.
+        let empty = c(
+            true,
+            &Rollout::Read(vec![
+                state("master", true, &[Some(MASTER_IMAGE); 3]),
+                state("worker", true, &[]),
+            ]),
+        );
+        assert_eq!(empty.reason, "RollingOut");
+    }
+
+    #[test]
+    fn a_degraded_pool_or_a_failed_build_fails_the_rollout_naming_it() {
+        let cp = oacp();
+        let mut worker = state("worker", true, &[None]);
+        worker.builds.push(
+            json!({"metadata": {"name": "worker-pre-built"}, "status": {"conditions": [
+            {"type": "Failed", "status": "True", "message": "pull: unauthorized"}]}}),
+        );
+        let failed = condition(
+            &cp,
+            true,
+            &Rollout::Read(vec![state("master", true, &[Some(MASTER_IMAGE)]), worker]),
+        )
+        .unwrap();
+        assert_eq!(failed.reason, "RolloutFailed");
+        assert_eq!(
+            failed.message,
+            "worker: MachineOSBuild worker-pre-built failed: pull: unauthorized"
+        );
+        let mut master = state("master", true, &[None]);
+        master.machine_config_pool = Some(json!({"status": {"conditions": [
+            {"type": "Degraded", "status": "True", "message": "node master-0: image not found"}]}}));
+        let degraded = condition(
+            &cp,
+            true,
+            &Rollout::Read(vec![master, state("worker", true, &[None])]),
+        )
+        .unwrap();
+        assert_eq!(
+            degraded.message,
+            "master: MachineConfigPool degraded: node master-0: image not found"
+        );
+    }
+
     #[test]
     fn without_pools_nothing_is_written() {
         let mut cp = oacp();
@@ -278,5 +542,6 @@ spec:
             None
         );
         assert!(push_secret_names(&cp).is_empty());
+        assert_eq!(condition(&cp, true, &Rollout::NotRead), None);
     }
 }

@@ -307,6 +307,9 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         scaling = plan_master_removal(&mut plan, d, names, &decision);
     }
 
+    let image_mode_condition =
+        image_mode::condition(oacp, install.installed(), &d.image_mode_rollout);
+    plan_image_mode(&mut plan, oacp, image_mode_condition.as_ref());
     let inputs = StatusInputs {
         oacp,
         cluster_name: &cluster_name,
@@ -322,6 +325,7 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         control_plane_kubelets: &d.control_plane_kubelets,
         upgrade: &upgrade.conditions,
         remediation: &decision,
+        image_mode: image_mode_condition,
     };
     plan.status = status_of(oacp, &inputs, upgrade.running.as_deref(), now);
     if let remediation::Decision::Remediate(r) = &decision {
@@ -949,6 +953,48 @@ fn cleanup_step(d: &Dereferenced) -> (Cleanup, String) {
     )
 }
 
+/// How often an installed cluster's image-mode rollout is read again while it is not done (the
+/// installed cluster's objects are not watched).
+const IMAGE_MODE_RECHECK: Duration = Duration::from_secs(15);
+
+/// The image-mode rollout's outcome said once, as an event (a failure is a warning, as an
+/// install failure); while it is not done, read again soon.
+fn plan_image_mode(
+    plan: &mut Plan,
+    oacp: &OpenshiftAssistedControlPlane,
+    c: Option<&conditions::Desired>,
+) {
+    let Some(c) = c else {
+        return;
+    };
+    let was = oacp
+        .status
+        .as_ref()
+        .and_then(|s| conditions::find(&s.conditions, image_mode::IMAGE_MODE))
+        .map(|p| p.reason.clone());
+    let changed = was.as_deref() != Some(c.reason.as_str());
+    match c.reason.as_str() {
+        "RolloutFailed" if changed => plan.events.push(PlannedEvent {
+            warning: true,
+            reason: "ImageModeRolloutFailed",
+            note: c.message.clone(),
+        }),
+        "RolledOut" if changed => plan.events.push(PlannedEvent {
+            warning: false,
+            reason: "ImageModeRolledOut",
+            note: c.message.clone(),
+        }),
+        _ => {}
+    }
+    if matches!(
+        c.reason.as_str(),
+        "RollingOut" | "NotRead" | "WorkloadUnreachable" | "RolloutFailed"
+    ) && plan.requeue.is_none_or(|r| r > IMAGE_MODE_RECHECK)
+    {
+        plan.requeue = Some(IMAGE_MODE_RECHECK);
+    }
+}
+
 /// The status from `inputs`; `running` is the version the installed cluster's CVO completed
 /// last, when it was read.
 fn status_of(
@@ -1106,6 +1152,7 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
             pull_secret: PullSecret::Present("pull-secret".into()),
             image_registry: crate::controller::registry::ImageRegistry::Unset,
             image_mode_push_secrets: Default::default(),
+            image_mode_rollout: Default::default(),
             etcd_members: remediation::Members::NotRead,
         }
     }

@@ -52,6 +52,8 @@ pub struct StatusInputs<'a> {
     pub upgrade: &'a [Desired],
     /// What becomes of Machines a MachineHealthCheck left to us.
     pub remediation: &'a remediation::Decision,
+    /// `ImageMode` (see `image_mode::condition`); `None`: no image mode.
+    pub image_mode: Option<Desired>,
 }
 
 /// The first control-plane config whose discovery image cannot be built (its
@@ -433,6 +435,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
     // merges with `conditions::merge_owned` so that it leaves once none is).
     out.extend(unsupported::fields_supported(inputs.oacp, install));
     out.extend(inputs.upgrade.iter().cloned());
+    out.extend(inputs.image_mode.clone());
     out
 }
 
@@ -762,6 +765,7 @@ spec: {{sshAuthorizedKey: {key}}}
                 control_plane_kubelets: &[],
                 upgrade: &[],
                 remediation: &remediation::Decision::Nothing,
+                image_mode: None,
             }
         }
     }

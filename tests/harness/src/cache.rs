@@ -79,18 +79,18 @@ pub fn dir() -> Result<PathBuf> {
     Ok(cache_root()?.join("testbed").join(key()?))
 }
 
-/// The OpenShift CRDs `tests/openshift-api/fetch.sh` copied from the openshift/api module (the
-/// version its `VERSION=` line pins); an error naming the script when they are missing.
+/// The OpenShift CRDs `tests/openshift-api/fetch.sh` copied from the openshift/api module (into
+/// the directory its `CACHE_KEY=` line names); an error naming the script when they are missing.
 pub fn openshift_crds() -> Result<Vec<PathBuf>> {
     let script = repo_root().join("tests/openshift-api/fetch.sh");
     let text = std::fs::read_to_string(&script)
         .with_context(|| format!("reading {}", script.display()))?;
-    let version = text
+    let key = text
         .lines()
-        .find_map(|l| l.strip_prefix("VERSION="))
+        .find_map(|l| l.strip_prefix("CACHE_KEY="))
         .and_then(|v| v.split_whitespace().next())
-        .with_context(|| format!("no VERSION= line in {}", script.display()))?;
-    let dir = cache_root()?.join(format!("openshift-api-{version}"));
+        .with_context(|| format!("no CACHE_KEY= line in {}", script.display()))?;
+    let dir = cache_root()?.join(format!("openshift-api-{key}"));
     if !dir.join(".complete").exists() {
         bail!(
             "the OpenShift CRDs are not in {}: run `bash tests/openshift-api/fetch.sh` (make test and make lab do)",

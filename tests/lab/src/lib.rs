@@ -24,6 +24,7 @@ pub mod kubelet_api;
 pub mod live;
 pub mod managers;
 pub mod manifests;
+pub mod mco;
 pub mod memory;
 pub mod mirror;
 pub mod observe;
@@ -70,6 +71,17 @@ pub enum Disconnected {
     /// control plane names it (`Available` False `InvalidImageRegistryConfig`), nothing
     /// installed.
     BrokenConfigMap,
+}
+
+/// `--image-mode`: the cluster's pools on pre-built OS images from day 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageModeRun {
+    /// Every pool (master, and worker with workers) on its pre-built image, pinned by digest:
+    /// the run waits for the rollout (`ImageMode` True).
+    Pools,
+    /// The pre-built images given by tag: the run ends when the control plane names the
+    /// core's refusal, nothing installed.
+    TagImage,
 }
 
 /// What to install.
@@ -186,6 +198,8 @@ pub struct Options {
     pub scale_control_plane: Option<u32>,
     /// `--disconnected`: the clusters install from the site's mirror registry.
     pub disconnected: Option<Disconnected>,
+    /// `--image-mode`: the cluster installs OpenShift 4.21 with its pools on pre-built images.
+    pub image_mode: Option<ImageModeRun>,
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -1580,12 +1594,19 @@ async fn plan_generated(
     };
     spec.installed_version = if opts.okd {
         generate::OKD_VERSION
+    } else if opts.image_mode.is_some() {
+        mco::IMAGE_MODE_VERSION
     } else {
         generate::OPENSHIFT_VERSION
     }
     .to_string();
     let root = testbed::cache::repo_root();
-    let g = Generate::new(&spec, &root.join(template), opts.okd);
+    let mut g = Generate::new(&spec, &root.join(template), opts.okd);
+    if opts.image_mode.is_some() {
+        g.vars.retain(|(k, _)| *k != "OPENSHIFT_VERSION");
+        g.vars
+            .push(("OPENSHIFT_VERSION", mco::IMAGE_MODE_VERSION.to_string()));
+    }
     let yaml = g
         .run(clusterctl, &opts.dir.join("clusterctl-home"))
         .await
@@ -2077,12 +2098,24 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 .map(|u| u.to.clone()),
         )
     });
+    // One workload apiserver, so one machine-config operator: image mode is one cluster's.
+    let mut machine_config: Option<mco::Mco> = None;
     // The apiservers' request counters before anything of the clusters exists.
     let api_before = read_api(&client, &lab.workload.client).await;
     let mut runs = Vec::new();
     for mut plan in plans {
         plan.spec.upgrade.clone_from(&opts.upgrade);
         let name = plan.spec.name.clone();
+        if let Some(how) = opts.image_mode {
+            let pools: &[&str] = if plan.spec.day2.is_some() || plan.spec.workers > 0 {
+                &["master", "worker"]
+            } else {
+                &["master"]
+            };
+            let ns = plan.spec.ns.clone();
+            mco::make_image_mode(&mut plan.objects, &ns, pools, how == ImageModeRun::TagImage)
+                .with_context(|| format!("putting {name} in image mode"))?;
+        }
         if let Some(m) = &mirror {
             let conf = match opts.disconnected {
                 Some(Disconnected::BrokenConfigMap) => mirror::broken_registries_conf(m.host()),
@@ -2165,14 +2198,22 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     });
     let steps = if opts.disconnected == Some(Disconnected::BrokenConfigMap) {
         vec![Step::HostsAvailable, Step::MirrorConfigRefused]
+    } else if opts.image_mode == Some(ImageModeRun::TagImage) {
+        vec![Step::HostsAvailable, Step::ImageModeRefused]
     } else {
-        Step::all(
+        let mut steps = Step::all(
             runs[0].spec.day2.is_some(),
             opts.upgrade.as_ref(),
             failing,
             downgrade,
             control_plane,
-        )
+        );
+        if opts.image_mode.is_some()
+            && let Some(at) = steps.iter().position(|s| *s == Step::MachinesRunning)
+        {
+            steps.insert(at + 1, Step::ImageModeRolledOut);
+        }
+        steps
     };
     let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
     let mut milestones: Vec<(Duration, String)> = Vec::new();
@@ -2242,7 +2283,8 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     || opts.cluster_class
                     || opts.fail_host.is_some()
                     || opts.scale_control_plane.is_some()
-                    || opts.disconnected == Some(Disconnected::BrokenConfigMap),
+                    || opts.disconnected == Some(Disconnected::BrokenConfigMap)
+                    || opts.image_mode.is_some(),
             )
             .await
         {
@@ -2326,6 +2368,24 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     Err(e) => {
                         break 'run Some(format!("{pre}starting the installer-controller: {e:#}"));
                     }
+                }
+            }
+            if opts.image_mode.is_some() && r.controller_started {
+                let sim = machine_config
+                    .get_or_insert_with(|| mco::Mco::new(&client, &lab.workload.client, &r.spec));
+                match sim.tick().await {
+                    Ok(said) => said
+                        .iter()
+                        .for_each(|l| println!("{} {pre}{l}", stamp(start))),
+                    Err(e)
+                        if e.downcast_ref::<kube::Error>()
+                            .is_some_and(|k| matches!(k, kube::Error::Api(s) if s.code < 500)) =>
+                    {
+                        break 'run Some(format!(
+                            "{pre}the simulated machine-config operator: {e:#}"
+                        ));
+                    }
+                    Err(e) => tracing::warn!("the simulated machine-config operator: {e:#}"),
                 }
             }
             if let Some(cvo) = &cvo
@@ -3088,7 +3148,10 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         | Step::DowngradeRefused
         | Step::RemediationReported
         | Step::RemediationHeld => (false, false, true, false, false, false),
-        Step::MirrorConfigRefused => (false, false, false, true, true, false),
+        Step::MirrorConfigRefused | Step::ImageModeRefused => {
+            (false, false, false, true, true, false)
+        }
+        Step::ImageModeRolledOut => (false, false, false, false, false, true),
     };
     if let Some(cp) = &s.control_plane {
         let conditions = cp["status"]["conditions"]

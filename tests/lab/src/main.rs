@@ -144,6 +144,14 @@ struct Cli {
     /// registries.conf has a typo; the run ends when the control plane names it.
     #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_missing_value = "mirror", conflicts_with_all = ["cluster_file", "okd"])]
     disconnected: Option<lab::Disconnected>,
+    /// Install OpenShift 4.21 with its pools on pre-built OS images from day 1 (image mode,
+    /// `spec.config.imageMode` on the control plane: master, and worker with workers): the
+    /// control plane writes the MachineOSConfigs among the install's manifests, the core checks
+    /// them, the lab's simulated machine-config operator seeds them and moves each Node to its
+    /// pool's image, and the run waits for the control plane's ImageMode True. `tag-image`: the
+    /// images by tag; the run ends when the control plane names the refusal. One cluster.
+    #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_missing_value = "pools", conflicts_with_all = ["cluster_file", "okd", "clusters", "cluster_class", "upgrade_to"])]
+    image_mode: Option<lab::ImageModeRun>,
 }
 
 /// `--managers`.
@@ -271,6 +279,7 @@ async fn run(cli: Cli) -> Result<bool> {
         fail_host: cli.fail_host.clone(),
         scale_control_plane: cli.scale_control_plane,
         disconnected: cli.disconnected,
+        image_mode: cli.image_mode,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

@@ -399,6 +399,12 @@ pub fn os_images(url: &str) -> String {
             "url": url,
             "version": "9.0.20250510-0",
         },
+        {
+            "openshift_version": "4.21",
+            "cpu_architecture": "x86_64",
+            "url": url,
+            "version": "9.6.20251023-0",
+        },
     ])
     .to_string()
 }

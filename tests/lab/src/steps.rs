@@ -37,6 +37,8 @@ pub(crate) enum Step {
     ControlPlaneScaleRefused,
     ControlPlaneScaledBack,
     MirrorConfigRefused,
+    ImageModeRolledOut,
+    ImageModeRefused,
 }
 
 /// What `--fail-host` breaks, and so what the run waits for after.
@@ -134,6 +136,8 @@ impl Step {
             Step::ControlPlaneScaleRefused => "control-plane scaling refused",
             Step::ControlPlaneScaledBack => "control plane scaled back",
             Step::MirrorConfigRefused => "mirror ConfigMap refused",
+            Step::ImageModeRolledOut => "image mode rolled out",
+            Step::ImageModeRefused => "image mode refused",
         }
     }
 
@@ -200,6 +204,8 @@ impl Step {
                 spec.control_plane_to.unwrap_or_default()
             ),
             Step::ControlPlaneScaleRefused => "the control plane's ScalingUp False/ScalingNotSupported, no Machine made".into(),
+            Step::ImageModeRolledOut => "the control plane's ImageMode True/RolledOut: every pool's MachineOSConfig seeded and all its Nodes on its pre-built image (the simulated machine-config operator moves one Node at a time)".into(),
+            Step::ImageModeRefused => "the control plane's Available False/InstallValidationsFailing naming a pre-built image not pinned by digest, the install not started".into(),
             Step::MirrorConfigRefused => format!(
                 "the control plane's Available False/InvalidImageRegistryConfig naming ConfigMap {} and its registries.conf line, no AgentClusterInstall and no Agent",
                 crate::mirror::CONFIG_MAP
@@ -287,6 +293,27 @@ impl Step {
                 spec.control_plane_to.unwrap_or_default(),
             ),
             Step::ControlPlaneScaleRefused => control_plane_scaling::refused(spec, s),
+            // Every master counted (and every day-1 worker when the workers have a pool).
+            Step::ImageModeRolledOut => s.control_plane.as_ref().is_some_and(|c| {
+                control_plane_condition(c, "ImageMode").is_some_and(|(st, r, m)| {
+                    st == "True"
+                        && r == "RolledOut"
+                        && m.contains(&format!("master: {0}/{0} nodes", spec.masters))
+                        && (spec.workers == 0
+                            || m.contains(&format!("worker: {0}/{0} nodes", spec.workers)))
+                })
+            }),
+            Step::ImageModeRefused => {
+                !installed
+                    && !["installing", "finalizing"].contains(&s.aci_state())
+                    && s.control_plane.as_ref().is_some_and(|c| {
+                        control_plane_condition(c, "Available").is_some_and(|(st, r, m)| {
+                            st == "False"
+                                && r == "InstallValidationsFailing"
+                                && m.contains("is not a fully qualified image pinned by digest")
+                        })
+                    })
+            }
             Step::MirrorConfigRefused => {
                 s.aci.is_none()
                     && s.agents.is_empty()

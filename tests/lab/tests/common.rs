@@ -50,6 +50,7 @@ pub fn options() -> Options {
         fail_host: None,
         scale_control_plane: None,
         disconnected: None,
+        image_mode: None,
     }
 }
 

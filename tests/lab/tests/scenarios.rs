@@ -16,6 +16,8 @@ mod control_plane_scaling;
 mod disconnected;
 #[path = "host_runtime.rs"]
 mod host_runtime;
+#[path = "image_mode.rs"]
+mod image_mode;
 #[path = "kubelet_exec.rs"]
 mod kubelet_exec;
 #[path = "remediation.rs"]
