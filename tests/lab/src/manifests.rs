@@ -251,6 +251,43 @@ stringData:
     )
 }
 
+/// The OpenshiftAssistedControlPlane among a cluster's manifests.
+pub fn control_plane_mut(
+    objects: &mut [serde_json::Value],
+) -> anyhow::Result<&mut serde_json::Value> {
+    use anyhow::Context;
+    objects
+        .iter_mut()
+        .find(|o| o["kind"] == "OpenshiftAssistedControlPlane")
+        .context("the cluster's manifests have no OpenshiftAssistedControlPlane")
+}
+
+/// Gives the pull secret the control plane names (a Secret among the manifests, with
+/// `stringData.dockerconfigjson`) credentials `auth` (base64 of `user:password`) for `registry`.
+pub fn add_pull_secret_auth(
+    objects: &mut [serde_json::Value],
+    registry: &str,
+    auth: &str,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let name = control_plane_mut(objects)?["spec"]["config"]["pullSecretRef"]["name"]
+        .as_str()
+        .context("the control plane names no pull secret (spec.config.pullSecretRef)")?
+        .to_string();
+    let secret = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["name"] == name.as_str())
+        .with_context(|| format!("the cluster's manifests have no Secret {name}"))?;
+    let config = secret["stringData"][".dockerconfigjson"]
+        .as_str()
+        .with_context(|| format!("Secret {name} has no stringData .dockerconfigjson"))?;
+    let mut config: serde_json::Value = serde_json::from_str(config)
+        .with_context(|| format!("Secret {name}'s .dockerconfigjson"))?;
+    config["auths"][registry] = serde_json::json!({ "auth": auth });
+    secret["stringData"][".dockerconfigjson"] = serde_json::Value::String(config.to_string());
+    Ok(())
+}
+
 /// What a day-2 kubelet needs in the workload cluster: its bootstrap identity may ask for a
 /// client certificate, and nodes may act as nodes (what a cluster's install sets up).
 pub fn workload_rbac_yaml(node_bootstrapper: &str) -> String {

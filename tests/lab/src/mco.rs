@@ -64,34 +64,26 @@ pub fn make_image_mode(
     pools: &[&str],
     by_tag: bool,
 ) -> Result<()> {
-    let is = |o: &Value, kind: &str| o["kind"] == kind;
-    let cp = objects
-        .iter_mut()
-        .find(|o| is(o, "OpenshiftAssistedControlPlane"))
-        .context("the cluster's manifests have no OpenshiftAssistedControlPlane")?;
-    cp["spec"]["config"]["imageMode"] = json!({"pools": pools.iter().map(|p| json!({
-        "pool": p,
-        "image": pool_image(p, by_tag),
-        "containerfile": "FROM configs AS final\nRUN dnf install -y tmux && dnf clean all\n",
-        "renderedImagePushSpec": format!("{OS_REGISTRY}/os/{p}-builds:latest"),
-        "renderedImagePushSecretRef": {"name": PUSH_SECRET},
-    })).collect::<Vec<_>>()});
-    let secret_name = cp["spec"]["config"]["pullSecretRef"]["name"]
-        .as_str()
-        .context("the control plane names no pull secret (spec.config.pullSecretRef)")?
-        .to_string();
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let secret = objects
-        .iter_mut()
-        .find(|o| is(o, "Secret") && o["metadata"]["name"] == secret_name.as_str())
-        .with_context(|| format!("the cluster's manifests have no Secret {secret_name}"))?;
-    let config = secret["stringData"][".dockerconfigjson"]
-        .as_str()
-        .with_context(|| format!("Secret {secret_name} has no stringData .dockerconfigjson"))?;
-    let mut config: Value = serde_json::from_str(config)
-        .with_context(|| format!("Secret {secret_name}'s .dockerconfigjson"))?;
-    config["auths"][OS_REGISTRY] = json!({"auth": b64("lab:a-placeholder-os-image-pull")});
-    secret["stringData"][".dockerconfigjson"] = Value::String(config.to_string());
+    let spec_pools: Vec<Value> = pools
+        .iter()
+        .map(|p| {
+            json!({
+                "pool": p,
+                "image": pool_image(p, by_tag),
+                "containerfile": "FROM configs AS final\nRUN dnf install -y tmux && dnf clean all\n",
+                "renderedImagePushSpec": format!("{OS_REGISTRY}/os/{p}-builds:latest"),
+                "renderedImagePushSecretRef": {"name": PUSH_SECRET},
+            })
+        })
+        .collect();
+    crate::manifests::control_plane_mut(objects)?["spec"]["config"]["imageMode"] =
+        json!({ "pools": spec_pools });
+    crate::manifests::add_pull_secret_auth(
+        objects,
+        OS_REGISTRY,
+        &b64("lab:a-placeholder-os-image-pull"),
+    )?;
     objects.insert(
         0,
         json!({

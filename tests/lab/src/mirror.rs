@@ -240,27 +240,9 @@ pub fn make_disconnected(
     config_map: Value,
     (mirror_host, auth): (&str, &str),
 ) -> Result<()> {
-    let is = |o: &Value, kind: &str| o["kind"] == kind;
-    let cp = objects
-        .iter_mut()
-        .find(|o| is(o, "OpenshiftAssistedControlPlane"))
-        .context("the cluster's manifests have no OpenshiftAssistedControlPlane")?;
-    cp["spec"]["config"]["imageRegistryRef"] = json!({"name": CONFIG_MAP});
-    let secret_name = cp["spec"]["config"]["pullSecretRef"]["name"]
-        .as_str()
-        .context("the control plane names no pull secret (spec.config.pullSecretRef)")?
-        .to_string();
-    let secret = objects
-        .iter_mut()
-        .find(|o| is(o, "Secret") && o["metadata"]["name"] == secret_name.as_str())
-        .with_context(|| format!("the cluster's manifests have no Secret {secret_name}"))?;
-    let config = secret["stringData"][".dockerconfigjson"]
-        .as_str()
-        .with_context(|| format!("Secret {secret_name} has no stringData .dockerconfigjson"))?;
-    let mut config: Value = serde_json::from_str(config)
-        .with_context(|| format!("Secret {secret_name}'s .dockerconfigjson"))?;
-    config["auths"][mirror_host] = json!({ "auth": auth });
-    secret["stringData"][".dockerconfigjson"] = Value::String(config.to_string());
+    crate::manifests::control_plane_mut(objects)?["spec"]["config"]["imageRegistryRef"] =
+        json!({"name": CONFIG_MAP});
+    crate::manifests::add_pull_secret_auth(objects, mirror_host, auth)?;
     objects.insert(0, config_map);
     Ok(())
 }
