@@ -41,6 +41,18 @@ pub async fn apply(
         manager::controller::set_finalizer(&ctx.client, oacp, FIELD_MANAGER, FINALIZER, true)
             .await?;
     }
+    if plan.image_mode_rolled_out {
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            super::image_mode::ROLLED_OUT_ANNOTATION: k8s_openapi::jiff::Timestamp::now().to_string(),
+        }}});
+        Api::<OpenshiftAssistedControlPlane>::namespaced(client.clone(), &ns)
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Apply {
+                what: "the image-mode rolled-out annotation".into(),
+                source,
+            })?;
+    }
     if let Some(secret) = &plan.pull_secret {
         apply_one(
             Api::<Secret>::namespaced(client.clone(), &ns),

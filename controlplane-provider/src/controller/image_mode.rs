@@ -23,6 +23,10 @@ use manager::conditions::Desired;
 /// The control plane's condition following image mode: each pool's MachineOSConfig seeded and
 /// its nodes on the pool's image.
 pub const IMAGE_MODE: &str = "ImageMode";
+/// Set on the control plane (to the time) once image mode first rolled out: until then the
+/// rollout is part of the install, and its failure is an install failure. Kept on the object,
+/// not in its status, as Cluster API keeps what it must remember (status can be rebuilt).
+pub const ROLLED_OUT_ANNOTATION: &str = "controlplane.cluster.x-k8s.io/image-mode-rolled-out";
 /// The Node annotation the machine-config daemon sets to the image a node runs.
 pub const CURRENT_IMAGE_ANNOTATION: &str = "machineconfiguration.openshift.io/currentImage";
 
@@ -316,6 +320,26 @@ pub fn condition(
     })
 }
 
+/// `Available`'s reason when image mode's first rollout failed.
+pub const INSTALL_FAILED_REASON: &str = "ImageModeInstallFailed";
+
+/// Whether image mode has rolled out once on this control plane (its annotation).
+pub fn rolled_out_once(oacp: &OpenshiftAssistedControlPlane) -> bool {
+    oacp.annotations().contains_key(ROLLED_OUT_ANNOTATION)
+}
+
+/// The install failure image mode makes, if any: a failed rollout before the pools ever
+/// rolled out is the install failing (the bootstrap machine-config operator's image did not
+/// take), as upstream treats build and rollout failures at install time. A failure after
+/// that (a later build, a day-2 node) only shows on `ImageMode`.
+pub fn install_failure(
+    oacp: &OpenshiftAssistedControlPlane,
+    condition: Option<&Desired>,
+) -> Option<String> {
+    let c = condition.filter(|c| c.reason == "RolloutFailed")?;
+    (!rolled_out_once(oacp)).then(|| c.message.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,6 +549,25 @@ spec:
             degraded.message,
             "master: MachineConfigPool degraded: node master-0: image not found"
         );
+    }
+
+    #[test]
+    fn a_failed_rollout_is_an_install_failure_until_the_pools_first_rolled_out() {
+        let mut cp = oacp();
+        let failed = Desired::false_(IMAGE_MODE, "RolloutFailed", "worker: degraded");
+        let rolling = Desired::false_(IMAGE_MODE, "RollingOut", "worker: 1/2 nodes");
+        assert_eq!(
+            install_failure(&cp, Some(&failed)).as_deref(),
+            Some("worker: degraded")
+        );
+        assert_eq!(install_failure(&cp, Some(&rolling)), None);
+        assert_eq!(install_failure(&cp, None), None);
+        cp.metadata.annotations = Some(BTreeMap::from([(
+            ROLLED_OUT_ANNOTATION.to_string(),
+            "2026-11-28T20:00:00Z".to_string(),
+        )]));
+        assert!(rolled_out_once(&cp));
+        assert_eq!(install_failure(&cp, Some(&failed)), None);
     }
 
     #[test]

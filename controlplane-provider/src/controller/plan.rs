@@ -101,6 +101,9 @@ pub struct Plan {
     /// The pre-terminate hooks of control-plane Machines: added, released, or released after
     /// the Machine's etcd member is cleaned up.
     pub hooks: hooks::Hooks,
+    /// Annotate the control plane: image mode rolled out for the first time (its later
+    /// failures are no longer install failures).
+    pub image_mode_rolled_out: bool,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -310,6 +313,7 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     let image_mode_condition =
         image_mode::condition(oacp, install.installed(), &d.image_mode_rollout);
     plan_image_mode(&mut plan, oacp, image_mode_condition.as_ref());
+    plan.image_mode_rolled_out &= !paused;
     let inputs = StatusInputs {
         oacp,
         cluster_name: &cluster_name,
@@ -986,6 +990,7 @@ fn plan_image_mode(
         }),
         _ => {}
     }
+    plan.image_mode_rolled_out = c.reason == "RolledOut" && !image_mode::rolled_out_once(oacp);
     if matches!(
         c.reason.as_str(),
         "RollingOut" | "NotRead" | "WorkloadUnreachable" | "RolloutFailed"

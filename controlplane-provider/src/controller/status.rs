@@ -218,8 +218,21 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
     };
 
     let image_failure = discovery_image_failure(inputs.configs);
+    let image_mode_failure =
+        super::image_mode::install_failure(inputs.oacp, inputs.image_mode.as_ref());
     let available = match inputs.blocked {
         Some(b) => Desired::false_(AVAILABLE, b.reason, b.message.clone()),
+        // Image mode's first rollout is part of the install: its failure fails the install.
+        None if image_mode_failure.is_some() => Desired::false_(
+            AVAILABLE,
+            super::image_mode::INSTALL_FAILED_REASON,
+            format!(
+                "the install failed in image mode: {}; the cluster's logs bundle \
+                 (AgentClusterInstall status.debugInfo.logsURL) has each pool's MachineOSConfig, \
+                 MachineOSBuilds and MachineConfigPool",
+                image_mode_failure.unwrap_or_default()
+            ),
+        ),
         None if install.available() && inputs.kubeconfig_published => Desired::true_(
             AVAILABLE,
             format!("OpenShift control plane is up ({progress})"),
@@ -957,6 +970,45 @@ spec: {{sshAuthorizedKey: {key}}}
         let stale = find(&conds, MACHINES_UP_TO_DATE);
         assert_eq!(stale.status, Status::False);
         assert!(stale.message.contains("cp-2"), "{}", stale.message);
+    }
+
+    #[test]
+    fn a_failed_first_image_mode_rollout_fails_the_install_on_available() {
+        let mut case = Case::new();
+        case.install.state = "installed".into();
+        case.kubeconfig = true;
+        let mut inputs = case.inputs();
+        let failed = Desired::false_(
+            super::super::image_mode::IMAGE_MODE,
+            "RolloutFailed",
+            "worker: MachineOSBuild worker-pre-built failed: pull: unauthorized",
+        );
+        inputs.image_mode = Some(failed.clone());
+        let conds = desired_conditions(&inputs);
+        let available = find(&conds, AVAILABLE);
+        assert_eq!(
+            (available.status, available.reason.as_str()),
+            (Status::False, "ImageModeInstallFailed")
+        );
+        assert!(
+            available
+                .message
+                .contains("worker: MachineOSBuild worker-pre-built failed")
+                && available.message.contains("logsURL"),
+            "{}",
+            available.message
+        );
+        // Once the pools rolled out, a later failure leaves Available alone.
+        let mut rolled_out = case.oacp.clone();
+        rolled_out.metadata.annotations = Some(BTreeMap::from([(
+            super::super::image_mode::ROLLED_OUT_ANNOTATION.to_string(),
+            "2026-11-28T20:00:00Z".to_string(),
+        )]));
+        inputs.oacp = &rolled_out;
+        assert_eq!(
+            find(&desired_conditions(&inputs), AVAILABLE).status,
+            Status::True
+        );
     }
 
     #[test]
