@@ -187,6 +187,7 @@ fn start(sc: &Scenario, crt: &tokio::runtime::Runtime) -> Server {
         store: store.clone(),
         keys: keys.clone(),
         files_root: std::env::temp_dir(),
+        client: None,
     });
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

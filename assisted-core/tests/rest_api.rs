@@ -149,6 +149,7 @@ async fn start() -> Api {
         store: store.clone(),
         keys: keys.clone(),
         files_root: root.clone(),
+        client: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -484,6 +485,76 @@ async fn happy_path_register_instructions_inventory() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "no upfile part");
+
+    // Downloads: one archive, or the whole bundle (the uploads and the cluster).
+    let r = api
+        .get(
+            &format!("/clusters/{CL_A}/logs?logs_type=host&host_id={H1}"),
+            Some(&ta),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body.len(), 100_000);
+    let r = api
+        .get(
+            &format!("/clusters/{CL_A}/logs?logs_type=node-boot&host_id={H1}"),
+            Some(&ta),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+    assert!(
+        r.json()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no node-boot logs")
+    );
+    let r = api
+        .get(
+            &format!("/clusters/{CL_A}/logs?logs_type=kernel"),
+            Some(&ta),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = api.get(&format!("/clusters/{CL_A}/logs"), Some(&ta)).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let mut names = std::collections::BTreeMap::new();
+    for e in tar::Archive::new(&r.body[..]).entries().unwrap() {
+        let e = e.unwrap();
+        names.insert(
+            e.path().unwrap().to_string_lossy().into_owned(),
+            e.header().size().unwrap(),
+        );
+    }
+    let in_bundle = |suffix: &str| {
+        names
+            .iter()
+            .find(|(n, _)| n.ends_with(suffix))
+            .map(|(_, size)| *size)
+    };
+    assert_eq!(
+        in_bundle(&format!("/uploads/host_{H1}.tar.gz")),
+        Some(100_000),
+        "{names:?}"
+    );
+    assert_eq!(
+        in_bundle("/uploads/controller_controller.tar.gz"),
+        Some(150_000)
+    );
+    assert!(in_bundle("/cluster.json").is_some(), "{names:?}");
+    assert!(
+        names
+            .keys()
+            .all(|n| n.starts_with(&format!("_{CL_A}/")) || n.contains(&format!("_{CL_A}/"))),
+        "one directory named after the cluster: {names:?}"
+    );
+    // Nothing of the bundle is left behind in the cluster's directory.
+    let leftovers: Vec<_> = std::fs::read_dir(api.root.join(CL_A))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("bundle"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let r = api
         .json(Method::POST, "/events", &ta, json!({"message": "hello"}))
         .await;

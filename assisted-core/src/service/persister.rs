@@ -420,13 +420,11 @@ async fn write_aci_status(
         return Ok(());
     }
     let api: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    let previous = api
-        .get_opt(&name)
-        .await?
-        .and_then(|a| a.status.map(|s| s.conditions))
-        .unwrap_or_default();
+    let previous = api.get_opt(&name).await?.and_then(|a| a.status);
+    let logs_url = logs_url(ctx, cluster_id, previous.as_ref());
+    let previous = previous.map(|s| s.conditions).unwrap_or_default();
     let now = Timestamp::now();
-    let Some(status) = ctx.store.view(|st| {
+    let Some(mut status) = ctx.store.view(|st| {
         let rec = st.clusters.get(cluster_id)?;
         Some(aci_status(
             rec,
@@ -438,6 +436,7 @@ async fn write_aci_status(
     }) else {
         return Ok(());
     };
+    status.debug_info.logs_url = Some(logs_url);
     let body = serde_json::json!({
         "apiVersion": AgentClusterInstall::api_version(&()),
         "kind": AgentClusterInstall::kind(&()),
@@ -451,6 +450,29 @@ async fn write_aci_status(
     .await?;
     Written::record(&written.acis, cluster_id, Some(content));
     Ok(())
+}
+
+/// `status.debugInfo.logsURL`: the cluster's logs bundle, with a token for this cluster. Kept
+/// once written, as upstream does (a token is signed afresh each time: a new one would change
+/// the status on every write).
+fn logs_url(
+    ctx: &Context,
+    cluster_id: &str,
+    previous: Option<&assisted_api::agentclusterinstall::AgentClusterInstallStatus>,
+) -> String {
+    let base = format!(
+        "{}/api/assisted-install/v2/clusters/{cluster_id}/logs",
+        ctx.images.urls.agent_api
+    );
+    previous
+        .and_then(|s| s.debug_info.logs_url.clone())
+        .filter(|u| u.starts_with(&format!("{base}?api_key=")))
+        .unwrap_or_else(|| {
+            let token = ctx
+                .keys
+                .sign(&crate::service::auth::Claims::cluster(cluster_id));
+            format!("{base}?api_key={token}")
+        })
 }
 
 #[cfg(test)]

@@ -296,6 +296,7 @@ pub async fn run(
         store: store.clone(),
         keys: keys.clone(),
         files_root: files_root.clone(),
+        client: Some(ctx.client.clone()),
     });
     let images = image_server::router(ImageServerState {
         store: store.clone(),

@@ -331,7 +331,19 @@ async fn single_node_openshift_installs_across_a_core_restart() {
     )
     .await;
     approve_all(&client, ns, 1).await;
-    wait_state(&client, ns, name, &["installing"], Duration::from_secs(90)).await;
+    let installing = wait_state(&client, ns, name, &["installing"], Duration::from_secs(90)).await;
+    let logs_url = installing
+        .status
+        .unwrap()
+        .debug_info
+        .logs_url
+        .unwrap_or_default();
+    assert!(
+        logs_url.starts_with(&format!(
+            "http://127.0.0.1:{api_port}/api/assisted-install/v2/clusters/"
+        )) && logs_url.contains("/logs?api_key="),
+        "{logs_url}"
+    );
 
     // Kill the core mid-install and start it again on the same data and ports.
     core.kill().await;
@@ -354,8 +366,43 @@ async fn single_node_openshift_installs_across_a_core_restart() {
     )
     .await;
     assert_eq!(
-        condition(&a.status.unwrap().conditions, "Completed").1,
+        condition(&a.status.as_ref().unwrap().conditions, "Completed").1,
         "InstallationCompleted"
+    );
+    // The logs bundle: the same URL across the restart (its token signed once), the core's view
+    // of the cluster, and what a ConfigMap labelled for this cluster attaches.
+    assert_eq!(
+        a.status.as_ref().unwrap().debug_info.logs_url.as_deref(),
+        Some(logs_url.as_str())
+    );
+    let attached: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "sno-image-mode-status", "namespace": ns,
+            "labels": {"assisted-core.openshift.io/logs-of": name}},
+        "data": {"image-mode.yaml": "pools: attached-for-the-bundle\n"},
+    }))
+    .unwrap();
+    Api::namespaced(client.clone(), ns)
+        .create(&Default::default(), &attached)
+        .await
+        .unwrap();
+    let (status, bundle) = agent_sim::client::call(
+        &agent_sim::client::Trust::none(),
+        http::Method::GET,
+        &logs_url,
+        "",
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, http::StatusCode::OK);
+    let has = |s: &str| bundle.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(
+        has("/cluster.json") && has("\"status\": \"adding-hosts\""),
+        "the bundle has the cluster"
+    );
+    assert!(
+        has("/sno-image-mode-status/image-mode.yaml") && has("pools: attached-for-the-bundle"),
+        "the bundle has the attached ConfigMap"
     );
     // The Agent shows the host as upstream does: state, conditions, inventory labels.
     let agent = wait_for(

@@ -78,6 +78,14 @@ pub async fn stream_file(path: &Path, download_name: &str) -> Result<Response, A
         }
         Err(e) => return Err(ApiError::internal(format!("cannot open file: {e}"))),
     };
+    stream_open_file(file, download_name).await
+}
+
+/// Streams a file already open (one whose name may be gone: a bundle made for one download).
+pub async fn stream_open_file(
+    file: tokio::fs::File,
+    download_name: &str,
+) -> Result<Response, ApiError> {
     let meta = file
         .metadata()
         .await

@@ -30,7 +30,7 @@ type ApiResult<T> = Result<T, ApiError>;
     paths(
         register_host, next_steps, step_reply, host_progress, host_logs_progress,
         infra_env_files, minimal_initrd, host_ignition, get_cluster, list_cluster_hosts,
-        upload_logs, cluster_files, cluster_credentials, upload_ingress_cert,
+        upload_logs, download_logs, cluster_files, cluster_credentials, upload_ingress_cert,
         cluster_progress, list_operators, report_operator, complete_installation,
         cluster_logs_progress, trigger_event,
     ),
@@ -514,6 +514,130 @@ pub async fn upload_logs(
         .await
         .map_err(|e| ApiError::internal(format!("cannot store logs: {e}")))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DownloadLogsQuery {
+    /// host, controller, node-boot or all (the default: the whole bundle).
+    logs_type: Option<String>,
+    /// The host whose logs (`host`, `node-boot`).
+    host_id: Option<String>,
+}
+
+#[utoipa::path(get, path = "/clusters/{cluster_id}/logs", operation_id = "v2DownloadClusterLogs",
+    params(("cluster_id" = String, Path), DownloadLogsQuery),
+    responses((status = 200, content_type = "application/octet-stream", body = String,
+        description = "One uploaded archive, or (logs_type all) a tar of every upload, the cluster (cluster.json) and the ConfigMaps attached to it"),
+        (status = "4XX", body = ErrorModel)),
+    security(("agentAuth" = []), ("urlAuth" = [])))]
+pub async fn download_logs(
+    State(st): State<AppState>,
+    ApiPath(cluster_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DownloadLogsQuery>,
+) -> ApiResult<Response> {
+    let cluster = cluster_of(&st, &cluster_id)?;
+    let dir = files::cluster_path(&st.files_root, &cluster_id, "logs")?;
+    let kind = q
+        .logs_type
+        .as_deref()
+        .filter(|k| !k.is_empty())
+        .unwrap_or("all");
+    let whose = match &q.host_id {
+        Some(h) => format!("cluster {cluster_id} host {h}"),
+        None => format!("cluster {cluster_id}"),
+    };
+    let one = |name: String| async move {
+        match files::stream_file(&dir.join(&name), &name).await {
+            Err(e) if e.status == StatusCode::NOT_FOUND => Err(ApiError::not_found(format!(
+                "no {kind} logs were uploaded for {whose}"
+            ))),
+            r => r,
+        }
+    };
+    match (kind, q.host_id.as_deref()) {
+        ("all", _) => logs_bundle(&st, &cluster).await,
+        ("controller", _) => one("controller_controller.tar.gz".into()).await,
+        ("host" | "node-boot", Some(h)) if files::is_uuid(h) => {
+            one(format!("{kind}_{h}.tar.gz")).await
+        }
+        ("host" | "node-boot", Some(h)) => {
+            Err(ApiError::bad_request(format!("invalid host_id {h:?}")))
+        }
+        ("host" | "node-boot", None) => Err(ApiError::bad_request(format!(
+            "host_id is required for {kind} logs"
+        ))),
+        (other, _) => Err(ApiError::bad_request(format!(
+            "unknown logs_type {other:?}: host, controller, node-boot or all"
+        ))),
+    }
+}
+
+/// The whole bundle, written to a file that is gone once the download ends.
+async fn logs_bundle(st: &AppState, cluster: &Cluster) -> ApiResult<Response> {
+    use super::logs::{Content, Entry};
+    let mut entries = vec![Entry {
+        name: "cluster.json".into(),
+        content: Content::Bytes(serde_json::to_vec_pretty(cluster).unwrap_or_default()),
+    }];
+    // A cluster's attachments are read when asked for: a download is rare, a watch is not.
+    let aci = st.store.view(|s| {
+        s.clusters.get(&cluster.id).map(|r| {
+            (
+                r.settings.namespace.clone(),
+                r.settings.agent_cluster_install.clone(),
+            )
+        })
+    });
+    if let (Some(client), Some((ns, aci))) = (&st.client, aci.filter(|(_, a)| !a.is_empty())) {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client.clone(), &ns);
+        let lp = kube::api::ListParams::default()
+            .labels(&format!("{}={aci}", super::logs::LOGS_OF_LABEL));
+        match api.list(&lp).await {
+            Ok(list) => entries.extend(super::logs::attachments(&list.items)),
+            // The rest of the bundle is still worth having; say what is missing.
+            Err(e) => entries.push(Entry {
+                name: "attachments-error.txt".into(),
+                content: Content::Bytes(
+                    format!("the ConfigMaps attached to AgentClusterInstall {ns}/{aci} could not be listed: {e}\n")
+                        .into_bytes(),
+                ),
+            }),
+        }
+    }
+    let cluster_dir = files::cluster_path(&st.files_root, &cluster.id, "")?;
+    let logs_dir = cluster_dir.join("logs");
+    let bundle = files::temp_path(&cluster_dir.join("logs-bundle.tar"));
+    let prefix = format!("{}_{}", cluster.name, cluster.id);
+    let mtime = Timestamp::now().as_second().max(0) as u64;
+    let path = bundle.clone();
+    let written = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+        std::fs::create_dir_all(&cluster_dir)?;
+        entries.extend(super::logs::uploads(&logs_dir)?);
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        // The name is not needed once open: nothing is left behind, whatever happens next.
+        std::fs::remove_file(&path)?;
+        super::logs::write_tar(std::io::BufWriter::new(&file), &prefix, &entries, mtime)?;
+        Ok(file)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("building the logs bundle: {e}")))?;
+    let mut file = match written {
+        Ok(f) => tokio::fs::File::from_std(f),
+        Err(e) => {
+            let _ = tokio::fs::remove_file(&bundle).await;
+            return Err(ApiError::internal(format!("building the logs bundle: {e}")));
+        }
+    };
+    tokio::io::AsyncSeekExt::rewind(&mut file)
+        .await
+        .map_err(|e| ApiError::internal(format!("reading the logs bundle: {e}")))?;
+    files::stream_open_file(file, &format!("{}_{}.tar", cluster.name, cluster.id)).await
 }
 
 /// Replaces the multipart body in `path` with the content of its `upfile` part.

@@ -4,6 +4,7 @@
 
 mod files;
 mod handlers;
+pub mod logs;
 pub mod models;
 mod multipart;
 
@@ -43,6 +44,9 @@ pub struct AppState {
     pub keys: Arc<Keys>,
     /// Root of the file store: `<cluster_id>/<file>` like upstream's object keys.
     pub files_root: PathBuf,
+    /// Reads what other controllers attach to a cluster's logs bundle (`None` in tests that
+    /// run without an apiserver: the bundle then has no attachments).
+    pub client: Option<kube::Client>,
 }
 
 /// The API router, every route under [`BASE`].
@@ -79,7 +83,9 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/clusters/{cluster_id}/logs",
             // The handler streams the body and enforces its own, larger limit.
-            post(upload_logs).layer(DefaultBodyLimit::disable()),
+            post(upload_logs)
+                .layer(DefaultBodyLimit::disable())
+                .get(download_logs),
         )
         .route("/clusters/{cluster_id}/downloads/files", get(cluster_files))
         .route(
