@@ -33,6 +33,12 @@ pub async fn apply(
     let client = &ctx.client;
 
     if let Some(cleanup) = &plan.cleanup {
+        if let Ok(mut m) = ctx.image_mode_logs.lock() {
+            m.remove(&format!(
+                "{ns}/{}",
+                super::image_mode::logs_config_map_name(oacp)
+            ));
+        }
         set_hooks(client, &ns, &plan.hooks.release, false).await?;
         return delete(ctx, oacp, cleanup, &plan).await;
     }
@@ -52,6 +58,9 @@ pub async fn apply(
                 what: "the image-mode rolled-out annotation".into(),
                 source,
             })?;
+    }
+    if let Some(cm) = &plan.image_mode_logs {
+        write_image_mode_logs(ctx, cm).await?;
     }
     if let Some(secret) = &plan.pull_secret {
         apply_one(
@@ -402,6 +411,29 @@ async fn copy_push_secrets(workload: &kube::Client, secrets: &[Secret]) {
             tracing::warn!(error = %e, "image mode: copying a push Secret");
         }
     }
+}
+
+/// The image-mode logs attachment, when its data changed since this manager last wrote it.
+async fn write_image_mode_logs(ctx: &Context, cm: &ConfigMap) -> Result<(), Error> {
+    use std::hash::{Hash, Hasher};
+    let key = format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    cm.data.hash(&mut hasher);
+    let hash = hasher.finish();
+    let written = |m: &std::collections::HashMap<String, u64>| m.get(&key) == Some(&hash);
+    if ctx.image_mode_logs.lock().is_ok_and(|m| written(&m)) {
+        return Ok(());
+    }
+    apply_one(
+        Api::<ConfigMap>::namespaced(ctx.client.clone(), &cm.namespace().unwrap_or_default()),
+        cm,
+        "image mode logs ConfigMap",
+    )
+    .await?;
+    if let Ok(mut m) = ctx.image_mode_logs.lock() {
+        m.insert(key, hash);
+    }
+    Ok(())
 }
 
 async fn apply_one<K>(api: Api<K>, object: &K, what: &str) -> Result<(), Error>

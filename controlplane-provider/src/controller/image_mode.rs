@@ -320,6 +320,87 @@ pub fn condition(
     })
 }
 
+/// The label that attaches a ConfigMap to a cluster's logs bundle (the core's
+/// `GET /clusters/{id}/logs`); its value is the AgentClusterInstall's name.
+pub use assisted_core::service::http::logs::LOGS_OF_LABEL;
+
+/// The ConfigMap that carries the rollout, as last read, into the cluster's logs bundle.
+pub fn logs_config_map_name(oacp: &OpenshiftAssistedControlPlane) -> String {
+    format!("{}-image-mode-status", oacp.name_any())
+}
+
+/// The file of that ConfigMap (and so of the bundle's `<ConfigMap>/` directory).
+pub const LOGS_FILE: &str = "image-mode.yaml";
+
+/// An object's identity and status, without what only the apiserver needs (managed fields,
+/// resource versions): what someone reading a failed install's logs looks at.
+fn for_logs(object: &Value) -> Value {
+    let m = &object["metadata"];
+    let mut out = json!({"metadata": {"name": m["name"]}});
+    for key in ["labels", "annotations", "creationTimestamp"] {
+        if !m[key].is_null() {
+            out["metadata"][key] = m[key].clone();
+        }
+    }
+    for key in ["spec", "status"] {
+        if !object[key].is_null() {
+            out[key] = object[key].clone();
+        }
+    }
+    out
+}
+
+/// The image-mode rollout as the installed cluster showed it, for the cluster's logs bundle:
+/// the `ImageMode` condition, and per pool its image, MachineOSConfig, MachineOSBuilds,
+/// MachineConfigPool and Nodes (with the image each runs). A ConfigMap labelled for the
+/// AgentClusterInstall `aci`, owned by the control plane.
+pub fn logs_attachment(
+    oacp: &OpenshiftAssistedControlPlane,
+    aci: &str,
+    owner: OwnerReference,
+    states: &[PoolState],
+    condition: &Desired,
+) -> ConfigMap {
+    let pools: Vec<Value> = pools(oacp)
+        .iter()
+        .map(|spec| {
+            let state = states.iter().find(|s| s.pool == spec.pool);
+            json!({
+                "pool": spec.pool,
+                "image": spec.image,
+                "machineOSConfig": state.and_then(|s| s.machine_os_config.as_ref()).map(for_logs),
+                "machineOSBuilds": state.map(|s| s.builds.iter().map(for_logs).collect::<Vec<_>>()).unwrap_or_default(),
+                "machineConfigPool": state.and_then(|s| s.machine_config_pool.as_ref()).map(for_logs),
+                "nodes": state.map(|s| s.nodes.iter().map(|(name, image)| json!({"name": name, "currentImage": image})).collect::<Vec<_>>()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    let content = json!({
+        "condition": {
+            "type": IMAGE_MODE,
+            "status": condition.status.as_str(),
+            "reason": condition.reason,
+            "message": condition.message,
+        },
+        "pools": pools,
+    });
+    let mut cm = ConfigMap {
+        data: Some(BTreeMap::from([(
+            LOGS_FILE.to_string(),
+            serde_yaml::to_string(&content).unwrap_or_default(),
+        )])),
+        ..ConfigMap::default()
+    };
+    cm.metadata.name = Some(logs_config_map_name(oacp));
+    cm.metadata.namespace = oacp.namespace();
+    cm.metadata.labels = Some(BTreeMap::from([(
+        LOGS_OF_LABEL.to_string(),
+        aci.to_string(),
+    )]));
+    cm.metadata.owner_references = Some(vec![owner]);
+    cm
+}
+
 /// `Available`'s reason when image mode's first rollout failed.
 pub const INSTALL_FAILED_REASON: &str = "ImageModeInstallFailed";
 
@@ -548,6 +629,44 @@ spec:
         assert_eq!(
             degraded.message,
             "master: MachineConfigPool degraded: node master-0: image not found"
+        );
+    }
+
+    #[test]
+    fn the_rollout_goes_into_the_logs_bundle_without_the_apiservers_bookkeeping() {
+        let cp = oacp();
+        let mut worker = state("worker", true, &[Some(WORKER_IMAGE), None]);
+        worker.builds.push(json!({
+            "metadata": {"name": "worker-pre-built", "managedFields": [{"manager": "x"}],
+                "resourceVersion": "7", "labels": {"machineconfiguration.openshift.io/pre-built-image": ""}},
+            "status": {"conditions": [{"type": "Failed", "status": "True", "message": "pull: unauthorized"}]},
+        }));
+        let states = vec![state("master", true, &[Some(MASTER_IMAGE)]), worker];
+        let failed = condition(&cp, true, &Rollout::Read(states.clone())).unwrap();
+        let cm = logs_attachment(&cp, "cp", OwnerReference::default(), &states, &failed);
+        assert_eq!(cm.name_any(), "cp-image-mode-status");
+        assert_eq!(cm.labels()[LOGS_OF_LABEL], "cp");
+        let file: Value = serde_yaml::from_str(&cm.data.unwrap()[LOGS_FILE]).unwrap();
+        assert_eq!(file["condition"]["reason"], "RolloutFailed");
+        let worker = &file["pools"][1];
+        assert_eq!(worker["pool"], "worker");
+        assert_eq!(worker["image"], WORKER_IMAGE);
+        assert_eq!(
+            worker["machineOSBuilds"][0],
+            json!({
+                "metadata": {"name": "worker-pre-built",
+                    "labels": {"machineconfiguration.openshift.io/pre-built-image": ""}},
+                "status": {"conditions": [{"type": "Failed", "status": "True", "message": "pull: unauthorized"}]},
+            })
+        );
+        assert_eq!(
+            worker["nodes"],
+            json!([{"name": "worker-0", "currentImage": WORKER_IMAGE},
+                   {"name": "worker-1", "currentImage": null}])
+        );
+        assert_eq!(
+            file["pools"][0]["machineOSConfig"]["status"]["conditions"][0]["type"],
+            "Seeded"
         );
     }
 

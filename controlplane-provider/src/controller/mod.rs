@@ -60,6 +60,9 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: ControllerMetrics,
     pub install: InstallMetrics,
+    /// What was last written of each control plane's image-mode logs attachment (a hash of
+    /// its data): the rollout is read every pass, written only when it changed.
+    pub image_mode_logs: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 /// `capoa_install_percentage{namespace, control_plane}`: each cluster's install progress, as its
@@ -134,6 +137,7 @@ pub async fn run(
         install: InstallMetrics::register(&registry),
         releases: release_lookup::Resolver::new(),
         client: client.clone(),
+        image_mode_logs: Default::default(),
     });
     // One cache and one backoff per watched kind (manager::cache): a failing watch never
     // pauses another, and each re-lists at once after an apiserver restart. The reconcile

@@ -104,6 +104,8 @@ pub struct Plan {
     /// Annotate the control plane: image mode rolled out for the first time (its later
     /// failures are no longer install failures).
     pub image_mode_rolled_out: bool,
+    /// The image-mode rollout as last read, for the cluster's logs bundle.
+    pub image_mode_logs: Option<k8s_openapi::api::core::v1::ConfigMap>,
 }
 
 /// Whether reconciling is paused: the Cluster's `spec.paused`, or the annotation on the Cluster
@@ -314,6 +316,20 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         image_mode::condition(oacp, install.installed(), &d.image_mode_rollout);
     plan_image_mode(&mut plan, oacp, image_mode_condition.as_ref());
     plan.image_mode_rolled_out &= !paused;
+    if let (image_mode::Rollout::Read(states), Some(c), Some(aci), Ok(owner)) = (
+        &d.image_mode_rollout,
+        image_mode_condition.as_ref(),
+        d.aci.as_ref(),
+        hive::owner_reference(oacp),
+    ) {
+        plan.image_mode_logs = Some(image_mode::logs_attachment(
+            oacp,
+            &aci.name_any(),
+            owner,
+            states,
+            c,
+        ));
+    }
     let inputs = StatusInputs {
         oacp,
         cluster_name: &cluster_name,

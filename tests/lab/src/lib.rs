@@ -82,6 +82,10 @@ pub enum ImageModeRun {
     /// The pre-built images given by tag: the run ends when the control plane names the
     /// core's refusal, nothing installed.
     TagImage,
+    /// The last pool's pre-built image cannot be pulled (the simulated MCO fails its
+    /// MachineOSBuild and degrades the pool): the run ends when the control plane says the
+    /// install failed (`Available` False `ImageModeInstallFailed`).
+    FailedBuild,
 }
 
 /// What to install.
@@ -2208,14 +2212,30 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             downgrade,
             control_plane,
         );
-        if opts.image_mode.is_some()
+        if opts.image_mode == Some(ImageModeRun::FailedBuild) {
+            let end = steps
+                .iter()
+                .position(|s| *s == Step::MachinesRunning)
+                .map_or(steps.len(), |at| at + 1);
+            steps.truncate(end);
+            steps.push(Step::ImageModeInstallFailed);
+        } else if opts.image_mode.is_some()
             && let Some(at) = steps.iter().position(|s| *s == Step::MachinesRunning)
         {
             steps.insert(at + 1, Step::ImageModeRolledOut);
         }
+        if opts.image_mode.is_some()
+            && let Some(at) = steps.iter().position(|s| *s == Step::Day2Installed)
+        {
+            steps.insert(at + 1, Step::ImageModeDay2Counted);
+        }
         steps
     };
-    let day2_step = steps.iter().position(|s| *s == Step::Day2Installed);
+    // The workers scale back down once the day-2 worker is in (and counted on its image).
+    let day2_step = steps
+        .iter()
+        .position(|s| *s == Step::ImageModeDay2Counted)
+        .or_else(|| steps.iter().position(|s| *s == Step::Day2Installed));
     let mut milestones: Vec<(Duration, String)> = Vec::new();
     let deadline = start + opts.timeout;
     // The release the clusters must get: checked for the lab's own clusters only.
@@ -2371,8 +2391,14 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
             }
             if opts.image_mode.is_some() && r.controller_started {
-                let sim = machine_config
-                    .get_or_insert_with(|| mco::Mco::new(&client, &lab.workload.client, &r.spec));
+                let sim = machine_config.get_or_insert_with(|| {
+                    mco::Mco::new(
+                        &client,
+                        &lab.workload.client,
+                        &r.spec,
+                        opts.image_mode == Some(ImageModeRun::FailedBuild),
+                    )
+                });
                 match sim.tick().await {
                     Ok(said) => said
                         .iter()
@@ -2613,6 +2639,39 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         .collect();
     if !duplicates.is_empty() && failure.is_none() {
         failure = Some(format!("duplicates: {}", duplicates.join("; ")));
+    }
+    // Image mode's rollout reaches the cluster's logs bundle: downloaded as a user would
+    // (the AgentClusterInstall's logsURL) and kept in the lab directory.
+    let bundle_expected = match opts.image_mode {
+        Some(ImageModeRun::Pools) => Some("RolledOut"),
+        Some(ImageModeRun::FailedBuild) => Some("RolloutFailed"),
+        _ => None,
+    };
+    if let Some(reason) = bundle_expected
+        && failure.is_none()
+    {
+        for r in &runs {
+            let pre = prefix(&r.spec);
+            let Some(aci) = &r.snap.aci else {
+                continue;
+            };
+            let into = opts.dir.join(format!("{}-logs-bundle.tar", r.spec.name));
+            match mco::fetch_logs_bundle(aci, &lab.managers.trust, &into).await {
+                Ok(b) if b.shows(reason) => println!(
+                    "{} {pre}logs bundle {}: image-mode.yaml says {}",
+                    stamp(start),
+                    into.display(),
+                    b.describe()
+                ),
+                Ok(b) => {
+                    failure = Some(format!(
+                        "{pre}the logs bundle's image-mode.yaml does not show {reason}: {}",
+                        b.describe()
+                    ));
+                }
+                Err(e) => failure = Some(format!("{pre}the logs bundle: {e:#}")),
+            }
+        }
     }
     // A missing RBAC rule of the shipped manifests shows as `forbidden` in a manager's pod's
     // log: a failure, not a retry. (As processes the managers are bound to cluster-admin, and a
@@ -3151,7 +3210,9 @@ fn stuck_objects(step: Step, s: &Snapshot, site: &Site) -> Vec<ObjectState> {
         Step::MirrorConfigRefused | Step::ImageModeRefused => {
             (false, false, false, true, true, false)
         }
-        Step::ImageModeRolledOut => (false, false, false, false, false, true),
+        Step::ImageModeRolledOut | Step::ImageModeDay2Counted | Step::ImageModeInstallFailed => {
+            (false, false, false, false, false, true)
+        }
     };
     if let Some(cp) = &s.control_plane {
         let conditions = cp["status"]["conditions"]

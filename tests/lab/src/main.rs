@@ -149,7 +149,9 @@ struct Cli {
     /// control plane writes the MachineOSConfigs among the install's manifests, the core checks
     /// them, the lab's simulated machine-config operator seeds them and moves each Node to its
     /// pool's image, and the run waits for the control plane's ImageMode True. `tag-image`: the
-    /// images by tag; the run ends when the control plane names the refusal. One cluster.
+    /// images by tag; the run ends when the control plane names the refusal. `failed-build`:
+    /// the last pool's image cannot be pulled; the run ends when the control plane says the
+    /// install failed. One cluster.
     #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_missing_value = "pools", conflicts_with_all = ["cluster_file", "okd", "clusters", "cluster_class", "upgrade_to"])]
     image_mode: Option<lab::ImageModeRun>,
 }

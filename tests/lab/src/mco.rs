@@ -167,17 +167,37 @@ pub struct Mco {
     control_plane: String,
     /// Read once the cluster is installed; empty: no image mode.
     pools: Option<Vec<Pool>>,
+    /// `--image-mode failed-build`: the last pool's pre-built image cannot be pulled.
+    fail_last_pool: bool,
+    /// Each pool's counters as last written (nodes on the image, nodes): a pool's status is
+    /// written when they change, as the real MCO does (its conditions' times stay put).
+    written: std::collections::HashMap<String, (usize, usize)>,
 }
 
 impl Mco {
-    pub fn new(mgmt: &Client, workload: &Client, spec: &ClusterSpec) -> Mco {
+    pub fn new(mgmt: &Client, workload: &Client, spec: &ClusterSpec, fail_last_pool: bool) -> Mco {
         Mco {
             mgmt: mgmt.clone(),
             workload: workload.clone(),
             ns: spec.ns.clone(),
             control_plane: spec.control_plane.clone(),
             pools: None,
+            fail_last_pool,
+            written: Default::default(),
         }
+    }
+
+    /// Whether `pool`'s image is the one that cannot be pulled.
+    fn fails(&self, pool: &Pool, pools: &[Pool]) -> bool {
+        self.fail_last_pool && pools.last().is_some_and(|p| p.name == pool.name)
+    }
+
+    /// What the failing pool's build says.
+    fn pull_failure(pool: &Pool) -> String {
+        format!(
+            "pulling the pre-built image {}: manifest unknown",
+            pool.image
+        )
     }
 
     fn params() -> PatchParams {
@@ -236,7 +256,7 @@ impl Mco {
         }
         let nodes_api: Api<Node> = Api::all(self.workload.clone());
         let nodes = nodes_api.list(&ListParams::default()).await?.items;
-        for pool in &pools {
+        for pool in pools.iter().filter(|p| !self.fails(p, &pools)) {
             if let Some(node) = next_to_update(&nodes, pool) {
                 let name = node.name_any();
                 let patch = json!({"metadata": {"annotations": {
@@ -253,7 +273,8 @@ impl Mco {
         }
         let nodes = nodes_api.list(&ListParams::default()).await?.items;
         for pool in &pools {
-            self.pool_status(pool, &nodes).await?;
+            self.pool_status(pool, &nodes, self.fails(pool, &pools))
+                .await?;
         }
         Ok(said)
     }
@@ -327,14 +348,20 @@ impl Mco {
                 .patch(&build_name, &Self::params(), &Patch::Apply(&build))
                 .await
                 .with_context(|| format!("MachineOSBuild {build_name}"))?;
-            let succeeded = json!({
-                "apiVersion": GROUP_VERSION, "kind": "MachineOSBuild",
-                "metadata": {"name": build_name},
-                "status": {
+            let outcome = if self.fails(pool, pools) {
+                json!({"conditions": [condition("Failed", true, "PreBuiltImagePullFailed",
+                    &Self::pull_failure(pool))]})
+            } else {
+                json!({
                     "digestedImagePushSpec": pool.image,
                     "conditions": [condition("Succeeded", true, "PreBuiltImage",
                         "the pre-built image stands for this build")],
-                },
+                })
+            };
+            let succeeded = json!({
+                "apiVersion": GROUP_VERSION, "kind": "MachineOSBuild",
+                "metadata": {"name": build_name},
+                "status": outcome,
             });
             mosbs
                 .patch_status(&build_name, &Self::params(), &Patch::Apply(&succeeded))
@@ -344,14 +371,18 @@ impl Mco {
         Ok(())
     }
 
-    /// The MachineConfigPool's counters from its Nodes.
-    async fn pool_status(&self, pool: &Pool, nodes: &[Node]) -> Result<()> {
+    /// The MachineConfigPool's counters from its Nodes; `failed`: degraded, its image not
+    /// pulled.
+    async fn pool_status(&mut self, pool: &Pool, nodes: &[Node], failed: bool) -> Result<()> {
         let members: Vec<&Node> = nodes.iter().filter(|n| in_pool(n, &pool.name)).collect();
         let updated = members
             .iter()
             .filter(|n| n.annotations().get(CURRENT_IMAGE) == Some(&pool.image))
             .count();
         let total = members.len();
+        if self.written.get(&pool.name) == Some(&(updated, total)) {
+            return Ok(());
+        }
         let done = updated == total;
         let status = json!({
             "apiVersion": GROUP_VERSION, "kind": "MachineConfigPool",
@@ -359,11 +390,15 @@ impl Mco {
             "status": {
                 "machineCount": total, "updatedMachineCount": updated,
                 "readyMachineCount": updated, "unavailableMachineCount": total - updated,
-                "degradedMachineCount": 0,
+                "degradedMachineCount": if failed { total - updated } else { 0 },
                 "conditions": [
                     condition("Updated", done, "", ""),
-                    condition("Updating", !done, "", ""),
-                    condition("Degraded", false, "", ""),
+                    condition("Updating", !done && !failed, "", ""),
+                    if failed {
+                        condition("Degraded", true, "PreBuiltImagePullFailed", &Self::pull_failure(pool))
+                    } else {
+                        condition("Degraded", false, "", "")
+                    },
                 ],
             },
         });
@@ -374,8 +409,99 @@ impl Mco {
         .patch_status(&pool.name, &Self::params(), &Patch::Apply(&status))
         .await
         .with_context(|| format!("MachineConfigPool {} status", pool.name))?;
+        self.written.insert(pool.name.clone(), (updated, total));
         Ok(())
     }
+}
+
+/// What a cluster's logs bundle says of image mode (its `image-mode.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundleImageMode {
+    /// The `ImageMode` condition's reason when it was written.
+    pub reason: String,
+    /// Each pool, with its Nodes on the pool's image and all its Nodes.
+    pub pools: Vec<(String, usize, usize)>,
+}
+
+impl BundleImageMode {
+    /// Whether it shows the rollout ended as `reason` says: `RolledOut` with every Node of
+    /// every pool on its image, or `RolloutFailed`.
+    pub fn shows(&self, reason: &str) -> bool {
+        self.reason == reason
+            && !self.pools.is_empty()
+            && (reason != "RolledOut" || self.pools.iter().all(|(_, on, n)| on == n && *n > 0))
+    }
+
+    pub fn describe(&self) -> String {
+        let pools: Vec<String> = self
+            .pools
+            .iter()
+            .map(|(p, on, n)| format!("{p} {on}/{n} nodes on its image"))
+            .collect();
+        format!("{} ({})", self.reason, pools.join(", "))
+    }
+}
+
+/// Reads a cluster's logs bundle for its `*-image-mode-status/image-mode.yaml`.
+pub fn bundle_image_mode(tar_bytes: &[u8]) -> Result<BundleImageMode> {
+    let mut archive = tar::Archive::new(tar_bytes);
+    for entry in archive.entries().context("reading the logs bundle")? {
+        let mut entry = entry.context("reading the logs bundle")?;
+        let path = entry.path()?.to_string_lossy().into_owned();
+        if !path.ends_with("-image-mode-status/image-mode.yaml") {
+            continue;
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut entry, &mut text)?;
+        let file: Value = serde_yaml::from_str(&text).with_context(|| path.clone())?;
+        let pools = file["pools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let nodes = p["nodes"].as_array().cloned().unwrap_or_default();
+                let on_image = nodes
+                    .iter()
+                    .filter(|n| n["currentImage"] == p["image"])
+                    .count();
+                (
+                    p["pool"].as_str().unwrap_or_default().to_string(),
+                    on_image,
+                    nodes.len(),
+                )
+            })
+            .collect();
+        return Ok(BundleImageMode {
+            reason: file["condition"]["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            pools,
+        });
+    }
+    anyhow::bail!("the logs bundle has no */image-mode.yaml")
+}
+
+/// Downloads a cluster's logs bundle from its AgentClusterInstall's `debugInfo.logsURL` into
+/// `into`, and reads what it says of image mode.
+pub async fn fetch_logs_bundle(
+    aci: &assisted_core::api::agentclusterinstall::AgentClusterInstall,
+    trust: &agent_sim::Trust,
+    into: &std::path::Path,
+) -> Result<BundleImageMode> {
+    let url = aci
+        .status
+        .as_ref()
+        .and_then(|s| s.debug_info.logs_url.clone())
+        .context("the AgentClusterInstall has no status.debugInfo.logsURL")?;
+    let (status, body) = agent_sim::client::call(trust, http::Method::GET, &url, "", None).await?;
+    anyhow::ensure!(
+        status == http::StatusCode::OK,
+        "GET logsURL: {status} {}",
+        agent_sim::client::body_excerpt(&body)
+    );
+    std::fs::write(into, &body).with_context(|| format!("writing {}", into.display()))?;
+    bundle_image_mode(&body)
 }
 
 #[cfg(test)]

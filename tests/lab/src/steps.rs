@@ -38,6 +38,8 @@ pub(crate) enum Step {
     ControlPlaneScaledBack,
     MirrorConfigRefused,
     ImageModeRolledOut,
+    ImageModeDay2Counted,
+    ImageModeInstallFailed,
     ImageModeRefused,
 }
 
@@ -137,6 +139,8 @@ impl Step {
             Step::ControlPlaneScaledBack => "control plane scaled back",
             Step::MirrorConfigRefused => "mirror ConfigMap refused",
             Step::ImageModeRolledOut => "image mode rolled out",
+            Step::ImageModeDay2Counted => "day-2 worker on its image",
+            Step::ImageModeInstallFailed => "image mode install failed",
             Step::ImageModeRefused => "image mode refused",
         }
     }
@@ -205,6 +209,11 @@ impl Step {
             ),
             Step::ControlPlaneScaleRefused => "the control plane's ScalingUp False/ScalingNotSupported, no Machine made".into(),
             Step::ImageModeRolledOut => "the control plane's ImageMode True/RolledOut: every pool's MachineOSConfig seeded and all its Nodes on its pre-built image (the simulated machine-config operator moves one Node at a time)".into(),
+            Step::ImageModeDay2Counted => format!(
+                "the control plane's ImageMode True/RolledOut again with the day-2 worker counted: worker {0}/{0} nodes on the worker pool's image",
+                spec.workers + 1
+            ),
+            Step::ImageModeInstallFailed => "the control plane's Available False/ImageModeInstallFailed naming the pool's failed MachineOSBuild, and ImageMode False/RolloutFailed".into(),
             Step::ImageModeRefused => "the control plane's Available False/InstallValidationsFailing naming a pre-built image not pinned by digest, the install not started".into(),
             Step::MirrorConfigRefused => format!(
                 "the control plane's Available False/InvalidImageRegistryConfig naming ConfigMap {} and its registries.conf line, no AgentClusterInstall and no Agent",
@@ -294,15 +303,15 @@ impl Step {
             ),
             Step::ControlPlaneScaleRefused => control_plane_scaling::refused(spec, s),
             // Every master counted (and every day-1 worker when the workers have a pool).
-            Step::ImageModeRolledOut => s.control_plane.as_ref().is_some_and(|c| {
-                control_plane_condition(c, "ImageMode").is_some_and(|(st, r, m)| {
-                    st == "True"
-                        && r == "RolledOut"
-                        && m.contains(&format!("master: {0}/{0} nodes", spec.masters))
-                        && (spec.workers == 0
-                            || m.contains(&format!("worker: {0}/{0} nodes", spec.workers)))
-                })
+            Step::ImageModeRolledOut => image_mode_rolled_out(s, spec.masters, spec.workers),
+            Step::ImageModeInstallFailed => s.control_plane.as_ref().is_some_and(|c| {
+                control_plane_condition(c, "Available").is_some_and(|(st, r, m)| {
+                    st == "False" && r == "ImageModeInstallFailed" && m.contains("MachineOSBuild")
+                }) && control_plane_condition(c, "ImageMode")
+                    .is_some_and(|(st, r, _)| st == "False" && r == "RolloutFailed")
             }),
+            // The day-2 worker joined the worker pool's count.
+            Step::ImageModeDay2Counted => image_mode_rolled_out(s, spec.masters, spec.workers + 1),
             Step::ImageModeRefused => {
                 !installed
                     && !["installing", "finalizing"].contains(&s.aci_state())
@@ -391,4 +400,17 @@ impl Step {
             }),
         }
     }
+}
+
+/// The control plane's `ImageMode` True/RolledOut with every master and `workers` workers
+/// counted on their pools' images (workers only when the workers have a pool).
+fn image_mode_rolled_out(s: &Snapshot, masters: u32, workers: u32) -> bool {
+    s.control_plane.as_ref().is_some_and(|c| {
+        control_plane_condition(c, "ImageMode").is_some_and(|(st, r, m)| {
+            st == "True"
+                && r == "RolledOut"
+                && m.contains(&format!("master: {masters}/{masters} nodes"))
+                && (workers == 0 || m.contains(&format!("worker: {workers}/{workers} nodes")))
+        })
+    })
 }
