@@ -19,5 +19,6 @@ pub mod http;
 pub mod manifests;
 pub mod metrics;
 pub mod names;
+pub mod requests;
 pub mod runtime;
 pub mod webhook;

@@ -126,6 +126,7 @@ fn bounded_retry_client(
     // The retry layer calls the service again, so it needs a clone of it: a buffer (what
     // kube's Client keeps inside too).
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&crate::requests::CountLayer)
         .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&tower::retry::RetryLayer::new(policy))
         .build())
@@ -268,6 +269,11 @@ where
         "leader",
         "1 while this replica holds the leader Lease",
         leader_gauge.clone(),
+    );
+    registry.register(
+        "api_requests",
+        "Requests sent to the apiserver, by verb and resource (every attempt)",
+        crate::requests::family(),
     );
     let registry: SharedRegistry = Arc::new(Mutex::new(registry));
     let scope = WatchScope {

@@ -33,12 +33,7 @@ pub async fn apply(
     let client = &ctx.client;
 
     if let Some(cleanup) = &plan.cleanup {
-        if let Ok(mut m) = ctx.image_mode_logs.lock() {
-            m.remove(&format!(
-                "{ns}/{}",
-                super::image_mode::logs_config_map_name(oacp)
-            ));
-        }
+        ctx.applied.forget(&owner_prefix(oacp));
         set_hooks(client, &ns, &plan.hooks.release, false).await?;
         return delete(ctx, oacp, cleanup, &plan).await;
     }
@@ -60,10 +55,19 @@ pub async fn apply(
             })?;
     }
     if let Some(cm) = &plan.image_mode_logs {
-        write_image_mode_logs(ctx, cm).await?;
+        apply_changed(
+            ctx,
+            oacp,
+            Api::<ConfigMap>::namespaced(client.clone(), &ns),
+            cm,
+            "image mode logs ConfigMap",
+        )
+        .await?;
     }
     if let Some(secret) = &plan.pull_secret {
-        apply_one(
+        apply_changed(
+            ctx,
+            oacp,
             Api::<Secret>::namespaced(client.clone(), &ns),
             secret,
             "placeholder pull secret",
@@ -71,14 +75,18 @@ pub async fn apply(
         .await?;
     }
     if let Some(hive) = &plan.hive {
-        apply_one(
+        apply_changed(
+            ctx,
+            oacp,
             Api::<ClusterImageSet>::all(client.clone()),
             &hive.image_set,
             "ClusterImageSet",
         )
         .await?;
         if let Some(manifests) = &hive.registry_manifests {
-            apply_one(
+            apply_changed(
+                ctx,
+                oacp,
                 Api::<ConfigMap>::namespaced(client.clone(), &ns),
                 manifests,
                 "mirror manifests ConfigMap",
@@ -86,7 +94,9 @@ pub async fn apply(
             .await?;
         }
         if let Some(manifests) = &hive.image_mode_manifests {
-            apply_one(
+            apply_changed(
+                ctx,
+                oacp,
                 Api::<ConfigMap>::namespaced(client.clone(), &ns),
                 manifests,
                 "image mode manifests ConfigMap",
@@ -95,27 +105,34 @@ pub async fn apply(
         }
         // Without `spec.installed`, which the core sets once the cluster is installed.
         let cd_name = hive.cluster_deployment.name_any();
-        Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-            .patch(
-                &cd_name,
-                &params(),
-                &Patch::Apply(&super::hive::cluster_deployment_apply_body(
-                    &hive.cluster_deployment,
-                )),
-            )
-            .await
-            .map_err(|source| Error::Apply {
-                what: format!("ClusterDeployment {cd_name}"),
-                source,
-            })?;
-        apply_one(
-            Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
-            &hive.agent_cluster_install,
-            "AgentClusterInstall",
-        )
-        .await?;
+        let cd_body = super::hive::cluster_deployment_apply_body(&hive.cluster_deployment);
+        let cd_key = applied_key(oacp, &hive.cluster_deployment);
+        let cd_hash = super::Applied::hash(&cd_body);
+        if !ctx.applied.is_current(&cd_key, cd_hash) {
+            Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+                .patch(&cd_name, &params(), &Patch::Apply(&cd_body))
+                .await
+                .map_err(|source| Error::Apply {
+                    what: format!("ClusterDeployment {cd_name}"),
+                    source,
+                })?;
+            ctx.applied.record(&cd_key, cd_hash);
+        }
+        let aci_api = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns);
+        let aci = &hive.agent_cluster_install;
+        // Gone from the watch cache (deleted): applied again at once.
+        let cached = ctx
+            .caches
+            .acis
+            .get(&kube::runtime::reflector::ObjectRef::from_obj(aci))
+            .is_some();
+        if cached {
+            apply_changed(ctx, oacp, aci_api, aci, "AgentClusterInstall").await?;
+        } else {
+            apply_one(aci_api, aci, "AgentClusterInstall").await?;
+        }
         if let Some(workload) = workload {
-            copy_push_secrets(workload, &hive.push_secrets).await;
+            copy_push_secrets(ctx, oacp, workload, &hive.push_secrets).await;
         }
     }
     for m in &plan.create {
@@ -147,7 +164,9 @@ pub async fn apply(
             .await?;
     }
     if let Some(secret) = &plan.kubeconfig {
-        apply_one(
+        apply_changed(
+            ctx,
+            oacp,
             Api::<Secret>::namespaced(client.clone(), &ns),
             secret,
             "kubeconfig Secret",
@@ -404,35 +423,76 @@ async fn delete(
 /// Image mode's push Secrets into the installed cluster. A failure (its API down, the
 /// namespace not there yet) is logged and tried again on the next reconcile; the rest of the
 /// control plane's work goes on.
-async fn copy_push_secrets(workload: &kube::Client, secrets: &[Secret]) {
+async fn copy_push_secrets(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    workload: &kube::Client,
+    secrets: &[Secret],
+) {
     for secret in secrets {
         let api = Api::<Secret>::namespaced(workload.clone(), super::image_mode::MCO_NAMESPACE);
-        if let Err(e) = apply_one(api, secret, "push Secret in the installed cluster").await {
-            tracing::warn!(error = %e, "image mode: copying a push Secret");
+        // Keyed apart from the management cluster's objects of the same name.
+        let key = format!(
+            "{}installed-cluster:{}",
+            owner_prefix(oacp),
+            secret.name_any()
+        );
+        let hash = super::Applied::hash(secret);
+        if ctx.applied.is_current(&key, hash) {
+            continue;
+        }
+        match apply_one(api, secret, "push Secret in the installed cluster").await {
+            Ok(()) => ctx.applied.record(&key, hash),
+            Err(e) => tracing::warn!(error = %e, "image mode: copying a push Secret"),
         }
     }
 }
 
-/// The image-mode logs attachment, when its data changed since this manager last wrote it.
-async fn write_image_mode_logs(ctx: &Context, cm: &ConfigMap) -> Result<(), Error> {
-    use std::hash::{Hash, Hasher};
-    let key = format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any());
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    cm.data.hash(&mut hasher);
-    let hash = hasher.finish();
-    let written = |m: &std::collections::HashMap<String, u64>| m.get(&key) == Some(&hash);
-    if ctx.image_mode_logs.lock().is_ok_and(|m| written(&m)) {
+/// The key of what `oacp`'s reconcile applies, under [`owner_prefix`].
+fn applied_key<K: Resource<DynamicType = ()>>(
+    oacp: &OpenshiftAssistedControlPlane,
+    object: &K,
+) -> String {
+    format!(
+        "{}{}/{}/{}",
+        owner_prefix(oacp),
+        K::kind(&()),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Every key of what one control plane applies starts with this.
+fn owner_prefix(oacp: &OpenshiftAssistedControlPlane) -> String {
+    format!(
+        "{}/{}:",
+        oacp.namespace().unwrap_or_default(),
+        oacp.name_any()
+    )
+}
+
+/// [`apply_one`], unless this very body was applied a short while ago (see [`Applied`]).
+async fn apply_changed<K>(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    api: Api<K>,
+    object: &K,
+    what: &str,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let key = applied_key(oacp, object);
+    let hash = super::Applied::hash(object);
+    if ctx.applied.is_current(&key, hash) {
         return Ok(());
     }
-    apply_one(
-        Api::<ConfigMap>::namespaced(ctx.client.clone(), &cm.namespace().unwrap_or_default()),
-        cm,
-        "image mode logs ConfigMap",
-    )
-    .await?;
-    if let Ok(mut m) = ctx.image_mode_logs.lock() {
-        m.insert(key, hash);
-    }
+    apply_one(api, object, what).await?;
+    ctx.applied.record(&key, hash);
     Ok(())
 }
 

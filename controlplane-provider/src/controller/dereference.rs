@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
 use super::Error;
@@ -37,6 +38,8 @@ pub enum Template {
     /// The kind's CRD is missing or has no contract label.
     UnknownKind(String),
     NotFound(String),
+    /// Not read: every wanted Machine exists.
+    NotNeeded,
 }
 
 /// Whether the pull secret the cluster needs exists.
@@ -107,8 +110,92 @@ pub struct Dereferenced {
     pub etcd_members: Members,
 }
 
+/// The watch caches the reconcile reads instead of the API server (whole objects but their
+/// managed fields; the MachineDeployments without status).
+#[derive(Clone)]
+pub struct Caches {
+    pub clusters: Store<Cluster>,
+    pub deployments: Store<MachineDeployment>,
+    pub machines: Store<Machine>,
+    pub configs: Store<OpenshiftAssistedConfig>,
+    pub acis: Store<AgentClusterInstall>,
+    pub recent: Recent,
+}
+
+/// Objects read by GET that no watch keeps (Secrets, which are many and not ours; the
+/// ClusterImageSet during the install), kept [`RECENT_FOR`] after a read that found them: the
+/// reconciles of one install come seconds apart. One not found is asked for again each time.
+#[derive(Clone, Default)]
+pub struct Recent(Arc<std::sync::Mutex<BTreeMap<String, (serde_json::Value, std::time::Instant)>>>);
+
+/// How long a read object is taken as current.
+pub const RECENT_FOR: Duration = Duration::from_secs(30);
+
+impl Recent {
+    /// The object at `key` (`kind/namespace/name`), from memory if read less than
+    /// [`RECENT_FOR`] ago, else through `read`.
+    async fn get<K, F>(&self, key: String, read: F) -> Result<Option<K>, Error>
+    where
+        K: serde::Serialize + serde::de::DeserializeOwned,
+        F: std::future::Future<Output = Result<Option<K>, kube::Error>>,
+    {
+        let remembered = self.0.lock().ok().and_then(|m| {
+            m.get(&key)
+                .filter(|(_, at)| at.elapsed() < RECENT_FOR)
+                .map(|(v, _)| v.clone())
+        });
+        if let Some(v) = remembered.and_then(|v| serde_json::from_value(v).ok()) {
+            return Ok(Some(v));
+        }
+        let found = read.await.map_err(Error::Read)?;
+        if let (Some(object), Ok(mut m)) = (&found, self.0.lock()) {
+            // Old entries go as new ones come: the map holds what was read lately.
+            m.retain(|_, (_, at)| at.elapsed() < RECENT_FOR);
+            if let Ok(v) = serde_json::to_value(object) {
+                m.insert(key, (v, std::time::Instant::now()));
+            }
+        }
+        Ok(found)
+    }
+}
+
+impl Caches {
+    /// Waits until each kind has been listed once, so that no reconcile decides from a store
+    /// still filling (a Machine not seen yet would be made again).
+    pub async fn wait_until_ready(&self) {
+        let _ = tokio::join!(
+            self.clusters.wait_until_ready(),
+            self.deployments.wait_until_ready(),
+            self.machines.wait_until_ready(),
+            self.configs.wait_until_ready(),
+            self.acis.wait_until_ready(),
+        );
+    }
+}
+
+/// The cached objects of `store` in namespace `ns` labelled for `cluster`.
+fn of_cluster<K>(store: &Store<K>, ns: &str, cluster: &str) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|o| {
+            o.meta().namespace.as_deref() == Some(ns)
+                && o.meta()
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+                    .is_some_and(|c| c == cluster)
+        })
+        .map(|o| (*o).clone())
+        .collect()
+}
+
 pub async fn dereference(
     client: &Client,
+    caches: &Caches,
     releases: &release_lookup::Resolver,
     oacp: Arc<OpenshiftAssistedControlPlane>,
 ) -> Result<Dereferenced, Error> {
@@ -120,39 +207,28 @@ pub async fn dereference(
         .iter()
         .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
         .map(|o| o.name.clone());
-    let clusters: Api<Cluster> = Api::namespaced(client.clone(), &ns);
-    let cluster = match &cluster_name {
-        Some(n) => clusters.get_opt(n).await.map_err(Error::Read)?,
-        None => None,
-    };
+    let cluster = cluster_name.as_ref().and_then(|n| {
+        caches
+            .clusters
+            .get(&ObjectRef::new(n).within(&ns))
+            .map(|c| (*c).clone())
+    });
 
     let (worker_replicas, machines, cluster_configs) = match &cluster {
         Some(c) => {
-            let by_cluster =
-                ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={}", c.name_any()));
-            let deployments: Api<MachineDeployment> = Api::namespaced(client.clone(), &ns);
-            let live: Vec<MachineDeployment> = deployments
-                .list(&by_cluster)
-                .await
-                .map_err(Error::Read)?
-                .items
+            let live: Vec<MachineDeployment> = of_cluster(&caches.deployments, &ns, &c.name_any())
                 .into_iter()
                 .filter(|md| md.metadata.deletion_timestamp.is_none())
                 .collect();
             let workers = super::hive::worker_agents(&live);
-            let machines: Vec<Machine> = Api::<Machine>::namespaced(client.clone(), &ns)
-                .list(&by_cluster)
-                .await
-                .map_err(Error::Read)?
-                .items
+            let mut machines: Vec<Machine> = of_cluster(&caches.machines, &ns, &c.name_any())
                 .into_iter()
                 .filter(|m| controlled_by(m, &oacp))
                 .collect();
-            let configs = Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
-                .list(&by_cluster)
-                .await
-                .map_err(Error::Read)?
-                .items;
+            // In name order, as a list answers.
+            machines.sort_by_key(|m| m.name_any());
+            let mut configs = of_cluster(&caches.configs, &ns, &c.name_any());
+            configs.sort_by_key(|c| c.name_any());
             (workers, machines, configs)
         }
         None => (0, Vec::new(), Vec::new()),
@@ -174,12 +250,22 @@ pub async fn dereference(
         .map(|c| (c.name_any(), c))
         .collect();
 
-    let template = infrastructure_template(client, &oacp).await?;
+    // The template matters only to make a Machine: read it only while there are fewer than
+    // wanted (CAPI reads it at creation too).
+    let live = machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .count();
+    let template = if (live as i32) < machines::desired_replicas(&oacp) {
+        infrastructure_template(client, &oacp).await?
+    } else {
+        Template::NotNeeded
+    };
 
-    let aci = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns)
-        .get_opt(&name)
-        .await
-        .map_err(Error::Read)?;
+    let aci = caches
+        .acis
+        .get(&ObjectRef::new(&name).within(&ns))
+        .map(|a| (*a).clone());
     // Only deletion asks (the ClusterDeployment can outlive its AgentClusterInstall).
     let cluster_deployment_exists = oacp.metadata.deletion_timestamp.is_some()
         && Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
@@ -189,10 +275,8 @@ pub async fn dereference(
             .is_some();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let admin_kubeconfig = match aci.as_ref().and_then(kubeconfig::source_secret_name) {
-        Some(source) => secrets
-            .get_opt(&source)
-            .await
-            .map_err(Error::Read)?
+        Some(source) => secret_read(caches, &secrets, &ns, &source)
+            .await?
             .as_ref()
             .and_then(kubeconfig::source_kubeconfig)
             .map(<[u8]>::to_vec),
@@ -205,19 +289,17 @@ pub async fn dereference(
         .as_ref()
         .and_then(|c| c.pull_secret_ref.as_ref())
     {
-        Some(r) if !r.name.is_empty() => {
-            match secrets.get_opt(&r.name).await.map_err(Error::Read)? {
-                Some(secret) => {
-                    pull_secret_json = secret
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get(".dockerconfigjson"))
-                        .and_then(|v| String::from_utf8(v.0.clone()).ok());
-                    PullSecret::Present(r.name.clone())
-                }
-                None => PullSecret::Missing(r.name.clone()),
+        Some(r) if !r.name.is_empty() => match secret_read(caches, &secrets, &ns, &r.name).await? {
+            Some(secret) => {
+                pull_secret_json = secret
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(".dockerconfigjson"))
+                    .and_then(|v| String::from_utf8(v.0.clone()).ok());
+                PullSecret::Present(r.name.clone())
             }
-        }
+            None => PullSecret::Missing(r.name.clone()),
+        },
         _ => PullSecret::Unset,
     };
     let image_registry = match oacp
@@ -244,10 +326,7 @@ pub async fn dereference(
 
     let mut image_mode_push_secrets = BTreeMap::new();
     for secret in super::image_mode::push_secret_names(&oacp) {
-        let found = Api::<Secret>::namespaced(client.clone(), &ns)
-            .get_opt(&secret)
-            .await
-            .map_err(Error::Read)?;
+        let found = secret_read(caches, &secrets, &ns, &secret).await?;
         image_mode_push_secrets.insert(secret, found);
     }
 
@@ -277,10 +356,12 @@ pub async fn dereference(
         })
         && !installed;
     let installing_image_set = if installing {
-        Api::<ClusterImageSet>::all(client.clone())
-            .get_opt(&super::release::cluster_image_set_name(&ns, &name))
-            .await
-            .map_err(Error::Read)?
+        let set = super::release::cluster_image_set_name(&ns, &name);
+        let api = Api::<ClusterImageSet>::all(client.clone());
+        caches
+            .recent
+            .get(format!("ClusterImageSet//{set}"), api.get_opt(&set))
+            .await?
     } else {
         None
     };
@@ -375,6 +456,19 @@ pub async fn dereference(
         release_lookup,
         etcd_members,
     })
+}
+
+/// A Secret of the control plane's namespace, through [`Recent`].
+async fn secret_read(
+    caches: &Caches,
+    secrets: &Api<Secret>,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Secret>, Error> {
+    caches
+        .recent
+        .get(format!("Secret/{ns}/{name}"), secrets.get_opt(name))
+        .await
 }
 
 /// The etcd member list, through a healthy master's etcd pod, when a remediation, a scale-down

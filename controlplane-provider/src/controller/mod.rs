@@ -60,9 +60,10 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: ControllerMetrics,
     pub install: InstallMetrics,
-    /// What was last written of each control plane's image-mode logs attachment (a hash of
-    /// its data): the rollout is read every pass, written only when it changed.
-    pub image_mode_logs: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// What this manager last applied (see [`Applied`]).
+    pub applied: Applied,
+    /// The watch caches the reconcile reads instead of the API server.
+    pub caches: dereference::Caches,
 }
 
 /// `capoa_install_percentage{namespace, control_plane}`: each cluster's install progress, as its
@@ -103,12 +104,54 @@ impl InstallMetrics {
     }
 }
 
+/// What this manager last applied, by object: a hash of the body it sent and when. A reconcile
+/// runs on every change of a watched object (an AgentClusterInstall's status, a Machine's),
+/// while what it applies seldom changes: an object whose body is the one applied less than
+/// [`RESYNC`] ago is not sent again. After that it is (someone may have changed a field this
+/// controller owns), and after a restart everything is, once.
+#[derive(Default)]
+pub struct Applied(std::sync::Mutex<std::collections::HashMap<String, (u64, std::time::Instant)>>);
+
+impl Applied {
+    /// A body's hash (of its JSON: every applied object serializes).
+    pub fn hash(body: &impl serde::Serialize) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_vec(body)
+            .unwrap_or_default()
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Whether `hash` is what was applied to `key` less than [`RESYNC`] ago.
+    pub fn is_current(&self, key: &str, hash: u64) -> bool {
+        self.0.lock().is_ok_and(|m| {
+            m.get(key)
+                .is_some_and(|(h, at)| *h == hash && at.elapsed() < RESYNC)
+        })
+    }
+
+    pub fn record(&self, key: &str, hash: u64) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(key.to_string(), (hash, std::time::Instant::now()));
+        }
+    }
+
+    /// Forgets every object whose key starts with `prefix` (a deleted control plane's).
+    pub fn forget(&self, prefix: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.retain(|k, _| !k.starts_with(prefix));
+        }
+    }
+}
+
 async fn reconcile(
     oacp: Arc<OpenshiftAssistedControlPlane>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     ctx.metrics.reconciled();
-    let dereferenced = dereference::dereference(&ctx.client, &ctx.releases, oacp.clone()).await?;
+    let dereferenced =
+        dereference::dereference(&ctx.client, &ctx.caches, &ctx.releases, oacp.clone()).await?;
     ctx.install.observe(&dereferenced);
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &oacp, plan, dereferenced.workload.as_ref()).await
@@ -131,17 +174,9 @@ pub async fn run(
     registry: SharedRegistry,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let ctx = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
-        metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
-        install: InstallMetrics::register(&registry),
-        releases: release_lookup::Resolver::new(),
-        client: client.clone(),
-        image_mode_logs: Default::default(),
-    });
     // One cache and one backoff per watched kind (manager::cache): a failing watch never
     // pauses another, and each re-lists at once after an apiserver restart. The reconcile
-    // reads from the API server; the other kinds are kept only to trigger it, without status.
+    // reads these stores, not the API server (`dereference::Caches`).
     let all = kube::runtime::watcher::Config::default().any_semantic();
     let mut oacps = cache::watch(
         scope.api::<OpenshiftAssistedControlPlane>(&client),
@@ -154,30 +189,56 @@ pub async fn run(
         scope.api::<Machine>(&client),
         all.clone(),
         1,
-        |m: &mut Machine| m.status = None,
+        cache::keep,
         shutdown.clone(),
     );
     let mut acis = cache::watch(
         scope.api::<AgentClusterInstall>(&client),
         all.clone(),
         1,
-        |a: &mut AgentClusterInstall| a.status = None,
+        cache::keep,
         shutdown.clone(),
     );
     let mut clusters = cache::watch(
         scope.api::<Cluster>(&client),
         all.clone(),
         1,
-        |c: &mut Cluster| c.status = None,
+        cache::keep,
         shutdown.clone(),
     );
     let mut deployments = cache::watch(
         scope.api::<MachineDeployment>(&client),
-        all,
+        all.clone(),
         1,
         |md: &mut MachineDeployment| md.status = None,
         shutdown.clone(),
     );
+    // Read, never a trigger: a config's status says why its discovery image fails.
+    let configs = cache::watch(
+        scope.api::<bootstrap_provider::api::OpenshiftAssistedConfig>(&client),
+        all,
+        0,
+        cache::keep,
+        shutdown.clone(),
+    );
+    let caches = dereference::Caches {
+        clusters: clusters.store.clone(),
+        deployments: deployments.store.clone(),
+        machines: machines.store.clone(),
+        configs: configs.store.clone(),
+        acis: acis.store.clone(),
+        recent: Default::default(),
+    };
+    caches.wait_until_ready().await;
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
+        metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
+        install: InstallMetrics::register(&registry),
+        releases: release_lookup::Resolver::new(),
+        client: client.clone(),
+        applied: Applied::default(),
+        caches,
+    });
     let store = oacps.store.clone();
     let md_store = store.clone();
     Controller::for_stream(oacps.triggers.remove(0), store)

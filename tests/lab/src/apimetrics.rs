@@ -323,6 +323,17 @@ pub fn reconciles(text: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// A manager's own count of its requests to the management apiserver
+/// (`capoa_api_requests_total`), by verb and resource.
+pub fn own_requests(text: &str) -> BTreeMap<(String, String), f64> {
+    let mut out = BTreeMap::new();
+    for l in lines(text).filter(|l| l.name == "capoa_api_requests_total") {
+        *out.entry((l.label("verb").to_string(), l.label("resource").to_string()))
+            .or_default() += l.value;
+    }
+    out
+}
+
 /// The API requests of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiRequests {
@@ -336,6 +347,9 @@ pub struct ApiRequests {
     pub clients: Vec<ClientCount>,
     /// Our managers' reconciles over the whole run (their own metrics), by controller.
     pub reconciles: BTreeMap<String, f64>,
+    /// Each of our managers' requests over the whole run by its own count, by verb and
+    /// resource: the manager's name and the counts.
+    pub own: Vec<(String, BTreeMap<(String, String), f64>)>,
 }
 
 /// One client's requests to the management apiserver (dispatched by APF).
@@ -449,6 +463,21 @@ impl ApiRequests {
                 self.reconciles
                     .iter()
                     .map(|(k, v)| format!("{k} {v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        for (manager, counts) in &self.own {
+            let total: f64 = counts.values().sum();
+            let mut top: Vec<(&(String, String), &f64)> = counts.iter().collect();
+            top.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+            let _ = writeln!(
+                out,
+                "  {manager} by its own count (capoa_api_requests_total, whole run): {total:.0} = {:.1} per host; most: {}",
+                self.per_host(total),
+                top.iter()
+                    .take(12)
+                    .map(|((verb, resource), n)| format!("{verb} {resource} {n:.0}"))
                     .collect::<Vec<_>>()
                     .join(", ")
             );

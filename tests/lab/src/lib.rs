@@ -2716,6 +2716,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 management,
                 workload: w1.since(&w0),
                 reconciles: lab.managers.reconciles(),
+                own: lab.managers.own_requests(),
             })
         }
         _ => None,

@@ -194,6 +194,20 @@ impl Managers {
         out
     }
 
+    /// Each manager's own count of its API requests (`capoa_api_requests_total`), control
+    /// plane first (a manager that does not answer is left out).
+    pub fn own_requests(&self) -> Vec<(String, std::collections::BTreeMap<(String, String), f64>)> {
+        let names = [CONTROLPLANE, BOOTSTRAP];
+        self.metrics
+            .iter()
+            .zip(names)
+            .filter_map(|(addr, name)| match http_get_at(*addr, "/metrics") {
+                Ok((200, text)) => Some((name.to_string(), crate::apimetrics::own_requests(&text))),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Fails if a manager has exited, quoting the end of its log (one the lab killed and has
     /// not started again is not checked).
     pub fn check_running(&mut self) -> Result<()> {
