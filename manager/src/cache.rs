@@ -251,9 +251,107 @@ where
         .collect()
 }
 
+/// Objects read by GET that no watch keeps whole (Secrets, which are many and mostly not
+/// ours; cluster-scoped objects read now and then), kept after a read that found them: the
+/// reconciles of one object come seconds apart. With the object's current resourceVersion
+/// (from a watch that keeps only metadata) the remembered copy is used while it is that
+/// version; without, for `ttl`. One not found is asked for again each time.
+#[derive(Clone)]
+pub struct Recent {
+    ttl: Duration,
+    read: std::sync::Arc<
+        std::sync::Mutex<std::collections::BTreeMap<String, (serde_json::Value, Instant)>>,
+    >,
+}
+
+impl Recent {
+    pub fn new(ttl: Duration) -> Recent {
+        Recent {
+            ttl,
+            read: Default::default(),
+        }
+    }
+
+    /// The object at `key` (`kind/namespace/name`): remembered, or through `read`.
+    pub async fn get<K, F>(
+        &self,
+        key: String,
+        version: Option<&str>,
+        read: F,
+    ) -> Result<Option<K>, kube::Error>
+    where
+        K: serde::Serialize + DeserializeOwned,
+        F: std::future::Future<Output = Result<Option<K>, kube::Error>>,
+    {
+        let ttl = self.ttl;
+        let remembered = self.read.lock().ok().and_then(|m| {
+            let (object, at) = m.get(&key)?;
+            let current = match version {
+                Some(v) => object["metadata"]["resourceVersion"] == v,
+                None => at.elapsed() < ttl,
+            };
+            current.then(|| object.clone())
+        });
+        if let Some(object) = remembered.and_then(|v| serde_json::from_value(v).ok()) {
+            return Ok(Some(object));
+        }
+        let found = read.await?;
+        if let (Some(object), Ok(mut m)) = (&found, self.read.lock()) {
+            // Old entries go as new ones come: the map holds what was read lately.
+            if m.len() > 1024 {
+                m.retain(|_, (_, at)| at.elapsed() < ttl);
+            }
+            if let Ok(v) = serde_json::to_value(object) {
+                m.insert(key, (v, Instant::now()));
+            }
+        }
+        Ok(found)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn recent_remembers_while_current_and_reads_again_when_the_version_moves() {
+        use serde_json::json;
+        let recent = Recent::new(Duration::from_secs(60));
+        // What a read would answer now: its resourceVersion tells which answer was used.
+        let get = |version: Option<&'static str>, now: &'static str| {
+            recent.get::<serde_json::Value, _>(
+                "Secret/ns/s".into(),
+                version,
+                std::future::ready(Ok(Some(json!({"metadata": {"resourceVersion": now}})))),
+            )
+        };
+        let rv = |v: Option<serde_json::Value>| v.unwrap()["metadata"]["resourceVersion"].clone();
+        assert_eq!(rv(get(None, "1").await.unwrap()), "1", "first: read");
+        assert_eq!(
+            rv(get(None, "2").await.unwrap()),
+            "1",
+            "within the ttl: remembered"
+        );
+        assert_eq!(
+            rv(get(Some("1"), "3").await.unwrap()),
+            "1",
+            "the version it has"
+        );
+        assert_eq!(
+            rv(get(Some("4"), "4").await.unwrap()),
+            "4",
+            "a new version: read"
+        );
+        let missing = recent
+            .get::<serde_json::Value, _>(
+                "Secret/ns/none".into(),
+                None,
+                std::future::ready(Ok(None)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(missing, None);
+    }
 
     fn waits(backoff: &mut WatchBackoff, gone: &[bool], now: Instant) -> Vec<Duration> {
         gone.iter().map(|g| backoff.failed(*g, now).wait).collect()

@@ -157,9 +157,156 @@ impl Fingerprints {
     }
 }
 
+/// What a controller last applied, by object: a hash of the body it sent and when. A reconcile
+/// runs on every change of a watched object (an AgentClusterInstall's status, a Machine's),
+/// while what it applies seldom changes: a body applied less than `ttl` ago is not sent again.
+/// After that it is (someone may have changed a field the controller owns), and after a
+/// restart everything is, once. Memory: a key and 16 bytes per applied object.
+pub struct Applied {
+    ttl: std::time::Duration,
+    sent: std::sync::Mutex<std::collections::HashMap<String, (u64, std::time::Instant)>>,
+}
+
+impl Applied {
+    pub fn new(ttl: std::time::Duration) -> Applied {
+        Applied {
+            ttl,
+            sent: Default::default(),
+        }
+    }
+
+    /// A body's hash (of its JSON: every applied object serializes).
+    pub fn hash(body: &impl serde::Serialize) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .hash_one(serde_json::to_vec(body).unwrap_or_default())
+    }
+
+    /// Whether `hash` is what was applied to `key` less than the ttl ago.
+    pub fn is_current(&self, key: &str, hash: u64) -> bool {
+        self.sent.lock().is_ok_and(|m| {
+            m.get(key)
+                .is_some_and(|(h, at)| *h == hash && at.elapsed() < self.ttl)
+        })
+    }
+
+    /// `hash` was applied to `key` now.
+    pub fn record(&self, key: &str, hash: u64) {
+        if let Ok(mut m) = self.sent.lock() {
+            // Expired entries go as new ones come: the map holds what was applied lately.
+            if m.len() > 4096 {
+                let ttl = self.ttl;
+                m.retain(|_, (_, at)| at.elapsed() < ttl);
+            }
+            m.insert(key.to_string(), (hash, std::time::Instant::now()));
+        }
+    }
+
+    /// Forgets every object whose key starts with `prefix` (a deleted owner's).
+    pub fn forget(&self, prefix: &str) {
+        if let Ok(mut m) = self.sent.lock() {
+            m.retain(|k, _| !k.starts_with(prefix));
+        }
+    }
+}
+
+/// Whether `actual` already holds everything `desired` says: every key of a desired object
+/// present and holding its value, arrays and scalars equal, a desired `null` matching an absent
+/// key. What an apply of `desired` would leave unchanged (for the fields it names).
+pub fn contains(actual: &serde_json::Value, desired: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (actual, desired) {
+        (Value::Object(a), Value::Object(d)) => d.iter().all(|(k, dv)| match a.get(k) {
+            Some(av) => contains(av, dv),
+            None => dv.is_null(),
+        }),
+        (a, d) => a == d,
+    }
+}
+
+/// Whether applying `desired` to `actual` (the object as the watch cache has it) can be left
+/// out: the same body as applied last (`applied`, under `key`, within its ttl: a field dropped
+/// from the body is then dropped by the apply) and the object still holding all of it
+/// (nobody changed a field this controller owns).
+pub fn unchanged<K: serde::Serialize>(
+    applied: &Applied,
+    key: &str,
+    actual: Option<&K>,
+    desired: &impl serde::Serialize,
+) -> (bool, u64) {
+    let hash = Applied::hash(desired);
+    let holds = || {
+        actual.is_some_and(
+            |a| match (serde_json::to_value(a), serde_json::to_value(desired)) {
+                (Ok(a), Ok(d)) => contains(&a, &d),
+                _ => false,
+            },
+        )
+    };
+    (applied.is_current(key, hash) && holds(), hash)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contains_compares_what_the_desired_body_names() {
+        use serde_json::json;
+        let actual = json!({"metadata": {"name": "a", "labels": {"x": "1", "y": "2"}},
+                            "spec": {"approved": true, "role": "master"}, "status": {"s": 1}});
+        assert!(contains(
+            &actual,
+            &json!({"metadata": {"labels": {"x": "1"}}, "spec": {"approved": true}})
+        ));
+        assert!(contains(&actual, &json!({"spec": {"hostname": null}})));
+        assert!(!contains(&actual, &json!({"spec": {"approved": false}})));
+        assert!(!contains(
+            &actual,
+            &json!({"metadata": {"labels": {"z": "3"}}})
+        ));
+        assert!(
+            !contains(&json!({"a": [1, 2]}), &json!({"a": [1]})),
+            "arrays are whole"
+        );
+    }
+
+    #[test]
+    fn an_apply_is_left_out_only_when_sent_before_and_still_held() {
+        use serde_json::json;
+        let applied = Applied::new(std::time::Duration::from_secs(60));
+        let desired = json!({"spec": {"approved": true}});
+        let actual = json!({"spec": {"approved": true, "role": "worker"}});
+        let (skip, hash) = unchanged(&applied, "k", Some(&actual), &desired);
+        assert!(!skip, "never applied by this manager");
+        applied.record("k", hash);
+        assert!(unchanged(&applied, "k", Some(&actual), &desired).0);
+        let edited = json!({"spec": {"approved": false, "role": "worker"}});
+        assert!(
+            !unchanged(&applied, "k", Some(&edited), &desired).0,
+            "someone changed it"
+        );
+        assert!(
+            !unchanged::<serde_json::Value>(&applied, "k", None, &desired).0,
+            "gone"
+        );
+    }
+
+    #[test]
+    fn an_applied_body_is_current_until_it_changes_or_expires() {
+        let applied = Applied::new(std::time::Duration::from_secs(60));
+        let a = Applied::hash(&serde_json::json!({"spec": {"x": 1}}));
+        let b = Applied::hash(&serde_json::json!({"spec": {"x": 2}}));
+        assert!(!applied.is_current("ns/cp:ACI/ns/cp", a), "never applied");
+        applied.record("ns/cp:ACI/ns/cp", a);
+        assert!(applied.is_current("ns/cp:ACI/ns/cp", a));
+        assert!(!applied.is_current("ns/cp:ACI/ns/cp", b), "a changed body");
+        applied.forget("ns/cp:");
+        assert!(!applied.is_current("ns/cp:ACI/ns/cp", a), "forgotten");
+        let expired = Applied::new(std::time::Duration::ZERO);
+        expired.record("k", a);
+        assert!(!expired.is_current("k", a), "expired");
+    }
 
     #[test]
     fn fingerprints_pass_on_new_objects_and_changes_only() {

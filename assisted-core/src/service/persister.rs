@@ -37,6 +37,17 @@ struct Written {
     agents: std::sync::Mutex<HashMap<String, u64>>,
     labels: std::sync::Mutex<HashMap<String, u64>>,
     acis: std::sync::Mutex<HashMap<String, u64>>,
+    /// The conditions and logsURL of the last AgentClusterInstall status written, by cluster:
+    /// the next write keeps their transition times and the URL without reading the ACI back
+    /// (only the core writes that status).
+    aci_status: std::sync::Mutex<HashMap<String, AciStatusKept>>,
+}
+
+/// What the next AgentClusterInstall status write keeps of the last.
+#[derive(Clone)]
+struct AciStatusKept {
+    conditions: Vec<assisted_api::hive::ClusterInstallCondition>,
+    logs_url: Option<String>,
 }
 
 impl Written {
@@ -420,9 +431,24 @@ async fn write_aci_status(
         return Ok(());
     }
     let api: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    let previous = api.get_opt(&name).await?.and_then(|a| a.status);
-    let logs_url = logs_url(ctx, cluster_id, previous.as_ref());
-    let previous = previous.map(|s| s.conditions).unwrap_or_default();
+    let kept = written
+        .aci_status
+        .lock()
+        .ok()
+        .and_then(|m| m.get(cluster_id).cloned());
+    let kept = match kept {
+        Some(k) => k,
+        // Not written since the core started: read what is there.
+        None => {
+            let status = api.get_opt(&name).await?.and_then(|a| a.status);
+            AciStatusKept {
+                logs_url: status.as_ref().and_then(|s| s.debug_info.logs_url.clone()),
+                conditions: status.map(|s| s.conditions).unwrap_or_default(),
+            }
+        }
+    };
+    let logs_url = logs_url(ctx, cluster_id, kept.logs_url.as_deref());
+    let previous = kept.conditions;
     let now = Timestamp::now();
     let Some(mut status) = ctx.store.view(|st| {
         let rec = st.clusters.get(cluster_id)?;
@@ -436,7 +462,11 @@ async fn write_aci_status(
     }) else {
         return Ok(());
     };
-    status.debug_info.logs_url = Some(logs_url);
+    status.debug_info.logs_url = Some(logs_url.clone());
+    let next = AciStatusKept {
+        conditions: status.conditions.clone(),
+        logs_url: Some(logs_url),
+    };
     let body = serde_json::json!({
         "apiVersion": AgentClusterInstall::api_version(&()),
         "kind": AgentClusterInstall::kind(&()),
@@ -449,23 +479,22 @@ async fn write_aci_status(
     )
     .await?;
     Written::record(&written.acis, cluster_id, Some(content));
+    if let Ok(mut m) = written.aci_status.lock() {
+        m.insert(cluster_id.to_string(), next);
+    }
     Ok(())
 }
 
 /// `status.debugInfo.logsURL`: the cluster's logs bundle, with a token for this cluster. Kept
 /// once written, as upstream does (a token is signed afresh each time: a new one would change
 /// the status on every write).
-fn logs_url(
-    ctx: &Context,
-    cluster_id: &str,
-    previous: Option<&assisted_api::agentclusterinstall::AgentClusterInstallStatus>,
-) -> String {
+fn logs_url(ctx: &Context, cluster_id: &str, previous: Option<&str>) -> String {
     let base = format!(
         "{}/api/assisted-install/v2/clusters/{cluster_id}/logs",
         ctx.images.urls.agent_api
     );
     previous
-        .and_then(|s| s.debug_info.logs_url.clone())
+        .map(str::to_string)
         .filter(|u| u.starts_with(&format!("{base}?api_key=")))
         .unwrap_or_else(|| {
             let token = ctx

@@ -47,6 +47,20 @@ pub struct Context {
     pub recorder: Recorder,
     pub config_metrics: ControllerMetrics,
     pub agent_metrics: ControllerMetrics,
+    /// What the controllers last applied: an unchanged InfraEnv or Agent is not sent again
+    /// within [`REAPPLY_AFTER`] (`manager::controller::Applied`).
+    pub applied: manager::controller::Applied,
+    /// The data Secrets known to exist (a config's, once written, stays): not asked for again
+    /// within [`REAPPLY_AFTER`].
+    pub data_secrets: manager::controller::Applied,
+}
+
+/// How long an applied body (or a data Secret seen) is taken as current.
+pub const REAPPLY_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The key under which [`Context::data_secrets`] remembers a data Secret.
+pub fn data_secret_key(ns: &str, name: &str) -> String {
+    format!("{ns}/{name}")
 }
 
 fn apply_params() -> PatchParams {
@@ -93,6 +107,8 @@ pub async fn run(
         client,
         scope,
         caches,
+        applied: manager::controller::Applied::new(REAPPLY_AFTER),
+        data_secrets: manager::controller::Applied::new(REAPPLY_AFTER),
     });
     tokio::join!(
         config::run(ctx.clone(), config_triggers, shutdown.clone()),

@@ -118,18 +118,23 @@ pub async fn apply(
                 })?;
             ctx.applied.record(&cd_key, cd_hash);
         }
-        let aci_api = Api::<AgentClusterInstall>::namespaced(client.clone(), &ns);
+        // Sent before and still held by the cached AgentClusterInstall: not sent again.
         let aci = &hive.agent_cluster_install;
-        // Gone from the watch cache (deleted): applied again at once.
         let cached = ctx
             .caches
             .acis
-            .get(&kube::runtime::reflector::ObjectRef::from_obj(aci))
-            .is_some();
-        if cached {
-            apply_changed(ctx, oacp, aci_api, aci, "AgentClusterInstall").await?;
-        } else {
-            apply_one(aci_api, aci, "AgentClusterInstall").await?;
+            .get(&kube::runtime::reflector::ObjectRef::from_obj(aci));
+        let key = applied_key(oacp, aci);
+        let (skip, hash) =
+            manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), aci);
+        if !skip {
+            apply_one(
+                Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
+                aci,
+                "AgentClusterInstall",
+            )
+            .await?;
+            ctx.applied.record(&key, hash);
         }
         if let Some(workload) = workload {
             copy_push_secrets(ctx, oacp, workload, &hive.push_secrets).await;

@@ -14,6 +14,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
+use manager::cache::Recent;
 
 use super::Error;
 use super::etcd;
@@ -119,45 +120,13 @@ pub struct Caches {
     pub machines: Store<Machine>,
     pub configs: Store<OpenshiftAssistedConfig>,
     pub acis: Store<AgentClusterInstall>,
+    /// Secrets (many, and not ours: not watched) and the ClusterImageSet during the install,
+    /// as read lately.
     pub recent: Recent,
 }
 
-/// Objects read by GET that no watch keeps (Secrets, which are many and not ours; the
-/// ClusterImageSet during the install), kept [`RECENT_FOR`] after a read that found them: the
-/// reconciles of one install come seconds apart. One not found is asked for again each time.
-#[derive(Clone, Default)]
-pub struct Recent(Arc<std::sync::Mutex<BTreeMap<String, (serde_json::Value, std::time::Instant)>>>);
-
-/// How long a read object is taken as current.
+/// How long an object read by GET is taken as current (see `manager::cache::Recent`).
 pub const RECENT_FOR: Duration = Duration::from_secs(30);
-
-impl Recent {
-    /// The object at `key` (`kind/namespace/name`), from memory if read less than
-    /// [`RECENT_FOR`] ago, else through `read`.
-    async fn get<K, F>(&self, key: String, read: F) -> Result<Option<K>, Error>
-    where
-        K: serde::Serialize + serde::de::DeserializeOwned,
-        F: std::future::Future<Output = Result<Option<K>, kube::Error>>,
-    {
-        let remembered = self.0.lock().ok().and_then(|m| {
-            m.get(&key)
-                .filter(|(_, at)| at.elapsed() < RECENT_FOR)
-                .map(|(v, _)| v.clone())
-        });
-        if let Some(v) = remembered.and_then(|v| serde_json::from_value(v).ok()) {
-            return Ok(Some(v));
-        }
-        let found = read.await.map_err(Error::Read)?;
-        if let (Some(object), Ok(mut m)) = (&found, self.0.lock()) {
-            // Old entries go as new ones come: the map holds what was read lately.
-            m.retain(|_, (_, at)| at.elapsed() < RECENT_FOR);
-            if let Ok(v) = serde_json::to_value(object) {
-                m.insert(key, (v, std::time::Instant::now()));
-            }
-        }
-        Ok(found)
-    }
-}
 
 impl Caches {
     /// Waits until each kind has been listed once, so that no reconcile decides from a store
@@ -360,8 +329,9 @@ pub async fn dereference(
         let api = Api::<ClusterImageSet>::all(client.clone());
         caches
             .recent
-            .get(format!("ClusterImageSet//{set}"), api.get_opt(&set))
-            .await?
+            .get(format!("ClusterImageSet//{set}"), None, api.get_opt(&set))
+            .await
+            .map_err(Error::Read)?
     } else {
         None
     };
@@ -467,8 +437,9 @@ async fn secret_read(
 ) -> Result<Option<Secret>, Error> {
     caches
         .recent
-        .get(format!("Secret/{ns}/{name}"), secrets.get_opt(name))
+        .get(format!("Secret/{ns}/{name}"), None, secrets.get_opt(name))
         .await
+        .map_err(Error::Read)
 }
 
 /// The etcd member list, through a healthy master's etcd pod, when a remediation, a scale-down

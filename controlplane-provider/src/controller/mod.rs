@@ -51,7 +51,7 @@ pub const FINALIZER: &str =
 /// How often a steady control plane is looked at again even if nothing changed.
 const RESYNC: Duration = Duration::from_secs(600);
 
-pub use manager::controller::Error;
+pub use manager::controller::{Applied, Error};
 
 pub struct Context {
     pub client: Client,
@@ -60,7 +60,8 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: ControllerMetrics,
     pub install: InstallMetrics,
-    /// What this manager last applied (see [`Applied`]).
+    /// What this manager last applied: an unchanged body is not sent again within
+    /// [`RESYNC`] (see `manager::controller::Applied`).
     pub applied: Applied,
     /// The watch caches the reconcile reads instead of the API server.
     pub caches: dereference::Caches,
@@ -100,47 +101,6 @@ impl InstallMetrics {
             self.0
                 .get_or_create(&labels)
                 .set(status.progress.total_percentage);
-        }
-    }
-}
-
-/// What this manager last applied, by object: a hash of the body it sent and when. A reconcile
-/// runs on every change of a watched object (an AgentClusterInstall's status, a Machine's),
-/// while what it applies seldom changes: an object whose body is the one applied less than
-/// [`RESYNC`] ago is not sent again. After that it is (someone may have changed a field this
-/// controller owns), and after a restart everything is, once.
-#[derive(Default)]
-pub struct Applied(std::sync::Mutex<std::collections::HashMap<String, (u64, std::time::Instant)>>);
-
-impl Applied {
-    /// A body's hash (of its JSON: every applied object serializes).
-    pub fn hash(body: &impl serde::Serialize) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        serde_json::to_vec(body)
-            .unwrap_or_default()
-            .hash(&mut hasher);
-        hasher.finish()
-    }
-
-    /// Whether `hash` is what was applied to `key` less than [`RESYNC`] ago.
-    pub fn is_current(&self, key: &str, hash: u64) -> bool {
-        self.0.lock().is_ok_and(|m| {
-            m.get(key)
-                .is_some_and(|(h, at)| *h == hash && at.elapsed() < RESYNC)
-        })
-    }
-
-    pub fn record(&self, key: &str, hash: u64) {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(key.to_string(), (hash, std::time::Instant::now()));
-        }
-    }
-
-    /// Forgets every object whose key starts with `prefix` (a deleted control plane's).
-    pub fn forget(&self, prefix: &str) {
-        if let Ok(mut m) = self.0.lock() {
-            m.retain(|k, _| !k.starts_with(prefix));
         }
     }
 }
@@ -227,7 +187,7 @@ pub async fn run(
         machines: machines.store.clone(),
         configs: configs.store.clone(),
         acis: acis.store.clone(),
-        recent: Default::default(),
+        recent: cache::Recent::new(dereference::RECENT_FOR),
     };
     caches.wait_until_ready().await;
     let ctx = Arc::new(Context {
@@ -236,7 +196,7 @@ pub async fn run(
         install: InstallMetrics::register(&registry),
         releases: release_lookup::Resolver::new(),
         client: client.clone(),
-        applied: Applied::default(),
+        applied: Applied::new(RESYNC),
         caches,
     });
     let store = oacps.store.clone();

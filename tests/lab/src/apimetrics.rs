@@ -323,9 +323,12 @@ pub fn reconciles(text: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// Requests by verb and resource.
+pub type ByRequest = BTreeMap<(String, String), f64>;
+
 /// A manager's own count of its requests to the management apiserver
 /// (`capoa_api_requests_total`), by verb and resource.
-pub fn own_requests(text: &str) -> BTreeMap<(String, String), f64> {
+pub fn own_requests(text: &str) -> ByRequest {
     let mut out = BTreeMap::new();
     for l in lines(text).filter(|l| l.name == "capoa_api_requests_total") {
         *out.entry((l.label("verb").to_string(), l.label("resource").to_string()))
@@ -349,7 +352,7 @@ pub struct ApiRequests {
     pub reconciles: BTreeMap<String, f64>,
     /// Each of our managers' requests over the whole run by its own count, by verb and
     /// resource: the manager's name and the counts.
-    pub own: Vec<(String, BTreeMap<(String, String), f64>)>,
+    pub own: Vec<(String, ByRequest)>,
 }
 
 /// One client's requests to the management apiserver (dispatched by APF).

@@ -196,7 +196,7 @@ impl Managers {
 
     /// Each manager's own count of its API requests (`capoa_api_requests_total`), control
     /// plane first (a manager that does not answer is left out).
-    pub fn own_requests(&self) -> Vec<(String, std::collections::BTreeMap<(String, String), f64>)> {
+    pub fn own_requests(&self) -> Vec<(String, crate::apimetrics::ByRequest)> {
         let names = [CONTROLPLANE, BOOTSTRAP];
         self.metrics
             .iter()

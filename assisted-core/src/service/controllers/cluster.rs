@@ -663,10 +663,7 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
     let Some(aci_name) = is_ours(cd) else {
         return Ok(Dereferenced::default());
     };
-    let aci = Api::<AgentClusterInstall>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(&aci_name)
-        .await
-        .map_err(Error::Read)?;
+    let aci = ctx.aci(&ns, &aci_name).await.map_err(Error::Read)?;
     let Some(aci) = aci else {
         return Ok(Dereferenced::default());
     };
@@ -677,17 +674,11 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         .map(|r| r.name.as_str())
         .filter(|n| !n.is_empty())
     {
-        Some(name) => Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-            .get_opt(name)
-            .await
-            .map_err(Error::Read)?,
+        Some(name) => ctx.secret(&ns, name).await.map_err(Error::Read)?,
         None => None,
     };
     let image_set = match &aci.spec.image_set_ref {
-        Some(r) => Api::<ClusterImageSet>::all(ctx.client.clone())
-            .get_opt(&r.name)
-            .await
-            .map_err(Error::Read)?,
+        Some(r) => ctx.image_set(&r.name).await.map_err(Error::Read)?,
         None => None,
     };
     let ignition_ca = match aci
@@ -696,8 +687,8 @@ async fn dereference(cd: &ClusterDeployment, ctx: &Context) -> Result<Dereferenc
         .as_ref()
         .and_then(|e| e.ca_certificate_reference.as_ref())
     {
-        Some(r) => Api::<Secret>::namespaced(ctx.client.clone(), &ignition_ca_namespace(&aci))
-            .get_opt(&r.name)
+        Some(r) => ctx
+            .secret(&ignition_ca_namespace(&aci), &r.name)
             .await
             .map_err(Error::Read)?,
         None => None,

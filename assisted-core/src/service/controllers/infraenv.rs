@@ -17,7 +17,6 @@ use manager::controller::{PlannedEvent, set_finalizer};
 use super::conditions::{Cond, openshift_conditions};
 use super::unsupported;
 use super::{Context, Error, FinalizerStep, finalizer_step};
-use crate::api::hive::ClusterDeployment;
 use crate::api::infraenv::{
     BootArtifacts, INFRAENV_NAME_LABEL, ImageType, InfraEnv, InfraEnvDebugInfo, InfraEnvStatus,
     IpxeScriptType, KernelArgumentOperation,
@@ -313,14 +312,14 @@ async fn dereference(ie: &InfraEnv, ctx: &Context) -> Result<Dereferenced, Error
     let ns = ie.namespace().unwrap_or_default();
     let id = ie.uid().unwrap_or_default();
     let spec = &ie.spec;
-    let pull_secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(&spec.pull_secret_ref.name)
+    let pull_secret = ctx
+        .secret(&ns, &spec.pull_secret_ref.name)
         .await
         .map_err(Error::Read)?;
     let cluster = match &spec.cluster_ref {
         Some(r) => {
-            let cd = Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &r.namespace)
-                .get_opt(&r.name)
+            let cd = ctx
+                .cluster_deployment(&r.namespace, &r.name)
                 .await
                 .map_err(Error::Read)?;
             let (namespace, name) = (r.namespace.clone(), r.name.clone());

@@ -33,7 +33,7 @@ use tokio::sync::{Mutex, watch};
 
 use crate::api::agent::Agent;
 use crate::api::agentclusterinstall::AgentClusterInstall;
-use crate::api::hive::ClusterDeployment;
+use crate::api::hive::{ClusterDeployment, ClusterImageSet};
 use crate::api::infraenv::InfraEnv;
 use crate::api::nmstateconfig::NMStateConfig;
 use crate::service::store::{ClusterRecord, Store};
@@ -114,6 +114,91 @@ pub struct Context {
     pub images: infraenv::ImageSettings,
     /// Clusters whose preparation is running (a monitor pass may ask twice).
     pub(crate) preparing: Mutex<HashSet<String>>,
+    /// The watch caches the reconciles read instead of the API server, once the watches run
+    /// (`run`): AgentClusterInstalls (without status) and ClusterDeployments (without status),
+    /// and the Secrets' metadata, whose resourceVersion says whether [`Context::recent`]'s copy
+    /// is current.
+    pub(crate) stores: std::sync::OnceLock<Stores>,
+    /// Objects read by GET lately (Secrets, ClusterImageSets).
+    pub(crate) recent: manager::cache::Recent,
+}
+
+/// See [`Context::stores`].
+#[derive(Clone)]
+pub(crate) struct Stores {
+    pub acis: kube::runtime::reflector::Store<AgentClusterInstall>,
+    pub cds: kube::runtime::reflector::Store<ClusterDeployment>,
+    pub secrets: kube::runtime::reflector::Store<Secret>,
+}
+
+/// How long a ClusterImageSet read is taken as current (Secrets: while their resourceVersion
+/// holds).
+const RECENT_FOR: Duration = Duration::from_secs(30);
+
+impl Context {
+    /// A Secret: the copy read last while the Secrets watch says it has not changed, else
+    /// through the API server.
+    pub(crate) async fn secret(&self, ns: &str, name: &str) -> Result<Option<Secret>, kube::Error> {
+        let key = format!("Secret/{ns}/{name}");
+        let version = self.stores.get().and_then(|s| {
+            s.secrets
+                .get(&ObjectRef::new(name).within(ns))
+                .and_then(|o| o.metadata.resource_version.clone())
+        });
+        let api = Api::<Secret>::namespaced(self.client.clone(), ns);
+        self.recent
+            .get(key, version.as_deref(), api.get_opt(name))
+            .await
+    }
+
+    /// A ClusterImageSet, as read in the last [`RECENT_FOR`].
+    pub(crate) async fn image_set(
+        &self,
+        name: &str,
+    ) -> Result<Option<ClusterImageSet>, kube::Error> {
+        let api = Api::<ClusterImageSet>::all(self.client.clone());
+        self.recent
+            .get(format!("ClusterImageSet//{name}"), None, api.get_opt(name))
+            .await
+    }
+
+    /// An AgentClusterInstall without status, from the watch cache once it runs.
+    pub(crate) async fn aci(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<AgentClusterInstall>, kube::Error> {
+        match self.stores.get() {
+            Some(s) => Ok(s
+                .acis
+                .get(&ObjectRef::new(name).within(ns))
+                .map(|a| (*a).clone())),
+            None => {
+                Api::<AgentClusterInstall>::namespaced(self.client.clone(), ns)
+                    .get_opt(name)
+                    .await
+            }
+        }
+    }
+
+    /// A ClusterDeployment without status, from the watch cache once it runs.
+    pub(crate) async fn cluster_deployment(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<ClusterDeployment>, kube::Error> {
+        match self.stores.get() {
+            Some(s) => Ok(s
+                .cds
+                .get(&ObjectRef::new(name).within(ns))
+                .map(|a| (*a).clone())),
+            None => {
+                Api::<ClusterDeployment>::namespaced(self.client.clone(), ns)
+                    .get_opt(name)
+                    .await
+            }
+        }
+    }
 }
 
 impl Context {
@@ -137,6 +222,8 @@ impl Context {
             keys,
             images,
             preparing: Mutex::new(HashSet::new()),
+            stores: std::sync::OnceLock::new(),
+            recent: manager::cache::Recent::new(RECENT_FOR),
         }
     }
 
@@ -295,6 +382,11 @@ pub async fn run(ctx: Arc<Context>, mut agents: Cached<Agent>, shutdown: watch::
         shutdown.clone(),
     );
 
+    let _ = ctx.stores.set(Stores {
+        acis: acis.store.clone(),
+        cds: cds.store.clone(),
+        secrets: secrets.store.clone(),
+    });
     let cd_ctl = Controller::for_stream(cds.triggers.remove(0), cds.store.clone())
         // An ACI change reconciles the ClusterDeployment its clusterDeploymentRef names.
         .watches_stream(acis.triggers.remove(0), |aci: AgentClusterInstall| {

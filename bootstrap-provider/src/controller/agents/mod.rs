@@ -39,17 +39,26 @@ async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error
             },
             "spec": desired.spec,
         });
-        Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
-            .patch(&agent.name_any(), &apply_params(), &Patch::Apply(&patch))
-            .await
-            .map_err(|source| Error::Apply {
-                what: format!("Agent {}", agent.name_any()),
-                source,
-            })?;
+        // Sent before and still held by the Agent: not sent again.
+        let key = key(agent.as_ref());
+        let (skip, hash) =
+            manager::controller::unchanged(&ctx.applied, &key, Some(agent.as_ref()), &patch);
+        if !skip {
+            Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
+                .patch(&agent.name_any(), &apply_params(), &Patch::Apply(&patch))
+                .await
+                .map_err(|source| Error::Apply {
+                    what: format!("Agent {}", agent.name_any()),
+                    source,
+                })?;
+            ctx.applied.record(&key, hash);
+        }
     } else if let Some(status) = &plan.match_status {
         // A merge patch, not an apply: applying only the annotation would drop every field
         // this manager applied before (labels, role, approval) from an Agent that lost its match.
         let patch = json!({"metadata": {"annotations": {plan::MATCH_ANNOTATION: status}}});
+        // The next apply must go out whatever it holds.
+        ctx.applied.record(&key(agent.as_ref()), 0);
         Api::<Agent>::namespaced(ctx.client.clone(), &agent.namespace().unwrap_or_default())
             .patch(
                 &agent.name_any(),

@@ -52,17 +52,28 @@ pub async fn apply(
         }
     }
     if let Some(infraenv) = &plan.infraenv {
-        Api::<InfraEnv>::namespaced(client.clone(), &ns)
-            .patch(
-                &infraenv.name_any(),
-                &apply_params(),
-                &Patch::Apply(infraenv),
-            )
-            .await
-            .map_err(|source| Error::Apply {
-                what: format!("InfraEnv {}", infraenv.name_any()),
-                source,
-            })?;
+        // Sent before and still held by the cached InfraEnv: not sent again.
+        let key = format!("InfraEnv/{ns}/{}", infraenv.name_any());
+        let cached = ctx
+            .caches
+            .infraenvs
+            .get(&kube::runtime::reflector::ObjectRef::from_obj(infraenv));
+        let (skip, hash) =
+            manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), infraenv);
+        if !skip {
+            Api::<InfraEnv>::namespaced(client.clone(), &ns)
+                .patch(
+                    &infraenv.name_any(),
+                    &apply_params(),
+                    &Patch::Apply(infraenv),
+                )
+                .await
+                .map_err(|source| Error::Apply {
+                    what: format!("InfraEnv {}", infraenv.name_any()),
+                    source,
+                })?;
+            ctx.applied.record(&key, hash);
+        }
     }
     if let Some((template, url)) = &plan.template_image {
         let patch =
@@ -101,6 +112,8 @@ pub async fn apply(
                 what: format!("data Secret {}", secret.name_any()),
                 source,
             })?;
+        ctx.data_secrets
+            .record(&super::super::data_secret_key(&ns, &secret.name_any()), 0);
     }
     if let Some(status) = &plan.status {
         let patch = json!({

@@ -57,6 +57,7 @@ pub struct Dereferenced {
 pub async fn dereference(
     client: &Client,
     caches: &Caches,
+    data_secrets: &manager::controller::Applied,
     config: Arc<OpenshiftAssistedConfig>,
 ) -> Result<Dereferenced, Error> {
     let ns = config.namespace().unwrap_or_default();
@@ -75,13 +76,17 @@ pub async fn dereference(
         discovery_ignition: None,
         cluster_machines: Vec::new(),
     };
-    d.data_secret_exists = Api::<Secret>::namespaced(client.clone(), &ns)
-        .get_opt(&crate::controller::image::data_secret_name(
-            &config.name_any(),
-        ))
-        .await
-        .map_err(Error::Read)?
-        .is_some();
+    let data_secret = crate::controller::image::data_secret_name(&config.name_any());
+    let key = crate::controller::data_secret_key(&ns, &data_secret);
+    d.data_secret_exists = data_secrets.is_current(&key, 0)
+        || Api::<Secret>::namespaced(client.clone(), &ns)
+            .get_opt(&data_secret)
+            .await
+            .map_err(Error::Read)?
+            .is_some();
+    if d.data_secret_exists {
+        data_secrets.record(&key, 0);
+    }
 
     let Some(machine_name) = config
         .owner_references()

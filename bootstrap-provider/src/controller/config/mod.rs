@@ -28,7 +28,9 @@ async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     ctx.config_metrics.reconciled();
-    let dereferenced = dereference::dereference(&ctx.client, &ctx.caches, config.clone()).await?;
+    let dereferenced =
+        dereference::dereference(&ctx.client, &ctx.caches, &ctx.data_secrets, config.clone())
+            .await?;
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &config, plan).await
 }
