@@ -226,7 +226,7 @@ pub async fn dereference(
         .filter(|m| m.metadata.deletion_timestamp.is_none())
         .count();
     let template = if (live as i32) < machines::desired_replicas(&oacp) {
-        infrastructure_template(client, &oacp).await?
+        infrastructure_template(client, &caches.recent, &oacp).await?
     } else {
         Template::NotNeeded
     };
@@ -641,6 +641,7 @@ fn controlled_by(machine: &Machine, oacp: &OpenshiftAssistedControlPlane) -> boo
 /// Reads `machineTemplate.infrastructureRef` at the API version its CRD's contract label names.
 async fn infrastructure_template(
     client: &Client,
+    recent: &Recent,
     oacp: &OpenshiftAssistedControlPlane,
 ) -> Result<Template, Error> {
     let reference = match machines::infrastructure_reference(oacp) {
@@ -648,8 +649,18 @@ async fn infrastructure_template(
         Err(message) => return Ok(Template::NotFound(message)),
     };
     let crd_name = format!("{}.{}", plural(&reference.kind), reference.api_group);
+    // The CRD and the template, as read in the last 30 s: the reconciles that make one
+    // Machine come seconds apart (templates are not edited in place, as Cluster API has it).
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let Some(crd) = crds.get_opt(&crd_name).await.map_err(Error::Read)? else {
+    let crd = recent
+        .get(
+            format!("CustomResourceDefinition//{crd_name}"),
+            None,
+            crds.get_opt(&crd_name),
+        )
+        .await
+        .map_err(Error::Read)?;
+    let Some(crd) = crd else {
         return Ok(Template::UnknownKind(format!(
             "machineTemplate.infrastructureRef: no CRD {crd_name} is installed for kind {} in group {}",
             reference.kind, reference.api_group
@@ -677,8 +688,18 @@ async fn infrastructure_template(
         &oacp.namespace().unwrap_or_default(),
         &resource,
     );
+    let key = format!(
+        "{}/{}/{}",
+        reference.kind,
+        oacp.namespace().unwrap_or_default(),
+        reference.name
+    );
     Ok(
-        match api.get_opt(&reference.name).await.map_err(Error::Read)? {
+        match recent
+            .get(key, None, api.get_opt(&reference.name))
+            .await
+            .map_err(Error::Read)?
+        {
             Some(template) => Template::Found(Box::new(template), resource),
             None => Template::NotFound(format!(
                 "{} {} (machineTemplate.infrastructureRef) does not exist",
