@@ -550,6 +550,20 @@ async fn write_machine_condition(
     condition: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
     manager: &str,
 ) -> Result<(), Error> {
+    // The watch cache can lag this controller's own last write: the same condition (its
+    // transition time aside) written a moment ago is not written again. Each write moves the
+    // Machine's resourceVersion, and Cluster API patches Machines with an optimistic lock:
+    // repeated writes made its patches fail with 409 Conflict by the thousand.
+    let key = format!("Machine/{ns}/{machine}/{manager}/{}", condition.type_);
+    let hash = super::Applied::hash(&(
+        &condition.status,
+        &condition.reason,
+        &condition.message,
+        condition.observed_generation,
+    ));
+    if ctx.applied.is_current(&key, hash) {
+        return Ok(());
+    }
     let patch = json!({
         "apiVersion": Machine::api_version(&()),
         "kind": Machine::kind(&()),
@@ -566,6 +580,10 @@ async fn write_machine_condition(
     {
         // Deleted meanwhile: nothing to say about it.
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Ok(_) => {
+            ctx.applied.record(&key, hash);
+            Ok(())
+        }
         other => other.map(|_| ()).map_err(|source| Error::Apply {
             what: format!("Machine {machine} condition {}", condition.type_),
             source,
