@@ -12,9 +12,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
-use manager::cache::Recent;
+use manager::cache::{self, Recent};
 
 use super::Error;
 use super::etcd;
@@ -142,26 +142,6 @@ impl Caches {
     }
 }
 
-/// The cached objects of `store` in namespace `ns` labelled for `cluster`.
-fn of_cluster<K>(store: &Store<K>, ns: &str, cluster: &str) -> Vec<K>
-where
-    K: kube::Resource<DynamicType = ()> + Clone,
-{
-    store
-        .state()
-        .into_iter()
-        .filter(|o| {
-            o.meta().namespace.as_deref() == Some(ns)
-                && o.meta()
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(CLUSTER_NAME_LABEL))
-                    .is_some_and(|c| c == cluster)
-        })
-        .map(|o| (*o).clone())
-        .collect()
-}
-
 pub async fn dereference(
     client: &Client,
     caches: &Caches,
@@ -176,27 +156,27 @@ pub async fn dereference(
         .iter()
         .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
         .map(|o| o.name.clone());
-    let cluster = cluster_name.as_ref().and_then(|n| {
-        caches
-            .clusters
-            .get(&ObjectRef::new(n).within(&ns))
-            .map(|c| (*c).clone())
-    });
+    let cluster = cluster_name
+        .as_ref()
+        .and_then(|n| cache::get(&caches.clusters, &ns, n));
 
     let (worker_replicas, machines, cluster_configs) = match &cluster {
         Some(c) => {
-            let live: Vec<MachineDeployment> = of_cluster(&caches.deployments, &ns, &c.name_any())
-                .into_iter()
-                .filter(|md| md.metadata.deletion_timestamp.is_none())
-                .collect();
+            let live: Vec<MachineDeployment> =
+                cache::labelled(&caches.deployments, &ns, CLUSTER_NAME_LABEL, &c.name_any())
+                    .into_iter()
+                    .filter(|md| md.metadata.deletion_timestamp.is_none())
+                    .collect();
             let workers = super::hive::worker_agents(&live);
-            let mut machines: Vec<Machine> = of_cluster(&caches.machines, &ns, &c.name_any())
-                .into_iter()
-                .filter(|m| controlled_by(m, &oacp))
-                .collect();
+            let mut machines: Vec<Machine> =
+                cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &c.name_any())
+                    .into_iter()
+                    .filter(|m| controlled_by(m, &oacp))
+                    .collect();
             // In name order, as a list answers.
             machines.sort_by_key(|m| m.name_any());
-            let mut configs = of_cluster(&caches.configs, &ns, &c.name_any());
+            let mut configs =
+                cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &c.name_any());
             configs.sort_by_key(|c| c.name_any());
             (workers, machines, configs)
         }
@@ -231,10 +211,7 @@ pub async fn dereference(
         Template::NotNeeded
     };
 
-    let aci = caches
-        .acis
-        .get(&ObjectRef::new(&name).within(&ns))
-        .map(|a| (*a).clone());
+    let aci = cache::get(&caches.acis, &ns, &name);
     // Only deletion asks (the ClusterDeployment can outlive its AgentClusterInstall).
     let cluster_deployment_exists = oacp.metadata.deletion_timestamp.is_some()
         && Api::<ClusterDeployment>::namespaced(client.clone(), &ns)

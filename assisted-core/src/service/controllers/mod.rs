@@ -169,10 +169,7 @@ impl Context {
         name: &str,
     ) -> Result<Option<AgentClusterInstall>, kube::Error> {
         match self.stores.get() {
-            Some(s) => Ok(s
-                .acis
-                .get(&ObjectRef::new(name).within(ns))
-                .map(|a| (*a).clone())),
+            Some(s) => Ok(manager::cache::get(&s.acis, ns, name)),
             None => {
                 Api::<AgentClusterInstall>::namespaced(self.client.clone(), ns)
                     .get_opt(name)
@@ -188,10 +185,7 @@ impl Context {
         name: &str,
     ) -> Result<Option<ClusterDeployment>, kube::Error> {
         match self.stores.get() {
-            Some(s) => Ok(s
-                .cds
-                .get(&ObjectRef::new(name).within(ns))
-                .map(|a| (*a).clone())),
+            Some(s) => Ok(manager::cache::get(&s.cds, ns, name)),
             None => {
                 Api::<ClusterDeployment>::namespaced(self.client.clone(), ns)
                     .get_opt(name)
