@@ -197,16 +197,18 @@ pub fn is_rfc4122_lowercase(s: &str) -> bool {
 }
 
 impl HostProfile {
-    fn base(
+    /// A host of `kind` with profile `index`, the `nth` of its kind in the network.
+    fn numbered(
         kind: ProfileKind,
         index: u32,
+        nth: u32,
         machine_cidr: &str,
         cpus: u32,
         memory: u64,
         disk_gb: u64,
     ) -> Result<HostProfile, NetError> {
         let net: Ipv4Cidr = machine_cidr.parse()?;
-        let offset = kind.ip_base().saturating_add(index);
+        let offset = kind.ip_base().saturating_add(nth);
         let ip = net.host(offset)?;
         let gateway = net.host(1).ok().map(|g| g.to_string());
         let uuid = deterministic_uuid(kind, index);
@@ -267,22 +269,39 @@ impl HostProfile {
 
     /// Control-plane sized host: 4 CPUs, 16 GiB, a 120 GB SSD. IP = network + 10 + i.
     pub fn master_like(index: u32, machine_cidr: &str) -> Result<HostProfile, NetError> {
-        Self::base(ProfileKind::Master, index, machine_cidr, 4, 16 * GIB, 120)
+        Self::nth_in_network(ProfileKind::Master, index, index, machine_cidr)
     }
 
     /// Worker sized host: 2 CPUs, 8 GiB, a 120 GB SSD. IP = network + 100 + i.
     pub fn worker_like(index: u32, machine_cidr: &str) -> Result<HostProfile, NetError> {
-        Self::base(ProfileKind::Worker, index, machine_cidr, 2, 8 * GIB, 120)
+        Self::nth_in_network(ProfileKind::Worker, index, index, machine_cidr)
     }
 
     /// Single-node sized host: 8 CPUs, 16 GiB, a 120 GB SSD. IP = network + 200 + i.
     pub fn sno_like(index: u32, machine_cidr: &str) -> Result<HostProfile, NetError> {
-        Self::base(ProfileKind::Sno, index, machine_cidr, 8, 16 * GIB, 120)
+        Self::nth_in_network(ProfileKind::Sno, index, index, machine_cidr)
+    }
+
+    /// The host `kind`'s constructor makes for `index` (same UUID, MAC, hostname, hardware),
+    /// addressed as the `nth` of its kind in `machine_cidr` instead of the `index`th: for sites
+    /// with more hosts than one network holds, each cluster on its own small network.
+    pub fn nth_in_network(
+        kind: ProfileKind,
+        index: u32,
+        nth: u32,
+        machine_cidr: &str,
+    ) -> Result<HostProfile, NetError> {
+        let (cpus, memory) = match kind {
+            ProfileKind::Master => (4, 16 * GIB),
+            ProfileKind::Worker | ProfileKind::Custom => (2, 8 * GIB),
+            ProfileKind::Sno => (8, 16 * GIB),
+        };
+        Self::numbered(kind, index, nth, machine_cidr, cpus, memory, 120)
     }
 
     /// A starting point for hand-made hosts (undersized hardware, odd disks, ...).
     pub fn custom(index: u32, machine_cidr: &str) -> Result<HostProfile, NetError> {
-        Self::base(ProfileKind::Custom, index, machine_cidr, 2, 8 * GIB, 120)
+        Self::nth_in_network(ProfileKind::Custom, index, index, machine_cidr)
     }
 
     /// The host's IPv4 addresses without prefix length.
@@ -537,6 +556,19 @@ mod tests {
         assert!(!is_rfc4122_lowercase(
             "abcdef00-0000-4000-c000-000000000000"
         ));
+    }
+
+    #[test]
+    fn a_host_numbered_apart_from_its_index_fits_a_small_network() {
+        // Index 9990 is past a /24's addresses; as the first of its kind it is .200.
+        let far = HostProfile::nth_in_network(ProfileKind::Sno, 9990, 0, "10.3.231.0/24").unwrap();
+        let same = HostProfile::sno_like(9990, "10.0.0.0/8").unwrap();
+        assert_eq!(far.primary_ipv4(), Some("10.3.231.200"));
+        assert_eq!(far.gateway.as_deref(), Some("10.3.231.1"));
+        assert_eq!((&far.uuid, &far.hostname), (&same.uuid, &same.hostname));
+        assert_eq!(far.nics[0].mac, same.nics[0].mac);
+        assert_eq!(far.cpu_count, same.cpu_count);
+        assert!(HostProfile::sno_like(9990, "10.3.231.0/24").is_err());
     }
 
     #[test]

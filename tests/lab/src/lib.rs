@@ -19,6 +19,7 @@ pub mod clusterfile;
 pub mod control_plane_scaling;
 pub mod cvo;
 pub mod etcd_operator;
+pub mod fleet;
 pub mod generate;
 pub mod kubelet_api;
 pub mod live;
@@ -232,6 +233,8 @@ pub struct Report {
     pub stuck: Option<String>,
     /// Each cluster's own milestones.
     pub clusters: Vec<ClusterReport>,
+    /// Each milestone's percentiles over the clusters that reached it.
+    pub percentiles: Vec<fleet::Percentiles>,
     /// The managers' memory over the run.
     pub memory: Memory,
     /// The API requests the apiservers counted (`None` when they could not be read).
@@ -471,6 +474,7 @@ mod report_json {
         pub all_installed_seconds: Option<f64>,
         pub first_applied_seconds: Option<f64>,
         pub day2: Option<Day2Summary>,
+        pub milestone_percentiles: &'a [crate::fleet::Percentiles],
         pub clusters: Vec<Cluster<'a>>,
         pub memory: Memory<'a>,
         pub api_requests: Option<ApiRequests<'a>>,
@@ -736,6 +740,7 @@ impl Report {
                     ),
                 })
             },
+            milestone_percentiles: &self.percentiles,
             clusters: self
                 .clusters
                 .iter()
@@ -2180,6 +2185,17 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             String::new()
         }
     };
+    // With many clusters the console shows the fleet (how many wait at each step, percentiles
+    // at the end); each cluster's own lines go to logs/lab.log.
+    let fleet_view = fleet::fleet_view(n);
+    let say = move |line: String| {
+        if fleet_view {
+            tracing::info!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    let mut fleet_printed: Option<Instant> = None;
     // One progress line per cluster, at most this often.
     let every = if n > 1 {
         Duration::from_secs(5)
@@ -2326,14 +2342,14 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             match events {
                 Ok(events) => events
                     .iter()
-                    .for_each(|e| println!("{} {pre}{e}", stamp(start))),
+                    .for_each(|e| say(format!("{} {pre}{e}", stamp(start)))),
                 Err(e) => break 'run Some(format!("{pre}the simulated site failed: {e:#}")),
             }
             if let Some(w) = &world {
                 let s = w.cluster(&r.spec.ns, &r.spec.control_plane_name());
                 observe::changes(&r.snap, &s)
                     .iter()
-                    .for_each(|c| println!("{} {pre}{c}", stamp(start)));
+                    .for_each(|c| say(format!("{} {pre}{c}", stamp(start))));
                 r.snap = s;
                 r.max_seen.update(&r.snap);
                 // The day-2 worker's Node, Ready in the workload apiserver.
@@ -2367,10 +2383,10 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 .await
                 {
                     Ok(h) => {
-                        println!(
+                        say(format!(
                             "{} {pre}site: the cluster's installer-controller started",
                             stamp(start)
-                        );
+                        ));
                         r.controller = Some(h);
                         r.controller_started = true;
                         // Its cluster-version operator writes the ClusterVersion.
@@ -2480,7 +2496,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 if n == 1 {
                     println!("{} == {}", stamp(start), step.title());
                 } else if r.next == steps.len() || step == Step::Installed {
-                    println!("{} {pre}== {}", stamp(start), step.title());
+                    say(format!("{} {pre}== {}", stamp(start), step.title()));
                 }
                 if step == Step::Installed {
                     // The core may be down a moment (`--chaos`): tried for up to 30 s, while
@@ -2503,7 +2519,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     };
                     match checked {
                         Ok(c) => {
-                            println!("{} {pre}installed: {}", stamp(start), c.describe());
+                            say(format!("{} {pre}installed: {}", stamp(start), c.describe()));
                             let problem = c.problem(&r.spec, expect_okd).or_else(|| {
                                 let m = mirror.as_ref()?;
                                 (c.release_image != m.images.release_by_digest).then(|| {
@@ -2540,7 +2556,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 }
             }
             // In the live view the cluster's line at the bottom replaces these.
-            if r.next < steps.len() && !live.on() {
+            if r.next < steps.len() && !live.on() && !fleet_view {
                 let line = r.snap.summary(&r.spec.name);
                 if line != r.last_line && r.last_print.is_none_or(|p| p.elapsed() >= every) {
                     println!("{} {line}", stamp(start));
@@ -2548,6 +2564,12 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                     r.last_print = Some(Instant::now());
                 }
             }
+        }
+        if fleet_view && fleet_printed.is_none_or(|p| p.elapsed() >= fleet::PROGRESS_EVERY) {
+            let titles: Vec<&str> = steps.iter().map(|s| s.title()).collect();
+            let next: Vec<usize> = runs.iter().map(|r| r.next).collect();
+            println!("{} {}", stamp(start), fleet::progress(&titles, &next));
+            fleet_printed = Some(Instant::now());
         }
         // A milestone is reached when every cluster has reached it.
         while milestones.len() < steps.len() && runs.iter().all(|r| r.next > milestones.len()) {
@@ -2818,7 +2840,12 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
             );
         }
     }
-    if n > 1 {
+    let titles: Vec<&str> = steps.iter().map(|s| s.title()).collect();
+    let reached: Vec<&[Duration]> = runs.iter().map(|r| r.reached.as_slice()).collect();
+    let percentiles = fleet::percentiles(&titles, &reached);
+    if fleet_view {
+        print!("{}", fleet::table(&percentiles, runs.len()));
+    } else if n > 1 {
         println!("Per cluster (installed / last milestone):");
         for r in &runs {
             let installed = steps
@@ -2916,7 +2943,15 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     if let Some(why) = &failure {
         println!();
         println!("FAILED: {why}");
-        for (i, r) in unfinished.iter().enumerate() {
+        // Many stuck clusters: the first few here, every one in the report.
+        let shown = if fleet_view { 20 } else { unfinished.len() };
+        if unfinished.len() > shown {
+            println!(
+                "{} clusters did not finish; the first {shown} (all of them in --report):",
+                unfinished.len()
+            );
+        }
+        for (i, r) in unfinished.iter().take(shown).enumerate() {
             let step = steps[r.next];
             println!(
                 "{}stuck at step `{}`: waiting for {}",
@@ -2976,6 +3011,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
         stuck,
         failure,
         clusters: runs.iter().map(|r| r.report(&steps)).collect(),
+        percentiles,
         memory,
         api,
         duration: start.elapsed(),
@@ -3462,6 +3498,7 @@ mod tests {
                     objects: vec![object(&["Ready=False NoISO: waiting for the image"])],
                 }),
             }],
+            percentiles: crate::fleet::percentiles(&["hosts available"], &[&[s(9.04)]]),
             memory: Memory::new(&["a", "b"]),
             api: Some(apimetrics::ApiRequests {
                 hosts: 4,
@@ -3520,6 +3557,8 @@ mod tests {
         assert_eq!(v["milestones"][0]["seconds"], 9.0);
         assert_eq!(v["all_installed_seconds"], Value::Null);
         assert_eq!(v["first_applied_seconds"], 9.0);
+        assert_eq!(v["milestone_percentiles"][0]["p90"], 9.0);
+        assert_eq!(v["milestone_percentiles"][0]["reached"], 1);
         let c = &v["clusters"][0];
         assert_eq!(c["control_plane_nodes"], 3);
         assert_eq!(c["installed_seconds"], Value::Null);

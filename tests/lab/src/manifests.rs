@@ -33,6 +33,13 @@ pub const DEFAULT_WORKERS: u32 = 2;
 /// must fit in [`INDEX_STRIDE`] profile indexes.
 pub const MAX_WORKERS: u32 = INDEX_STRIDE - 1;
 
+/// The first three octets of cluster `k`'s (1-based) /24 when the lab runs several:
+/// `10.<k / 256>.<k % 256>`, room for 65,535 clusters (masters from .10, workers from .100, a
+/// single node at .200, at most [`INDEX_STRIDE`] of each; the VIPs .5 and .4).
+pub fn cluster_network(k: u32) -> String {
+    format!("10.{}.{}", (k >> 8) & 0xff, k & 0xff)
+}
+
 /// One cluster of the lab: its namespace, names, size, machine network and host index range.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
@@ -77,8 +84,8 @@ pub struct ClusterSpec {
 impl ClusterSpec {
     /// Cluster `c` (0-based) of `n`, with `workers` day-1 workers for 3+N (ignored for SNO).
     /// One cluster keeps the names `lab`, `bm`/`sno`, `master-0` and 192.168.111.0/24; with
-    /// more, cluster `c` is `<name>-<c+1, 2 digits>` in namespace `lab-<c+1>` on
-    /// 10.<c+1>.0.0/16. A 3+N cluster with workers has the day-2 step; without, it has none.
+    /// more, cluster `c` is `<name>-<c+1, 2 digits>` in namespace `lab-<c+1>` on its own /24
+    /// ([`cluster_network`]). A 3+N cluster with workers has the day-2 step; without, it has none.
     pub fn new(topology: Topology, workers: u32, c: u32, n: u32) -> ClusterSpec {
         let (masters, workers) = match topology {
             Topology::ThreePlusTwo => (3, workers),
@@ -98,13 +105,14 @@ impl ClusterSpec {
         } else {
             let k = c + 1;
             let name = format!("{}-{k:02}", cluster_name(topology));
+            let net = cluster_network(k);
             (
                 format!("lab-{k:02}"),
                 name.clone(),
                 format!("{name}-"),
-                format!("10.{k}.0.0/16"),
-                format!("10.{k}.0.5"),
-                format!("10.{k}.0.4"),
+                format!("{net}.0/24"),
+                format!("{net}.5"),
+                format!("{net}.4"),
                 c * INDEX_STRIDE,
             )
         };
@@ -305,4 +313,27 @@ roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system
 subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}}]
 "#
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thousand_clusters_each_get_their_own_network() {
+        assert_eq!(cluster_network(1), "10.0.1");
+        assert_eq!(cluster_network(256), "10.1.0");
+        assert_eq!(cluster_network(1000), "10.3.232");
+        let nets: std::collections::BTreeSet<_> = (1..=1000).map(cluster_network).collect();
+        assert_eq!(nets.len(), 1000);
+        let last = ClusterSpec::new(Topology::ThreePlusTwo, 2, 999, 1000);
+        assert_eq!(
+            (
+                last.ns.as_str(),
+                last.machine_cidr.as_str(),
+                last.api_vip.as_str()
+            ),
+            ("lab-1000", "10.3.232.0/24", "10.3.232.5")
+        );
+    }
 }

@@ -19,6 +19,7 @@ use crate::mirror::PullRecord;
 use std::time::Duration;
 
 use agent_sim::kubelet::{Kubelet, node_name, node_object_with_role, node_user, ready_status};
+use agent_sim::profile::ProfileKind;
 use agent_sim::{AgentConfig, AgentStatus, Host, HostProfile, ReplyCtx, Trust};
 use anyhow::{Context, Result, anyhow, bail};
 use assisted_core::api::agent::Agent;
@@ -116,25 +117,22 @@ pub fn servers(spec: &ClusterSpec, masters: u32, workers: u32) -> Result<Vec<Ser
         );
     }
     let mut out = Vec::new();
-    for i in 0..masters {
-        let profile = if sno {
-            HostProfile::sno_like(base + i, cidr)
-        } else {
-            HostProfile::master_like(base + i, cidr)
-        }
-        .map_err(|e| anyhow!("host profile: {e}"))?;
+    let master_kind = if sno {
+        ProfileKind::Sno
+    } else {
+        ProfileKind::Master
+    };
+    let hosts = (0..masters)
+        .map(|i| (master_kind, "master", i))
+        .chain((0..workers).map(|i| (ProfileKind::Worker, "worker", i)));
+    for (kind, role, i) in hosts {
+        // Addressed within the cluster's network (the nth of its kind), so that a thousand
+        // clusters' hosts each fit a small one.
+        let profile = HostProfile::nth_in_network(kind, base + i, i, cidr)
+            .map_err(|e| anyhow!("host profile: {e}"))?;
         out.push(Server {
-            name: format!("{}master-{i}", spec.host_prefix),
-            role: "master",
-            profile,
-        });
-    }
-    for i in 0..workers {
-        let profile =
-            HostProfile::worker_like(base + i, cidr).map_err(|e| anyhow!("host profile: {e}"))?;
-        out.push(Server {
-            name: format!("{}worker-{i}", spec.host_prefix),
-            role: "worker",
+            name: format!("{}{role}-{i}", spec.host_prefix),
+            role,
             profile,
         });
     }
