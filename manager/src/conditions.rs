@@ -79,6 +79,13 @@ impl Desired {
     }
 }
 
+/// `now` as the API server keeps a `metav1.Time`: whole seconds (it drops the fraction). A
+/// time written with its fraction reads back different, so the next comparison of what is
+/// with what should be saw a change and wrote the same status again.
+pub fn api_time(now: Timestamp) -> Time {
+    Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
+}
+
 /// The conditions to write: `desired` in its order, then any `previous` condition of another
 /// type (written by someone else) unchanged. `observedGeneration` is set to `generation`.
 pub fn merge(
@@ -93,7 +100,7 @@ pub fn merge(
             let before = previous.iter().find(|c| c.type_ == d.type_);
             let last_transition_time = match before {
                 Some(c) if c.status == d.status.as_str() => c.last_transition_time.clone(),
-                _ => Time(now),
+                _ => api_time(now),
             };
             Condition {
                 type_: d.type_.to_string(),
@@ -167,6 +174,15 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_kept_in_whole_seconds_as_the_api_server_keeps_them() {
+        let fraction: Timestamp = "2026-11-28T23:57:05.541176479Z".parse().unwrap();
+        let t = api_time(fraction);
+        assert_eq!(t.0.to_string(), "2026-11-28T23:57:05Z");
+        let merged = merge(&[], &[Desired::true_("Ready", "")], None, fraction);
+        assert_eq!(merged[0].last_transition_time, t);
+    }
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + seconds).unwrap()

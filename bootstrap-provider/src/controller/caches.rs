@@ -1,6 +1,6 @@
 //! Every kind the bootstrap controllers read, watched once and cached (`manager::cache`): the
-//! controllers read these stores, not the API server. Only the data Secret's existence, the
-//! BareMetalHost's `metaData` Secret and the discovery ignition are still asked for.
+//! controllers read these stores, not the API server. Only the BareMetalHost's `metaData` Secret
+//! and the discovery ignition are still asked for.
 
 use assisted_api::{Agent, AgentClusterInstall, ClusterDeployment, InfraEnv};
 use external_types::capi::{Cluster, Machine};

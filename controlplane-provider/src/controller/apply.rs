@@ -523,6 +523,14 @@ async fn write_status(
     if oacp.status.as_ref() == Some(&plan.status) {
         return Ok(());
     }
+    // The cached object may not show the status written a moment ago yet: the same status
+    // again is not written (only this manager writes it).
+    let key = format!("{}status", owner_prefix(oacp));
+    let hash = super::Applied::hash(&plan.status);
+    if ctx.applied.is_current(&key, hash) {
+        return Ok(());
+    }
+    tracing::debug!(status = ?plan.status, "writing the control plane's status");
     let api: Api<OpenshiftAssistedControlPlane> =
         Api::namespaced(ctx.client.clone(), &oacp.namespace().unwrap_or_default());
     let patch = json!({
@@ -533,6 +541,7 @@ async fn write_status(
     api.patch_status(&oacp.name_any(), &params(), &Patch::Apply(&patch))
         .await
         .map_err(Error::Status)?;
+    ctx.applied.record(&key, hash);
     Ok(())
 }
 

@@ -40,7 +40,7 @@ fn transition_time(
 ) -> Option<Time> {
     match previous {
         Some((s, t)) if s == status => t.clone(),
-        _ => Some(Time(now)),
+        _ => Some(manager::conditions::api_time(now)),
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -601,7 +601,7 @@ pub fn status(
             {
                 previous.created_time.clone()
             } else {
-                Some(Time(now))
+                Some(manager::conditions::api_time(now))
             };
             status.boot_artifacts = urls.boot.clone();
             status.debug_info = InfraEnvDebugInfo {
@@ -682,6 +682,7 @@ async fn write_status(ie: &InfraEnv, ctx: &Context, status: &InfraEnvStatus) -> 
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     #[test]
     fn urls_carry_token_and_revision() {

@@ -6,9 +6,7 @@ use assisted_api::{AgentClusterInstall, ClusterDeployment, InfraEnv};
 use external_types::capi::{Cluster, Machine};
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
-use kube::{Client, ResourceExt};
+use kube::ResourceExt;
 use manager::cache;
 
 use crate::api::OpenshiftAssistedConfig;
@@ -52,10 +50,19 @@ pub struct Dereferenced {
     pub cluster_machines: Vec<MachineHost>,
 }
 
-/// Everything comes from the caches but the data Secret's existence and, for a disk-image
+/// The config's status says its data Secret was made.
+fn status_names_data_secret(config: &OpenshiftAssistedConfig) -> bool {
+    config.status.as_ref().is_some_and(|s| {
+        s.data_secret_name.is_some()
+            || s.initialization
+                .as_ref()
+                .is_some_and(|i| i.data_secret_created == Some(true))
+    })
+}
+
+/// Everything comes from the caches but, for a disk-image
 /// template still without its Secret, the discovery ignition.
 pub async fn dereference(
-    client: &Client,
     caches: &Caches,
     data_secrets: &manager::controller::Applied,
     config: Arc<OpenshiftAssistedConfig>,
@@ -78,15 +85,11 @@ pub async fn dereference(
     };
     let data_secret = crate::controller::image::data_secret_name(&config.name_any());
     let key = crate::controller::data_secret_key(&ns, &data_secret);
-    d.data_secret_exists = data_secrets.is_current(&key, 0)
-        || Api::<Secret>::namespaced(client.clone(), &ns)
-            .get_opt(&data_secret)
-            .await
-            .map_err(Error::Read)?
-            .is_some();
-    if d.data_secret_exists {
-        data_secrets.record(&key, 0);
-    }
+    // Not asked for: the status names the data Secret once it was made (it is written right
+    // after, as CAPI's bootstrap contract has it), and this process remembers making it until
+    // the watch cache shows that status. Before, asking each reconcile until the Secret
+    // existed was a third of this manager's requests.
+    d.data_secret_exists = data_secrets.is_current(&key, 0) || status_names_data_secret(&config);
 
     let Some(machine_name) = config
         .owner_references()
@@ -223,4 +226,43 @@ pub async fn dereference(
         d.aci = cache::get(&caches.acis, &ns, &install.name);
     }
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
+
+    fn with_status(status: Option<OpenshiftAssistedConfigStatus>) -> OpenshiftAssistedConfig {
+        let mut c = OpenshiftAssistedConfig::new("c", Default::default());
+        c.status = status;
+        c
+    }
+
+    #[test]
+    fn the_status_says_whether_the_data_secret_was_made() {
+        assert!(!status_names_data_secret(&with_status(None)));
+        assert!(!status_names_data_secret(&with_status(Some(
+            OpenshiftAssistedConfigStatus {
+                initialization: Some(BootstrapInitialization {
+                    data_secret_created: Some(false),
+                }),
+                ..Default::default()
+            }
+        ))));
+        assert!(status_names_data_secret(&with_status(Some(
+            OpenshiftAssistedConfigStatus {
+                data_secret_name: Some("c".into()),
+                ..Default::default()
+            }
+        ))));
+        assert!(status_names_data_secret(&with_status(Some(
+            OpenshiftAssistedConfigStatus {
+                initialization: Some(BootstrapInitialization {
+                    data_secret_created: Some(true),
+                }),
+                ..Default::default()
+            }
+        ))));
+    }
 }

@@ -29,8 +29,7 @@ async fn reconcile(
 ) -> Result<Action, Error> {
     ctx.config_metrics.reconciled();
     let dereferenced =
-        dereference::dereference(&ctx.client, &ctx.caches, &ctx.data_secrets, config.clone())
-            .await?;
+        dereference::dereference(&ctx.caches, &ctx.data_secrets, config.clone()).await?;
     let plan = plan::plan(&dereferenced, Timestamp::now());
     apply::apply(&ctx, &config, plan).await
 }
