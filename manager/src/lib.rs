@@ -8,7 +8,8 @@
 //! - [`conditions`]: one builder for `metav1.Condition`s with CAPI's transition-time rule;
 //! - [`fields`]: a CRD's settable `spec` paths, for the completeness tests of unsupported fields;
 //! - [`http`]: the HTTP/1.1 server loop (request-head timeout, optional TLS, graceful shutdown);
-//! - [`webhook`]: the HTTPS webhook server (CRD conversion), certificates re-read on rotation.
+//! - [`webhook`]: the HTTPS webhook server (CRD conversion), certificates re-read on rotation;
+//! - [`pace`]: at most one status write per object per interval, the newest state last.
 
 pub mod cache;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod http;
 pub mod manifests;
 pub mod metrics;
 pub mod names;
+pub mod pace;
 pub mod requests;
 pub mod runtime;
 pub mod webhook;

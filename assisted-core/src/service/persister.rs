@@ -30,10 +30,16 @@ const CD_NAMESPACE_LABEL: &str = "agent-install.openshift.io/clusterdeployment-n
 /// number at once keeps it busy without crowding out the controllers' own requests.
 pub const WRITE_PARALLELISM: usize = 16;
 
+/// At most one status write per Agent and per AgentClusterInstall in this interval; the newest
+/// state goes when it ends (`manager::pace`). A simulated host passes its install stages in
+/// under a second and each was one write; a user reading the status sees it at most this late.
+pub const STATUS_EVERY: Duration = Duration::from_secs(2);
+
 /// What the persister last wrote, as content fingerprints (the status rendered without its
 /// timestamps): a record whose content did not change is not written again. One `u64` a host.
-#[derive(Default)]
 struct Written {
+    /// When each status was last written, keyed by [`status_key`].
+    pace: manager::pace::Pace,
     agents: std::sync::Mutex<HashMap<String, u64>>,
     labels: std::sync::Mutex<HashMap<String, u64>>,
     acis: std::sync::Mutex<HashMap<String, u64>>,
@@ -48,6 +54,26 @@ struct Written {
 struct AciStatusKept {
     conditions: Vec<assisted_api::hive::ClusterInstallCondition>,
     logs_url: Option<String>,
+}
+
+impl Default for Written {
+    fn default() -> Written {
+        Written {
+            pace: manager::pace::Pace::new(STATUS_EVERY),
+            agents: Default::default(),
+            labels: Default::default(),
+            acis: Default::default(),
+            aci_status: Default::default(),
+        }
+    }
+}
+
+/// The key under which [`Written::pace`] keeps a dirty record's last status write.
+fn status_key(d: &Dirty) -> String {
+    match d {
+        Dirty::NewHost(id) | Dirty::Host(id) => format!("agent/{id}"),
+        Dirty::Cluster(id) => format!("aci/{id}"),
+    }
 }
 
 impl Written {
@@ -138,6 +164,8 @@ pub async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let written = Written::default();
+    // The records waiting for their turn (one timer each).
+    let waiting: Arc<std::sync::Mutex<BTreeSet<Dirty>>> = Arc::default();
     loop {
         let first = tokio::select! {
             d = rx.recv() => d,
@@ -149,6 +177,27 @@ pub async fn run(
         let mut keys = BTreeSet::from([first]);
         while let Ok(d) = rx.try_recv() {
             keys.insert(d);
+        }
+        // A status written less than STATUS_EVERY ago waits for its turn; marked again then.
+        let now = std::time::Instant::now();
+        let (keys, later): (BTreeSet<Dirty>, BTreeSet<Dirty>) = keys.into_iter().partition(|d| {
+            matches!(d, Dirty::NewHost(_))
+                || written.pace.turn(&status_key(d), now) == manager::pace::Turn::Now
+        });
+        for d in later {
+            if let manager::pace::Turn::After(wait) = written.pace.turn(&status_key(&d), now)
+                && waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(d.clone())
+            {
+                let (store, waiting) = (ctx.store.clone(), waiting.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&d);
+                    store.mark(d);
+                });
+            }
         }
         let batch = Batch::of(keys);
         let mut retry: Vec<Dirty> = Vec::new();
@@ -396,6 +445,10 @@ async fn write_agent_status(
     )
     .await?;
     Written::record(&written.agents, host_id, Some(content));
+    written.pace.wrote(
+        &status_key(&Dirty::Host(host_id.to_string())),
+        std::time::Instant::now(),
+    );
     Ok(())
 }
 
@@ -479,6 +532,10 @@ async fn write_aci_status(
     )
     .await?;
     Written::record(&written.acis, cluster_id, Some(content));
+    written.pace.wrote(
+        &status_key(&Dirty::Cluster(cluster_id.to_string())),
+        std::time::Instant::now(),
+    );
     if let Ok(mut m) = written.aci_status.lock() {
         m.insert(cluster_id.to_string(), next);
     }

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use manager::pace::Turn;
 use serde_json::json;
 
 use super::plan::{Cleanup, Plan};
@@ -231,12 +232,22 @@ pub async fn apply(
             }
         }
     }
-    write_status(ctx, oacp, &plan).await?;
+    let status_turn = write_status(ctx, oacp, &plan).await?;
     publish_events(ctx, oacp, &plan).await;
     tracing::debug!(namespace = %ns, name = %name, "reconciled");
-    Ok(plan
-        .requeue
-        .map_or_else(Action::await_change, Action::requeue))
+    Ok(action(plan.requeue, status_turn))
+}
+
+/// The plan's requeue, or sooner when a status write waits for its turn.
+fn action(requeue: Option<std::time::Duration>, status: Turn) -> Action {
+    let waits = match status {
+        Turn::Now => None,
+        Turn::After(wait) => Some(wait),
+    };
+    match (requeue, waits) {
+        (Some(r), Some(w)) => Action::requeue(r.min(w)),
+        (r, w) => r.or(w).map_or_else(Action::await_change, Action::requeue),
+    }
 }
 
 /// Removes a control-plane Machine of the installed cluster as OpenShift documents replacing
@@ -515,20 +526,27 @@ where
     Ok(())
 }
 
+/// Writes the planned status unless it is already there, or it was written less than
+/// [`super::STATUS_EVERY`] ago: then `Turn::After` says when to come back (only the newest
+/// status goes then).
 async fn write_status(
     ctx: &Context,
     oacp: &OpenshiftAssistedControlPlane,
     plan: &Plan,
-) -> Result<(), Error> {
+) -> Result<Turn, Error> {
     if oacp.status.as_ref() == Some(&plan.status) {
-        return Ok(());
+        return Ok(Turn::Now);
     }
     // The cached object may not show the status written a moment ago yet: the same status
     // again is not written (only this manager writes it).
     let key = format!("{}status", owner_prefix(oacp));
     let hash = super::Applied::hash(&plan.status);
     if ctx.applied.is_current(&key, hash) {
-        return Ok(());
+        return Ok(Turn::Now);
+    }
+    let turn = ctx.status_pace.turn(&key, std::time::Instant::now());
+    if turn != Turn::Now {
+        return Ok(turn);
     }
     tracing::debug!(status = ?plan.status, "writing the control plane's status");
     let api: Api<OpenshiftAssistedControlPlane> =
@@ -542,7 +560,8 @@ async fn write_status(
         .await
         .map_err(Error::Status)?;
     ctx.applied.record(&key, hash);
-    Ok(())
+    ctx.status_pace.wrote(&key, std::time::Instant::now());
+    Ok(Turn::Now)
 }
 
 /// One condition on a Machine's status, by server-side apply: `status.conditions` is a map
@@ -604,5 +623,23 @@ async fn publish_events(ctx: &Context, oacp: &OpenshiftAssistedControlPlane, pla
     let reference = oacp.object_ref(&());
     for event in &plan.events {
         manager::controller::publish(&ctx.recorder, &reference, event).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_waiting_for_its_turn_brings_the_next_reconcile_forward() {
+        let s = Duration::from_secs;
+        assert_eq!(action(None, Turn::Now), Action::await_change());
+        assert_eq!(action(Some(s(30)), Turn::Now), Action::requeue(s(30)));
+        assert_eq!(action(None, Turn::After(s(1))), Action::requeue(s(1)));
+        assert_eq!(
+            action(Some(s(30)), Turn::After(s(2))),
+            Action::requeue(s(2))
+        );
+        assert_eq!(action(Some(s(1)), Turn::After(s(2))), Action::requeue(s(1)));
     }
 }

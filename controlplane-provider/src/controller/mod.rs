@@ -50,6 +50,9 @@ pub const FINALIZER: &str =
     "openshiftassistedcontrolplane.controlplane.cluster.x-k8s.io/deprovision";
 /// How often a steady control plane is looked at again even if nothing changed.
 const RESYNC: Duration = Duration::from_secs(600);
+/// At most one status write per control plane in this interval; the newest status goes when it
+/// ends (`manager::pace`). An install's states came quicker than anyone reads them.
+pub const STATUS_EVERY: Duration = Duration::from_secs(2);
 
 pub use manager::controller::{Applied, Error};
 
@@ -63,6 +66,8 @@ pub struct Context {
     /// What this manager last applied: an unchanged body is not sent again within
     /// [`RESYNC`] (see `manager::controller::Applied`).
     pub applied: Applied,
+    /// When each control plane's status was last written ([`STATUS_EVERY`]).
+    pub status_pace: manager::pace::Pace,
     /// The watch caches the reconcile reads instead of the API server.
     pub caches: dereference::Caches,
 }
@@ -197,6 +202,7 @@ pub async fn run(
         releases: release_lookup::Resolver::new(),
         client: client.clone(),
         applied: Applied::new(RESYNC),
+        status_pace: manager::pace::Pace::new(STATUS_EVERY),
         caches,
     });
     let store = oacps.store.clone();

@@ -1048,6 +1048,11 @@ async fn apply(
         let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         for s in &creds.secrets {
+            // Each reconcile of an installed cluster plans them again: applied when changed.
+            let (applied, key, hash) = ctx.secret_applied(s);
+            if applied {
+                continue;
+            }
             let name = s.name_any();
             secrets
                 .patch(&name, &pp, &Patch::Apply(&with_kind(s)))
@@ -1056,6 +1061,7 @@ async fn apply(
                     what: format!("Secret {name}"),
                     source,
                 })?;
+            ctx.applied.record(&key, hash);
         }
         if let Some(metadata) = &creds.aci_cluster_metadata {
             acis.patch(

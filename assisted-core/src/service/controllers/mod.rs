@@ -121,6 +121,8 @@ pub struct Context {
     pub(crate) stores: std::sync::OnceLock<Stores>,
     /// Objects read by GET lately (Secrets, ClusterImageSets).
     pub(crate) recent: manager::cache::Recent,
+    /// Secrets applied lately (the install's credentials), not applied again while they hold.
+    pub(crate) applied: manager::controller::Applied,
 }
 
 /// See [`Context::stores`].
@@ -134,6 +136,10 @@ pub(crate) struct Stores {
 /// How long a ClusterImageSet read is taken as current (Secrets: while their resourceVersion
 /// holds).
 const RECENT_FOR: Duration = Duration::from_secs(30);
+
+/// How long a Secret applied is taken to hold what was applied (an edit of it is put back this
+/// late at most; a deleted one at the next reconcile).
+const REAPPLY_AFTER: Duration = Duration::from_secs(600);
 
 impl Context {
     /// A Secret: the copy read last while the Secrets watch says it has not changed, else
@@ -149,6 +155,22 @@ impl Context {
         self.recent
             .get(key, version.as_deref(), api.get_opt(name))
             .await
+    }
+
+    /// Whether `secret` was applied as it is now less than [`REAPPLY_AFTER`] ago and the
+    /// Secret still exists (the metadata watch has it): then it is not applied again.
+    pub(crate) fn secret_applied(&self, secret: &Secret) -> (bool, String, u64) {
+        let (ns, name) = (
+            secret.metadata.namespace.as_deref().unwrap_or_default(),
+            secret.metadata.name.as_deref().unwrap_or_default(),
+        );
+        let key = format!("Secret/{ns}/{name}");
+        let hash = manager::controller::Applied::hash(secret);
+        let exists = self
+            .stores
+            .get()
+            .is_some_and(|s| s.secrets.get(&ObjectRef::new(name).within(ns)).is_some());
+        (exists && self.applied.is_current(&key, hash), key, hash)
     }
 
     /// A ClusterImageSet, as read in the last [`RECENT_FOR`].
@@ -218,6 +240,7 @@ impl Context {
             preparing: Mutex::new(HashSet::new()),
             stores: std::sync::OnceLock::new(),
             recent: manager::cache::Recent::new(RECENT_FOR),
+            applied: manager::controller::Applied::new(REAPPLY_AFTER),
         }
     }
 
