@@ -120,8 +120,9 @@ pub struct Caches {
     pub machines: Store<Machine>,
     pub configs: Store<OpenshiftAssistedConfig>,
     pub acis: Store<AgentClusterInstall>,
-    /// Secrets (many, and not ours: not watched) and the ClusterImageSet during the install,
-    /// as read lately.
+    /// ClusterImageSets (one per cluster, small; cluster-scoped).
+    pub image_sets: Store<ClusterImageSet>,
+    /// Secrets (many, and not ours: not watched), the template and its CRD, as read lately.
     pub recent: Recent,
 }
 
@@ -138,6 +139,7 @@ impl Caches {
             self.machines.wait_until_ready(),
             self.configs.wait_until_ready(),
             self.acis.wait_until_ready(),
+            self.image_sets.wait_until_ready(),
         );
     }
 }
@@ -303,12 +305,10 @@ pub async fn dereference(
         && !installed;
     let installing_image_set = if installing {
         let set = super::release::cluster_image_set_name(&ns, &name);
-        let api = Api::<ClusterImageSet>::all(client.clone());
         caches
-            .recent
-            .get(format!("ClusterImageSet//{set}"), None, api.get_opt(&set))
-            .await
-            .map_err(Error::Read)?
+            .image_sets
+            .get(&kube::runtime::reflector::ObjectRef::new(&set))
+            .map(|o| (*o).clone())
     } else {
         None
     };

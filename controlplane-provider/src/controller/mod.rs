@@ -26,14 +26,14 @@ pub mod upgrade;
 use std::sync::Arc;
 use std::time::Duration;
 
-use assisted_api::AgentClusterInstall;
+use assisted_api::{AgentClusterInstall, ClusterImageSet};
 use external_types::capi::{Cluster, Machine, MachineDeployment};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use manager::cache;
 use manager::metrics::ControllerMetrics;
 use manager::runtime::{SharedRegistry, WatchScope};
@@ -186,12 +186,21 @@ pub async fn run(
         cache::keep,
         shutdown.clone(),
     );
+    // Read, never a trigger: the release a running install has.
+    let image_sets = cache::watch(
+        Api::<ClusterImageSet>::all(client.clone()),
+        kube::runtime::watcher::Config::default().any_semantic(),
+        0,
+        cache::keep,
+        shutdown.clone(),
+    );
     let caches = dereference::Caches {
         clusters: clusters.store.clone(),
         deployments: deployments.store.clone(),
         machines: machines.store.clone(),
         configs: configs.store.clone(),
         acis: acis.store.clone(),
+        image_sets: image_sets.store.clone(),
         recent: cache::Recent::new(dereference::RECENT_FOR),
     };
     caches.wait_until_ready().await;

@@ -49,14 +49,18 @@ pub(crate) async fn after_step(
     match (step, &r.spec.day2) {
         (Step::HostsAvailable, _) => testbed::resources::apply_all(client, r.objects.clone())
             .await
-            .map(|_| println!("{} applied cluster {cluster}: {}", stamp(start), r.applied))
+            .map(|_| {
+                let line = format!("{} applied cluster {cluster}: {}", stamp(start), r.applied);
+                crate::fleet::say(n, line)
+            })
             .with_context(|| format!("applying cluster {cluster}")),
         (Step::MachinesRunning, Some((md, workers))) => {
-            println!(
+            let line = format!(
                 "{} scaling {md} to {} for a day-2 worker",
                 stamp(start),
                 workers + 1
             );
+            crate::fleet::say(n, line);
             r.day2 = Some(Day2Times {
                 scaled_up: start.elapsed(),
                 node_ready: None,

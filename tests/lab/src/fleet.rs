@@ -17,6 +17,15 @@ pub fn fleet_view(clusters: u32) -> bool {
     clusters > LINE_PER_CLUSTER_UP_TO
 }
 
+/// Prints one cluster's line, or with the fleet view of `clusters` logs it to `logs/lab.log`.
+pub fn say(clusters: u32, line: String) {
+    if fleet_view(clusters) {
+        tracing::info!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
 /// One line: how many clusters are done and where the others wait, the busiest step first.
 /// `next` holds each cluster's next step (an index into `steps`; `steps.len()` when done).
 pub fn progress(steps: &[&str], next: &[usize]) -> String {

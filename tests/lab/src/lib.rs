@@ -1995,14 +1995,17 @@ pub fn write_report(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// Most clusters in one run (`--clusters`): each gets its own /24 and 10 profile indexes.
+pub const MAX_CLUSTERS: u32 = 1000;
+
 async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     let n = if opts.cluster_file.is_some() {
         1
     } else {
         opts.clusters.max(1)
     };
-    if n > 100 {
-        anyhow::bail!("--clusters: at most 100");
+    if n > MAX_CLUSTERS {
+        anyhow::bail!("--clusters: at most {MAX_CLUSTERS}");
     }
     if opts.scale_control_plane.is_some() && (n > 1 || opts.cluster_file.is_some()) {
         anyhow::bail!(
@@ -2188,13 +2191,7 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     // With many clusters the console shows the fleet (how many wait at each step, percentiles
     // at the end); each cluster's own lines go to logs/lab.log.
     let fleet_view = fleet::fleet_view(n);
-    let say = move |line: String| {
-        if fleet_view {
-            tracing::info!("{line}");
-        } else {
-            println!("{line}");
-        }
-    };
+    let say = move |line: String| fleet::say(n, line);
     let mut fleet_printed: Option<Instant> = None;
     // One progress line per cluster, at most this often.
     let every = if n > 1 {

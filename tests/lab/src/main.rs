@@ -37,7 +37,7 @@ struct Cli {
     /// How many clusters of the topology to install concurrently, each in its own namespace
     /// with its own BareMetalHosts and machine network (a /24 each). The day-2 step runs in
     /// every cluster. Up to 1,000.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=lab::MAX_CLUSTERS as i64))]
     clusters: u32,
     /// Install the cluster of this file instead: your manifests written for CAPOA (Cluster,
     /// Metal3Cluster, OpenshiftAssistedControlPlane, Metal3MachineTemplates, MachineDeployment,

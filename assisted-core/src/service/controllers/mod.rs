@@ -131,14 +131,15 @@ pub(crate) struct Stores {
     pub acis: kube::runtime::reflector::Store<AgentClusterInstall>,
     pub cds: kube::runtime::reflector::Store<ClusterDeployment>,
     pub secrets: kube::runtime::reflector::Store<Secret>,
+    pub image_sets: kube::runtime::reflector::Store<ClusterImageSet>,
 }
 
 /// How long a ClusterImageSet read is taken as current (Secrets: while their resourceVersion
 /// holds).
 const RECENT_FOR: Duration = Duration::from_secs(30);
 
-/// How long a Secret applied is taken to hold what was applied (an edit of it is put back this
-/// late at most; a deleted one at the next reconcile).
+/// How long a Secret applied is taken to hold what was applied (an edit or a deletion of it is
+/// put back this late at most).
 const REAPPLY_AFTER: Duration = Duration::from_secs(600);
 
 impl Context {
@@ -157,27 +158,34 @@ impl Context {
             .await
     }
 
-    /// Whether `secret` was applied as it is now less than [`REAPPLY_AFTER`] ago and the
-    /// Secret still exists (the metadata watch has it): then it is not applied again.
+    /// Whether `secret` was applied as it is now less than [`REAPPLY_AFTER`] ago: then it is
+    /// not applied again. (The install's credential Secrets carry
+    /// `hive.openshift.io/secret-type`, which the Secrets watch leaves out: one deleted by
+    /// hand comes back within [`REAPPLY_AFTER`].)
     pub(crate) fn secret_applied(&self, secret: &Secret) -> (bool, String, u64) {
-        let (ns, name) = (
+        let key = format!(
+            "Secret/{}/{}",
             secret.metadata.namespace.as_deref().unwrap_or_default(),
-            secret.metadata.name.as_deref().unwrap_or_default(),
+            secret.metadata.name.as_deref().unwrap_or_default()
         );
-        let key = format!("Secret/{ns}/{name}");
         let hash = manager::controller::Applied::hash(secret);
-        let exists = self
-            .stores
-            .get()
-            .is_some_and(|s| s.secrets.get(&ObjectRef::new(name).within(ns)).is_some());
-        (exists && self.applied.is_current(&key, hash), key, hash)
+        (self.applied.is_current(&key, hash), key, hash)
     }
 
-    /// A ClusterImageSet, as read in the last [`RECENT_FOR`].
+    /// A ClusterImageSet: from the watch cache once it runs, else as read in the last
+    /// [`RECENT_FOR`].
     pub(crate) async fn image_set(
         &self,
         name: &str,
     ) -> Result<Option<ClusterImageSet>, kube::Error> {
+        if let Some(s) = self.stores.get() {
+            // Listed once before it answers (at once after), so a set is never missed.
+            let _ = s.image_sets.wait_until_ready().await;
+            return Ok(s
+                .image_sets
+                .get(&ObjectRef::new(name))
+                .map(|o| (*o).clone()));
+        }
         let api = Api::<ClusterImageSet>::all(self.client.clone());
         self.recent
             .get(format!("ClusterImageSet//{name}"), None, api.get_opt(name))
@@ -399,10 +407,19 @@ pub async fn run(ctx: Arc<Context>, mut agents: Cached<Agent>, shutdown: watch::
         shutdown.clone(),
     );
 
+    // Read, never a trigger: the release of a cluster (one per cluster, small).
+    let image_sets = manager::cache::watch(
+        Api::<ClusterImageSet>::all(client.clone()),
+        watcher::Config::default(),
+        0,
+        manager::cache::keep,
+        shutdown.clone(),
+    );
     let _ = ctx.stores.set(Stores {
         acis: acis.store.clone(),
         cds: cds.store.clone(),
         secrets: secrets.store.clone(),
+        image_sets: image_sets.store.clone(),
     });
     let cd_ctl = Controller::for_stream(cds.triggers.remove(0), cds.store.clone())
         // An ACI change reconciles the ClusterDeployment its clusterDeploymentRef names.
