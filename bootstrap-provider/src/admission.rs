@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
-use crate::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
 use manager::names::is_label_value;
+use provider_api::bootstrap::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
 
 /// Where the bootstrap manager serves the config's validation (kubebuilder's path convention).
 pub const VALIDATE_CONFIG_PATH: &str =

@@ -1,17 +1,14 @@
 //! The bootstrap provider's release: its CRDs, its one RBAC rule list, its Deployment.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
-    WebhookConversion,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule, UPDATE,
-    ValidatingWebhook, Variable, WRITE_STATUS,
+    ValidatingWebhook, Variable, WRITE_STATUS, with_webhook_conversion,
 };
-
-use crate::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
+use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
+use provider_api::bootstrap::v1alpha1;
 
 pub const NAME: &str = "bootstrap-provider";
 /// Same Lease name as CAPOA's bootstrap manager, so the two never run at once by accident.
@@ -21,10 +18,6 @@ pub const LEASE_NAME: &str = "08dff33b.cluster.x-k8s.io";
 pub const NAMESPACE: &str = "capoa-bootstrap-system";
 /// The Service in front of the manager's webhook server (`<name prefix>webhook-service`).
 pub const WEBHOOK_SERVICE_NAME: &str = "capoa-bootstrap-webhook-service";
-/// Port of the webhook Service (the apiserver's default).
-pub const WEBHOOK_SERVICE_PORT: i32 = 443;
-/// Path of the CRD conversion endpoint on the webhook server.
-pub const CONVERSION_PATH: &str = "/convert";
 
 /// One CRD per kind with every served version: v1alpha2 (the hub, stored) and v1alpha1
 /// (deprecated, converted by the webhook at [`WEBHOOK_SERVICE_NAME`]).
@@ -32,11 +25,11 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     [
         (
             OpenshiftAssistedConfig::crd(),
-            crate::v1alpha1::OpenshiftAssistedConfig::crd(),
+            v1alpha1::OpenshiftAssistedConfig::crd(),
         ),
         (
             OpenshiftAssistedConfigTemplate::crd(),
-            crate::v1alpha1::OpenshiftAssistedConfigTemplate::crd(),
+            v1alpha1::OpenshiftAssistedConfigTemplate::crd(),
         ),
     ]
     .into_iter()
@@ -49,37 +42,6 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         )
     })
     .collect()
-}
-
-/// A merged CRD as served: the extra contract labels, and conversion through the webhook Service
-/// (`/convert`, ConversionReview v1). The hub stays the first version (`merge_crds` puts the
-/// stored one first; the api-conformance tests read the schema of `versions[0]`).
-pub fn with_webhook_conversion(
-    mut crd: CustomResourceDefinition,
-    labels: &[(&str, &str)],
-    namespace: &str,
-    service: &str,
-) -> CustomResourceDefinition {
-    let crd_labels = crd.metadata.labels.get_or_insert_default();
-    for (key, value) in labels {
-        crd_labels.insert((*key).to_string(), (*value).to_string());
-    }
-    crd.spec.conversion = Some(CustomResourceConversion {
-        strategy: "Webhook".into(),
-        webhook: Some(WebhookConversion {
-            client_config: Some(WebhookClientConfig {
-                service: Some(ServiceReference {
-                    namespace: namespace.to_string(),
-                    name: service.to_string(),
-                    path: Some(CONVERSION_PATH.to_string()),
-                    port: Some(WEBHOOK_SERVICE_PORT),
-                }),
-                ..Default::default()
-            }),
-            conversion_review_versions: vec!["v1".into()],
-        }),
-    });
-    crd
 }
 
 /// Everything the bootstrap manager may do; the ClusterRole is generated from this list only.
@@ -226,5 +188,119 @@ pub fn provider_manifest() -> ProviderManifest {
         mutating_webhooks: &[],
         namespace_rules: &[],
         extra_objects: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn json<T: Serialize>(object: &T) -> Value {
+        serde_json::to_value(object).unwrap()
+    }
+
+    #[test]
+    fn crds_serve_both_versions_and_convert_through_the_webhook() {
+        let crds = crate::manifests::crds();
+        assert_eq!(crds.len(), 2);
+        for crd in &crds {
+            let versions: Vec<_> = crd
+                .spec
+                .versions
+                .iter()
+                .map(|v| {
+                    (
+                        v.name.as_str(),
+                        v.served,
+                        v.storage,
+                        v.deprecated,
+                        v.deprecation_warning.as_deref(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                versions,
+                vec![
+                    ("v1alpha2", true, true, None, None),
+                    (
+                        "v1alpha1",
+                        true,
+                        false,
+                        Some(true),
+                        Some(v1alpha1::DEPRECATION_WARNING)
+                    ),
+                ],
+                "{:?}",
+                crd.metadata.name
+            );
+            let labels = crd.metadata.labels.clone().unwrap();
+            assert_eq!(labels["cluster.x-k8s.io/v1beta1"], "v1alpha1");
+            assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1alpha2");
+            let conversion = json(crd.spec.conversion.as_ref().unwrap());
+            assert_eq!(
+                conversion,
+                json!({
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {"service": {
+                            "namespace": "capoa-bootstrap-system",
+                            "name": "capoa-bootstrap-webhook-service",
+                            "path": "/convert",
+                            "port": 443
+                        }}
+                    }
+                })
+            );
+        }
+        // v1alpha1 has CAPOA's short names and status subresource on the config.
+        assert_eq!(
+            crds[0].spec.names.short_names,
+            Some(vec!["oac".to_string(), "oacs".to_string()])
+        );
+        assert!(
+            crds[0].spec.versions[1]
+                .subresources
+                .as_ref()
+                .unwrap()
+                .status
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn the_v1alpha1_schema_accepts_what_capoa_wrote() {
+        // Go's zero values included: empty structs, `ready: false`.
+        let object = json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha1",
+            "kind": "OpenshiftAssistedConfig",
+            "metadata": {"name": "worker-0", "namespace": "test-capi"},
+            "spec": {
+                "cpuArchitecture": "x86_64",
+                "nmStateConfigLabelSelector": {"matchLabels": {"a": "b"}},
+                "nodeRegistration": {"name": "$METADATA_NAME", "kubeletExtraLabels": ["metal3.io/uuid=$METADATA_UUID"]},
+                "kernelArguments": [{"operation": "append", "value": "console=ttyS0"}],
+                "proxy": {"httpProxy": "http://proxy:3128"},
+                "pullSecretRef": {"name": "pull-secret"},
+                "sshAuthorizedKey": "ssh-ed25519 AAAA"
+            },
+            "status": {
+                "ready": false,
+                "infraEnvRef": {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv", "name": "x"},
+                "agentRef": {"name": "a"},
+                "conditions": [{"type": "Ready", "status": "False", "severity": "Info", "lastTransitionTime": "2024-01-01T00:00:00Z", "reason": "Waiting"}]
+            }
+        });
+        manager::manifests::validate_object(&crate::manifests::crds(), &object).unwrap();
+        let template = json!({
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha1",
+            "kind": "OpenshiftAssistedConfigTemplate",
+            "metadata": {"name": "workers", "namespace": "test-capi"},
+            "spec": {"template": {"metadata": {}, "spec": {"nodeRegistration": {}}}}
+        });
+        manager::manifests::validate_object(&crate::manifests::crds(), &template).unwrap();
     }
 }

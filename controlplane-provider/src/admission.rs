@@ -7,11 +7,11 @@
 
 use std::net::IpAddr;
 
-use serde_json::{Value, json};
-
-use crate::api::{
+use provider_api::controlplane::api::{
     OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneMachineTemplate, default_deletion,
 };
+use serde_json::{Value, json};
+
 use crate::controller::release::{MANY_MASTERS_SINCE, Version, parse_distribution_version};
 
 /// Where the control-plane manager serves this validation (kubebuilder's path convention).
@@ -174,7 +174,7 @@ fn machine_template_problems(
 /// What the installer would refuse in the config's names, key and VIPs (the domain's format
 /// rules, shared with assisted-core's checks of the AgentClusterInstall).
 fn config_format_problems(
-    config: &crate::api::OpenshiftAssistedControlPlaneConfigSpec,
+    config: &provider_api::controlplane::api::OpenshiftAssistedControlPlaneConfigSpec,
     replicas: Option<i32>,
 ) -> Vec<String> {
     use assisted_core::domain::formats::{
@@ -274,7 +274,7 @@ fn update_problems(
 /// The user's install-config override may not set what the control plane owns (the pull
 /// secret, base domain, cluster name, another platform).
 fn owned_override_problem(oacp: &OpenshiftAssistedControlPlane) -> Option<String> {
-    use crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION;
+    use provider_api::controlplane::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION;
     let text = oacp
         .metadata
         .annotations
@@ -565,7 +565,7 @@ mod tests {
         let mut cp = oacp(json!({}));
         cp.metadata.annotations = Some(
             [(
-                crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
+                provider_api::controlplane::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
                 r#"{"baseDomain":"other.example.com"}"#.to_string(),
             )]
             .into(),
@@ -574,7 +574,7 @@ mod tests {
         assert!(e.contains("baseDomain cannot be overridden"), "{e}");
         cp.metadata.annotations = Some(
             [(
-                crate::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
+                provider_api::controlplane::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION.to_string(),
                 r#"{"fips":true}"#.to_string(),
             )]
             .into(),

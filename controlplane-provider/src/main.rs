@@ -31,7 +31,8 @@ fn main() -> ExitCode {
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
         convert: Some(|object, version| {
-            controlplane_provider::conversion::convert(object, version).map_err(|e| e.to_string())
+            provider_api::controlplane::conversion::convert(object, version)
+                .map_err(|e| e.to_string())
         }),
         validate: &[(
             controlplane_provider::admission::VALIDATE_PATH,

@@ -1,17 +1,18 @@
 //! The control-plane provider's release: its CRD plus the assisted CRDs of the embedded core, its
 //! one RBAC rule list, its Deployment and the Services of the agent API and images.
 
-use bootstrap_provider::manifests::with_webhook_conversion;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     DataVolume, EVENTS, MutatingWebhook, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE,
     Resources, Rule, ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS,
-    required_variable,
+    required_variable, with_webhook_conversion,
 };
-
-use crate::api::{OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneTemplate};
+use provider_api::controlplane::api::{
+    OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneTemplate,
+};
+use provider_api::controlplane::v1alpha2;
 
 /// The clusterctl variable with the agent API's URL as the site's hosts reach it.
 pub const AGENT_API_URL_VARIABLE: &str = "OPENSHIFT_ASSISTED_CORE_AGENT_API_URL";
@@ -38,7 +39,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     let control_plane = merge_crds(
         vec![
             OpenshiftAssistedControlPlane::crd(),
-            crate::v1alpha2::OpenshiftAssistedControlPlane::crd(),
+            v1alpha2::OpenshiftAssistedControlPlane::crd(),
         ],
         "v1alpha3",
     )
@@ -376,4 +377,151 @@ fn core_ca() -> Vec<serde_json::Value> {
             "spec": { "ca": { "secretName": CORE_CA_SECRET } }
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use provider_api::controlplane::api;
+    use provider_api::controlplane::conversion::convert;
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn json<T: Serialize>(object: &T) -> Value {
+        serde_json::to_value(object).unwrap()
+    }
+
+    const MULTINODE_V1ALPHA2: &str = r#"
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha2
+kind: OpenshiftAssistedControlPlane
+metadata:
+  name: test-multinode
+  namespace: test-capi
+  labels:
+    cluster.x-k8s.io/cluster-name: test-multinode
+spec:
+  openshiftAssistedConfigSpec:
+    pullSecretRef:
+      name: pull-secret
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample user@example
+    nodeRegistration:
+      name: $METADATA_NAME
+      kubeletExtraLabels:
+      - metal3.io/uuid=$METADATA_UUID
+  distributionVersion: 4.20.0
+  config:
+    apiVIPs:
+    - 192.168.222.40
+    ingressVIPs:
+    - 192.168.222.41
+    baseDomain: lab.home
+    pullSecretRef:
+      name: pull-secret
+    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample user@example
+  machineTemplate:
+    infrastructureRef:
+      apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+      kind: Metal3MachineTemplate
+      name: test-multinode-controlplane
+    nodeDrainTimeout: 1m30s
+  replicas: 3
+"#;
+
+    #[test]
+    fn capoas_v1alpha2_multinode_control_plane_converts_to_a_v1alpha3_the_controller_accepts() {
+        let crds = crate::manifests::crds();
+        let object: Value = serde_yaml::from_str(MULTINODE_V1ALPHA2).unwrap();
+        manager::manifests::validate_object(&crds, &object).expect("v1alpha2 accepts it");
+
+        let converted = convert(object.clone(), "controlplane.cluster.x-k8s.io/v1alpha3").unwrap();
+        manager::manifests::validate_object(&crds, &converted)
+            .expect("v1alpha3 accepts the result");
+        let oacp: api::OpenshiftAssistedControlPlane =
+            serde_json::from_value(converted.clone()).unwrap();
+        assert_eq!(
+            oacp.metadata.annotations, None,
+            "everything maps: no conversion data"
+        );
+        assert_eq!(crate::controller::machines::desired_replicas(&oacp), 3);
+        assert_eq!(oacp.spec.distribution_version, "4.20.0");
+        let reference = oacp.spec.machine_template.infrastructure_ref().unwrap();
+        assert_eq!(reference.api_group, "infrastructure.cluster.x-k8s.io");
+        assert_eq!(reference.kind, "Metal3MachineTemplate");
+        assert_eq!(reference.name, "test-multinode-controlplane");
+        assert_eq!(
+            oacp.spec
+                .machine_template
+                .deletion()
+                .unwrap()
+                .node_drain_timeout_seconds,
+            Some(90)
+        );
+        let config = oacp.spec.config.as_ref().unwrap();
+        assert_eq!(config.api_vips, vec!["192.168.222.40".to_string()]);
+        assert_eq!(config.base_domain, "lab.home");
+        let bootstrap = &oacp.spec.openshift_assisted_config_spec;
+        assert_eq!(
+            bootstrap.pull_secret_ref.as_ref().unwrap().name,
+            "pull-secret"
+        );
+        let registration = bootstrap.node_registration.as_ref().unwrap();
+        assert_eq!(registration.name.as_deref(), Some("$METADATA_NAME"));
+        assert_eq!(
+            registration.kubelet_extra_labels,
+            vec!["metal3.io/uuid=$METADATA_UUID".to_string()]
+        );
+
+        // Read back through v1alpha2, it is what was applied.
+        let back = convert(converted, "controlplane.cluster.x-k8s.io/v1alpha2").unwrap();
+        assert_eq!(back, object);
+    }
+
+    #[test]
+    fn the_crd_serves_v1alpha2_deprecated_with_capoas_columns() {
+        let crd = &crate::manifests::crds()[0];
+        assert_eq!(crd.spec.names.kind, "OpenshiftAssistedControlPlane");
+        let labels = crd.metadata.labels.clone().unwrap();
+        assert_eq!(labels["cluster.x-k8s.io/v1beta1"], "v1alpha2");
+        assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1alpha3");
+        let [hub, old] = &crd.spec.versions[..] else {
+            panic!("two versions: {:?}", crd.spec.versions.len())
+        };
+        assert_eq!(
+            (old.name.as_str(), old.served, old.storage),
+            ("v1alpha2", true, false)
+        );
+        assert_eq!(old.deprecated, Some(true));
+        assert_eq!(
+            old.deprecation_warning.as_deref(),
+            Some(v1alpha2::DEPRECATION_WARNING)
+        );
+        assert_eq!(
+            (hub.name.as_str(), hub.served, hub.storage),
+            ("v1alpha3", true, true)
+        );
+        let columns: Vec<_> = old
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| (c.name.as_str(), c.json_path.as_str()))
+            .collect();
+        assert!(columns.contains(&("API Server Available", ".status.ready")));
+        assert!(columns.contains(&("Unavailable", ".status.unavailableReplicas")));
+        let scale = old.subresources.as_ref().unwrap().scale.as_ref().unwrap();
+        assert_eq!(
+            scale.label_selector_path.as_deref(),
+            Some(".status.selector")
+        );
+        let conversion = json(crd.spec.conversion.as_ref().unwrap());
+        assert_eq!(conversion["strategy"], "Webhook");
+        assert_eq!(
+            conversion["webhook"]["clientConfig"]["service"],
+            json!({"namespace": "capoa-controlplane-system", "name": "capoa-controlplane-webhook-service", "path": "/convert", "port": 443})
+        );
+        assert_eq!(
+            conversion["webhook"]["conversionReviewVersions"],
+            json!(["v1"])
+        );
+    }
 }

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
 use serde_json::{Value, json};
 
 /// Cluster API contract of both providers (clusterctl `metadata.yaml` and CRD labels).
@@ -150,6 +153,10 @@ pub const WEBHOOK_PORT: u16 = 9443;
 pub const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// The annotation cert-manager's CA injector fills `caBundle` from.
 pub const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+/// Port of the webhook Service (the apiserver's default).
+pub const WEBHOOK_SERVICE_PORT: i32 = 443;
+/// Path of the CRD conversion endpoint on the webhook server.
+pub const CONVERSION_PATH: &str = "/convert";
 
 impl ProviderManifest {
     fn labels(&self) -> Value {
@@ -515,6 +522,37 @@ impl ProviderManifest {
         );
         Ok(files)
     }
+}
+
+/// A merged CRD as served: the extra contract labels, and conversion through the webhook Service
+/// (`/convert`, ConversionReview v1). The hub stays the first version (`merge_crds` puts the
+/// stored one first; the api-conformance tests read the schema of `versions[0]`).
+pub fn with_webhook_conversion(
+    mut crd: CustomResourceDefinition,
+    labels: &[(&str, &str)],
+    namespace: &str,
+    service: &str,
+) -> CustomResourceDefinition {
+    let crd_labels = crd.metadata.labels.get_or_insert_default();
+    for (key, value) in labels {
+        crd_labels.insert((*key).to_string(), (*value).to_string());
+    }
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.to_string(),
+                    name: service.to_string(),
+                    path: Some(CONVERSION_PATH.to_string()),
+                    port: Some(WEBHOOK_SERVICE_PORT),
+                }),
+                ..Default::default()
+            }),
+            conversion_review_versions: vec!["v1".into()],
+        }),
+    });
+    crd
 }
 
 /// `<group>_<plural>.yaml`, the controller-gen convention.

@@ -18,10 +18,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use manager::names::{is_label_value, readable_label_value};
+use provider_api::bootstrap::api::{KernelArgumentOperation, OpenshiftAssistedConfigSpec};
 
 use super::infraenv::CLUSTER_NAME_LABEL;
 use super::install_ignition::{InstallIgnitionError, install_ignition};
-use crate::api::{KernelArgumentOperation, OpenshiftAssistedConfigSpec};
 
 /// On the Agent: the Machine it belongs to, in label-value form (hashed when longer than 63).
 pub const MACHINE_NAME_LABEL: &str = "bootstrap.cluster.x-k8s.io/machine-name";
@@ -1222,7 +1222,7 @@ inventory:
         assert!(script.contains("\necho hello\n"), "{script}");
 
         f.config_annotations = BTreeMap::from([(
-            crate::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
+            provider_api::bootstrap::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
             r#"{"ignition": {"version": "3.2.0"}}"#.to_string(),
         )]);
         let d = f.run().unwrap();
@@ -1235,14 +1235,14 @@ inventory:
     fn an_unusable_ignition_override_is_an_error() {
         let mut f = Fixture::new();
         f.config_annotations = BTreeMap::from([(
-            crate::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
+            provider_api::bootstrap::api::IGNITION_OVERRIDE_ANNOTATION.to_string(),
             r#"{"ignition": {"version": "2.2.0"}}"#.to_string(),
         )]);
         let err = f.run().unwrap_err();
         assert_eq!(err.reason(), "InvalidIgnitionOverride");
         assert!(
             err.to_string()
-                .contains(crate::api::IGNITION_OVERRIDE_ANNOTATION),
+                .contains(provider_api::bootstrap::api::IGNITION_OVERRIDE_ANNOTATION),
             "{err}"
         );
     }

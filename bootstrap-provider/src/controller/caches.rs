@@ -10,9 +10,8 @@ use kube::Client;
 use kube::runtime::reflector::Store;
 use manager::cache::{self, TriggerStream, keep};
 use manager::runtime::WatchScope;
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use tokio::sync::watch;
-
-use crate::api::OpenshiftAssistedConfig;
 
 #[derive(Clone)]
 pub struct Caches {

@@ -17,8 +17,7 @@ use external_types::capm3::v1beta2::Metal3Machine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use manager::names::readable_label_value;
-
-use crate::api::{
+use provider_api::bootstrap::api::{
     DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, KernelArgumentOperation as ConfigKargOp,
     OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec,
 };

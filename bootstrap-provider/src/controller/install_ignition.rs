@@ -10,9 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use provider_api::bootstrap::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
 use serde_json::{Map, Value, json};
-
-use crate::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
 
 /// The Ignition spec version of what we generate (CAPOA's).
 pub const IGNITION_VERSION: &str = "3.1.0";

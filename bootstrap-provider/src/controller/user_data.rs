@@ -8,11 +8,11 @@
 //! resolved here: the host resolves it from its own config drive. The installed OS gets the
 //! same name from the Agent's hostname, resolved by the Agent controller from the host.
 
+use provider_api::bootstrap::api::OpenshiftAssistedConfigSpec;
 use serde_json::{Map, Value, json};
 
 use super::agent::{ResolveError, Segment, variable_segments};
 use super::install_ignition::{file, shell_quote, unit};
-use crate::api::OpenshiftAssistedConfigSpec;
 
 pub const CONFIG_DRIVE_SCRIPT: &str = "/usr/local/bin/capoa-configdrive-metadata.sh";
 pub const CONFIG_DRIVE_UNIT: &str = "capoa-configdrive-metadata.service";

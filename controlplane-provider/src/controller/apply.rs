@@ -6,18 +6,18 @@
 use std::time::Duration;
 
 use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
-use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use manager::pace::Turn;
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use serde_json::json;
 
 use super::plan::{Cleanup, Plan};
 use super::{Context, Error, FIELD_MANAGER, FINALIZER};
-use crate::api::OpenshiftAssistedControlPlane;
 
 fn params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use assisted_api::{AgentClusterInstall, ClusterDeployment, ClusterImageSet};
-use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::{Cluster, Machine, MachineDeployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -15,6 +14,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use manager::cache::{self, Recent};
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::Error;
 use super::etcd;
@@ -26,7 +27,6 @@ use super::registry::ImageRegistry;
 use super::release_lookup::{self, Lookup};
 use super::remediation::{self, Members};
 use super::upgrade::{self, WorkloadClusterVersion};
-use crate::api::OpenshiftAssistedControlPlane;
 
 /// The CAPI contract this provider speaks; CAPI picks a referenced kind's version from the CRD
 /// label of the same name (its `internal/contract` package), so do we.

@@ -19,12 +19,14 @@ use external_types::capi::{Cluster, MachineDeployment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use manager::names::capi_label_value;
+use provider_api::controlplane::api::{
+    OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneConfigSpec,
+};
 use serde_json::Value;
 use thiserror::Error;
 
 use super::labels::{CLUSTER_NAME_LABEL, labels};
 use super::release::cluster_image_set_name;
-use crate::api::{OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneConfigSpec};
 
 /// Tells assisted which kind of object drives this AgentClusterInstall.
 pub const ACI_CONSUMER_LABEL: &str = "agentclusterinstalls.agent-install.openshift.io/consumer";

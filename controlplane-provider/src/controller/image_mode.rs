@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
+use provider_api::controlplane::api::{ImageModePool, OpenshiftAssistedControlPlane};
 use serde_json::{Value, json};
 
 use super::blocked::Blocked;
-use crate::api::{ImageModePool, OpenshiftAssistedControlPlane};
 use manager::conditions::Desired;
 
 /// The control plane's condition following image mode: each pool's MachineOSConfig seeded and

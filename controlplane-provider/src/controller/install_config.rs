@@ -4,11 +4,13 @@
 //! `controlplane.cluster.x-k8s.io/install-config-override` annotation. Pure.
 
 use assisted_api::agentclusterinstall::PlatformType;
+use provider_api::controlplane::api::{
+    Capabilities, INSTALL_CONFIG_OVERRIDE_ANNOTATION, OpenshiftAssistedControlPlane,
+};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
 use super::hive::platform_type;
-use crate::api::{Capabilities, INSTALL_CONFIG_OVERRIDE_ANNOTATION, OpenshiftAssistedControlPlane};
 
 /// Capabilities a bare-metal cluster with baseline `None` still needs (CAPOA's list): the
 /// bare-metal operator, console, ingress, OLM and the rest of a usable cluster.
@@ -233,10 +235,11 @@ spec:
             None,
             Some(r#"{"osImageStream":"rhel-9","fips":true}"#),
         );
-        cp.spec.config.as_mut().unwrap().image_mode = Some(crate::api::ImageModeSpec {
-            os_image_stream: Some("rhel-10".into()),
-            pools: Vec::new(),
-        });
+        cp.spec.config.as_mut().unwrap().image_mode =
+            Some(provider_api::controlplane::api::ImageModeSpec {
+                os_image_stream: Some("rhel-10".into()),
+                pools: Vec::new(),
+            });
         assert_eq!(
             parsed(install_config_override(&cp).unwrap()),
             json!({"fips": true, "osImageStream": "rhel-10"})

@@ -11,10 +11,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::labels::CLUSTER_NAME_LABEL;
 use super::machines::owner_reference;
-use crate::api::OpenshiftAssistedControlPlane;
 
 /// The key of the kubeconfig in the core's (and Hive's) admin kubeconfig Secret.
 pub const SOURCE_KEY: &str = "kubeconfig";

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use kube::Resource;
 use manager::names::capi_label_value;
-
-use crate::api::OpenshiftAssistedControlPlane;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";

@@ -12,13 +12,14 @@
 
 use std::collections::BTreeMap;
 
-use bootstrap_provider::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
 use external_types::capi::{Cluster, Machine};
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::{Resource, ResourceExt};
+use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
+use provider_api::controlplane::api::{
+    ContractVersionedObjectReference, OpenshiftAssistedControlPlane,
+};
 use serde_json::{Value, json};
-
-use crate::api::{ContractVersionedObjectReference, OpenshiftAssistedControlPlane};
 
 use super::labels::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
@@ -997,6 +998,14 @@ spec:
         assert_eq!(
             selector(&oacp(), "c1"),
             "cluster.x-k8s.io/cluster-name=c1,cluster.x-k8s.io/control-plane,cluster.x-k8s.io/control-plane-name=cp"
+        );
+    }
+
+    #[test]
+    fn the_controller_never_copies_this_conversion_data_onto_configs() {
+        assert_eq!(
+            crate::controller::machines::CONVERSION_DATA_ANNOTATION,
+            provider_api::conversion::CONVERSION_DATA_ANNOTATION
         );
     }
 }

@@ -41,7 +41,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
-use crate::api::OpenshiftAssistedControlPlane;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 /// One field manager for everything this controller writes.
 pub const FIELD_MANAGER: &str = "openshift-assisted-controlplane";
@@ -180,7 +180,7 @@ pub async fn run(
     );
     // Read, never a trigger: a config's status says why its discovery image fails.
     let configs = cache::watch(
-        scope.api::<bootstrap_provider::api::OpenshiftAssistedConfig>(&client),
+        scope.api::<provider_api::bootstrap::api::OpenshiftAssistedConfig>(&client),
         all,
         0,
         cache::keep,

@@ -9,6 +9,10 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use manager::conditions;
+use provider_api::controlplane::api::{
+    ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
+    OpenshiftAssistedControlPlaneStatus,
+};
 
 use super::blocked::Blocked;
 use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
@@ -19,10 +23,6 @@ use super::status::{self, StatusInputs};
 use super::{
     FINALIZER, RESYNC, hive, hooks, image_mode, install_config, kubeconfig, labels, registry,
     release, remediation, upgrade,
-};
-use crate::api::{
-    ControlPlaneInitialization, LastRemediationStatus, OpenshiftAssistedControlPlane,
-    OpenshiftAssistedControlPlaneStatus,
 };
 use assisted_core::service::controllers::cluster::{
     RELEASE_ARCHITECTURE_ANNOTATION, RELEASE_VERSION_ANNOTATION, release_from_tag,

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use assisted_core::domain::mirrors;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::blocked::Blocked;
-use crate::api::OpenshiftAssistedControlPlane;
 
 /// The user's ConfigMap, as read.
 #[derive(Clone, Debug, PartialEq, Eq)]

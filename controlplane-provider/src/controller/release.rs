@@ -6,10 +6,12 @@ use std::fmt;
 use std::str::FromStr;
 
 use kube::ResourceExt;
+use provider_api::controlplane::api::{
+    OpenshiftAssistedControlPlane, RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION,
+};
 use thiserror::Error;
 
 use super::blocked::Blocked;
-use crate::api::{OpenshiftAssistedControlPlane, RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION};
 
 /// Repository of OpenShift (OCP) release images; tags are `<version>-<arch>`.
 pub const OCP_REPOSITORY: &str = "quay.io/openshift-release-dev/ocp-release";

@@ -13,9 +13,8 @@
 
 use external_types::capi::Machine;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use provider_api::controlplane::api::{ControlPlaneRemediationSpec, LastRemediationStatus};
 use serde::{Deserialize, Serialize};
-
-use crate::api::{ControlPlaneRemediationSpec, LastRemediationStatus};
 
 /// On a replacement Machine: which remediation made it (KubeadmControlPlane's annotation).
 pub const REMEDIATION_FOR: &str = "controlplane.cluster.x-k8s.io/remediation-for";

@@ -4,16 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use bootstrap_provider::api::OpenshiftAssistedConfig;
 use external_types::capi::Machine;
 use manager::conditions::{self, Desired, Status};
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::blocked::Blocked;
 use super::dereference::WorkloadVersion;
 use super::install::Install;
 use super::machines::{self, Scaling};
 use super::remediation;
-use crate::api::OpenshiftAssistedControlPlane;
 
 pub mod unsupported;
 
@@ -82,8 +82,10 @@ pub fn lowest_version(versions: &[String]) -> Option<&str> {
 
 /// `status.versions`: each version the control-plane Nodes' kubelets report, oldest first, with
 /// how many report it.
-pub fn versions(control_plane_kubelets: &[String]) -> Vec<crate::api::StatusVersion> {
-    let mut out: Vec<crate::api::StatusVersion> = Vec::new();
+pub fn versions(
+    control_plane_kubelets: &[String],
+) -> Vec<provider_api::controlplane::api::StatusVersion> {
+    let mut out: Vec<provider_api::controlplane::api::StatusVersion> = Vec::new();
     let mut sorted = control_plane_kubelets.to_vec();
     sorted.sort_by_key(|v| version_numbers(v));
     for v in sorted {
@@ -91,7 +93,7 @@ pub fn versions(control_plane_kubelets: &[String]) -> Vec<crate::api::StatusVers
             Some(last) if last.version == v => {
                 last.replicas = Some(last.replicas.unwrap_or(0) + 1);
             }
-            _ => out.push(crate::api::StatusVersion {
+            _ => out.push(provider_api::controlplane::api::StatusVersion {
                 version: v,
                 replicas: Some(1),
             }),

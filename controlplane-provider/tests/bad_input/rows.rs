@@ -79,8 +79,8 @@ pub fn rows() -> Vec<Row> {
         object: config(patch),
         old: None,
     };
-    let override_annotation = controlplane_provider::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION;
-    let ignition_override = bootstrap_provider::api::IGNITION_OVERRIDE_ANNOTATION;
+    let override_annotation = provider_api::controlplane::api::INSTALL_CONFIG_OVERRIDE_ANNOTATION;
+    let ignition_override = provider_api::bootstrap::api::IGNITION_OVERRIDE_ANNOTATION;
     vec![
         cp(
             "an unparsable release",

@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use assisted_core::api::agentclusterinstall::{AgentClusterInstall, PRE_INSTALL_STATES};
-use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use serde_json::{Value, json};
 
 mod common;
@@ -39,7 +39,7 @@ fn registry_host() -> &'static str {
 /// The control plane's releases come from the test bed's registry.
 fn from_test_registry(control_plane: &mut Value) {
     control_plane["metadata"]["annotations"] = json!({
-        controlplane_provider::api::RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION:
+        provider_api::controlplane::api::RELEASE_IMAGE_REPOSITORY_OVERRIDE_ANNOTATION:
             format!("{}/ocp/release", registry_host()),
     });
 }

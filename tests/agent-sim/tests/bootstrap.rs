@@ -16,7 +16,6 @@ use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
 use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::auth::{Claims, Keys, PRIVATE_KEY_FIELD};
-use bootstrap_provider::api::OpenshiftAssistedConfig;
 use bootstrap_provider::controller::agent::MACHINE_NAME_LABEL;
 use external_types::capi::Machine;
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
@@ -24,6 +23,7 @@ use external_types::metal3_io::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use testbed::Testbed;
 
 mod common;

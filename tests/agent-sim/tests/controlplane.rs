@@ -14,12 +14,12 @@ use agent_sim::{AgentStatus, HostProfile, InstallerController};
 use assisted_core::api::agent::Agent;
 use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::{ClusterDeployment, ClusterImageSet};
-use bootstrap_provider::api::OpenshiftAssistedConfig;
-use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use external_types::capi::{Cluster, Machine};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt};
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use serde_json::json;
 
 mod common;

@@ -6,8 +6,8 @@
 #[path = "common/webhooks.rs"]
 mod webhooks;
 
-use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use testbed::Testbed;
 
 const NS: &str = "default";
@@ -88,13 +88,14 @@ spec:
         "{drain}"
     );
     assert_eq!(drain["spec"]["deletion"], drain["deletion"], "{drain}");
-    let template = Api::<bootstrap_provider::api::OpenshiftAssistedConfigTemplate>::namespaced(
-        tb.client.clone(),
-        NS,
-    )
-    .get("multinode-workers")
-    .await
-    .expect("read the template as v1alpha2");
+    let template =
+        Api::<provider_api::bootstrap::api::OpenshiftAssistedConfigTemplate>::namespaced(
+            tb.client.clone(),
+            NS,
+        )
+        .get("multinode-workers")
+        .await
+        .expect("read the template as v1alpha2");
     assert_eq!(
         template.spec.template.spec.cpu_architecture.as_deref(),
         Some("x86_64")

@@ -98,7 +98,7 @@ async fn steps_of_cluster_b(
     limit: Duration,
 ) -> Vec<(&'static str, Duration)> {
     let mut seen: Vec<(&'static str, Duration)> = Vec::new();
-    let oacps = Api::<controlplane_provider::api::OpenshiftAssistedControlPlane>::namespaced(
+    let oacps = Api::<provider_api::controlplane::api::OpenshiftAssistedControlPlane>::namespaced(
         client.clone(),
         NS,
     );

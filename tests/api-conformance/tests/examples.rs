@@ -6,9 +6,9 @@ use api_conformance::{all_crds, example, is_ours, lost_fields, parse_documents, 
 use assisted_core::api::{
     Agent, AgentClusterInstall, ClusterDeployment, ClusterImageSet, InfraEnv, NMStateConfig,
 };
-use bootstrap_provider::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
-use controlplane_provider::api::OpenshiftAssistedControlPlane;
 use manager::manifests::{validate_manifests, validate_object};
+use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use serde_json::Value;
 
 fn typed_round_trip(object: &Value) -> Value {
@@ -18,15 +18,17 @@ fn typed_round_trip(object: &Value) -> Value {
         object["apiVersion"].as_str().unwrap_or_default(),
     ) {
         ("OpenshiftAssistedControlPlane", "controlplane.cluster.x-k8s.io/v1alpha2") => {
-            return round_trip::<controlplane_provider::v1alpha2::OpenshiftAssistedControlPlane>(
+            return round_trip::<provider_api::controlplane::v1alpha2::OpenshiftAssistedControlPlane>(
                 object,
             );
         }
         ("OpenshiftAssistedConfig", "bootstrap.cluster.x-k8s.io/v1alpha1") => {
-            return round_trip::<bootstrap_provider::v1alpha1::OpenshiftAssistedConfig>(object);
+            return round_trip::<provider_api::bootstrap::v1alpha1::OpenshiftAssistedConfig>(
+                object,
+            );
         }
         ("OpenshiftAssistedConfigTemplate", "bootstrap.cluster.x-k8s.io/v1alpha1") => {
-            return round_trip::<bootstrap_provider::v1alpha1::OpenshiftAssistedConfigTemplate>(
+            return round_trip::<provider_api::bootstrap::v1alpha1::OpenshiftAssistedConfigTemplate>(
                 object,
             );
         }

@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
 use manager::cache;
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
-use crate::api::OpenshiftAssistedConfig;
 use crate::controller::caches::Caches;
 use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
 use crate::controller::matching::{AgentInput, Mac, host_of};

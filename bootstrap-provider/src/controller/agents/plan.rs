@@ -176,11 +176,11 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::api::OpenshiftAssistedConfig;
     use crate::controller::agent::{
         BAREMETALHOST_ANNOTATION, MACHINE_ANNOTATION, MACHINE_NAME_LABEL,
     };
     use crate::controller::agents::dereference::{Dereferenced, MachineObjects};
+    use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
     const CP_MAC: &str = "52:54:00:00:00:00";
     const WORKER_MAC: &str = "52:54:00:00:01:00";

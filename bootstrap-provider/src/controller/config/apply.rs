@@ -7,10 +7,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use serde_json::json;
 
 use super::plan::Plan;
-use crate::api::OpenshiftAssistedConfig;
 use crate::controller::agent::MACHINE_NAME_LABEL;
 use crate::controller::image::{live_iso_image, live_iso_template_image};
 use crate::controller::{Context, Error, FIELD_MANAGER, FINALIZER, apply_params, publish};

@@ -8,8 +8,8 @@ use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;
 use kube::ResourceExt;
 use manager::cache;
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
-use crate::api::OpenshiftAssistedConfig;
 use crate::controller::Error;
 use crate::controller::caches::Caches;
 use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
@@ -231,7 +231,7 @@ pub async fn dereference(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
+    use provider_api::bootstrap::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
 
     fn with_status(status: Option<OpenshiftAssistedConfigStatus>) -> OpenshiftAssistedConfig {
         let mut c = OpenshiftAssistedConfig::new("c", Default::default());

@@ -21,7 +21,7 @@ use super::caches::ConfigTriggers;
 use super::infraenv::CLUSTER_NAME_LABEL;
 use super::matching::{BAREMETALHOST_ANNOTATION, HOST_PROBLEM_REASONS};
 use super::{Context, Error};
-use crate::api::OpenshiftAssistedConfig;
+use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
 async fn reconcile(
     config: Arc<OpenshiftAssistedConfig>,

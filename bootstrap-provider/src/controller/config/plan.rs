@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use manager::conditions::{self, Desired};
+use provider_api::bootstrap::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
 
 use super::dereference::Dereferenced;
-use crate::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
 use crate::controller::agent::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
@@ -244,7 +244,7 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
     };
 
     // The template's InfraEnv, built from every config that uses the template.
-    let mut configs: Vec<&crate::api::OpenshiftAssistedConfig> =
+    let mut configs: Vec<&provider_api::bootstrap::api::OpenshiftAssistedConfig> =
         d.template_configs.iter().collect();
     if !configs.iter().any(|c| c.name_any() == config.name_any()) {
         configs.push(config);
@@ -422,9 +422,9 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
     use super::*;
-    use crate::api::OpenshiftAssistedConfig;
     use crate::controller::config::dereference::MachineHost;
     use crate::controller::infraenv::TemplateRef;
+    use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
     const ISO: &str = "https://assisted.example/byapikey/t/4.20/x86_64/full.iso?rev=1";
     const PLACEHOLDER_IMAGE: &str =

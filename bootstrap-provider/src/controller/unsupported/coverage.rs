@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use kube::CustomResourceExt;
 use manager::fields::{covers, spec_leaves};
+use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 
 use super::{CONFIG_COVERAGE, CONFIG_ROWS, Coverage};
-use crate::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 
 fn coverage_of(leaf: &str) -> Option<(&'static str, Coverage)> {
     CONFIG_COVERAGE

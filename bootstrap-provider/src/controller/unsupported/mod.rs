@@ -12,8 +12,7 @@
 
 use assisted_api::InfraEnv;
 use manager::conditions::{self, Desired};
-
-use crate::api::OpenshiftAssistedConfigSpec;
+use provider_api::bootstrap::api::OpenshiftAssistedConfigSpec;
 
 #[cfg(test)]
 mod coverage;

@@ -14,9 +14,9 @@
 use bootstrap_provider::controller::unsupported as config_rows;
 use manager::conditions::{self, Desired};
 use manager::fields::Row;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::super::install::Install;
-use crate::api::OpenshiftAssistedControlPlane;
 
 #[cfg(test)]
 mod coverage;

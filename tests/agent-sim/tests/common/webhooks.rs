@@ -26,7 +26,7 @@ pub async fn serve(tb: &Testbed) -> Webhooks {
         tb,
         "controlplane",
         Arc::new(|o, v| {
-            controlplane_provider::conversion::convert(o, v).map_err(|e| e.to_string())
+            provider_api::controlplane::conversion::convert(o, v).map_err(|e| e.to_string())
         }),
         &["openshiftassistedcontrolplanes.controlplane.cluster.x-k8s.io"],
         stopped.clone(),
@@ -35,7 +35,9 @@ pub async fn serve(tb: &Testbed) -> Webhooks {
     let bootstrap_port = serve_conversion(
         tb,
         "bootstrap",
-        Arc::new(|o, v| bootstrap_provider::conversion::convert(o, v).map_err(|e| e.to_string())),
+        Arc::new(|o, v| {
+            provider_api::bootstrap::conversion::convert(o, v).map_err(|e| e.to_string())
+        }),
         &[
             "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
             "openshiftassistedconfigtemplates.bootstrap.cluster.x-k8s.io",

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use bootstrap_provider::controller::unsupported::{CONFIG_COVERAGE, CONFIG_ROWS, Coverage};
 use kube::CustomResourceExt;
 use manager::fields::covers;
+use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::{CONFIG_SPEC_PARENT, CONTROL_PLANE_ROWS};
-use crate::api::OpenshiftAssistedControlPlane;
 use Coverage::*;
 
 /// (field path prefix, coverage); the longest prefix covering a leaf decides.

@@ -1,7 +1,7 @@
 //! `controlplane.cluster.x-k8s.io/v1alpha2` OpenshiftAssistedControlPlane: CAPOA's previous API
 //! version (Cluster API v1beta1 contract), served (deprecated) so that manifests written for it
-//! still apply. Only the conversion webhook ([`crate::conversion`]) reads these types; the
-//! controller works on the hub, [`crate::api`].
+//! still apply. Only the conversion webhook ([`crate::controlplane::conversion`]) reads these
+//! types; the controller works on the hub, [`crate::controlplane::api`].
 //!
 //! The schema accepts what CAPOA's v1alpha2 CRD accepted: the same fields, enums and limits,
 //! printer columns, short names and scale subresource.
@@ -11,12 +11,13 @@
 use std::fmt;
 
 use assisted_api::agentclusterinstall::DiskEncryption;
-use bootstrap_provider::api::{ObjectMetaTemplate, V1Beta1Condition};
-use bootstrap_provider::v1alpha1::{LocalObjectReference, OpenshiftAssistedConfigSpec, Proxy};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::bootstrap::api::{ObjectMetaTemplate, V1Beta1Condition};
+use crate::bootstrap::v1alpha1::{LocalObjectReference, OpenshiftAssistedConfigSpec, Proxy};
 
 /// The warning kubectl prints for every request at this version.
 pub const DEPRECATION_WARNING: &str = "v1alpha2 is deprecated, use v1alpha3";

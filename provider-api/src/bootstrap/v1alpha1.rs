@@ -1,7 +1,7 @@
 //! `bootstrap.cluster.x-k8s.io/v1alpha1` OpenshiftAssistedConfig and
 //! OpenshiftAssistedConfigTemplate: CAPOA's first API version, served (deprecated) so that
 //! manifests written for it still apply. Nothing reads these types but the conversion webhook
-//! ([`crate::conversion`]); the controllers work on the hub, [`crate::api`].
+//! ([`crate::bootstrap::conversion`]); the controllers work on the hub, [`crate::bootstrap::api`].
 //!
 //! The schemas accept what CAPOA's v1alpha1 CRDs accepted: the same fields, enums and patterns,
 //! without the length limits the hub added later.
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use assisted_api::common::LabelSelector;
 
-use crate::api::{KernelArgumentOperation, ObjectMetaTemplate, V1Beta1Condition};
+use crate::bootstrap::api::{KernelArgumentOperation, ObjectMetaTemplate, V1Beta1Condition};
 
 /// The warning kubectl prints for every request at this version.
 pub const DEPRECATION_WARNING: &str = "v1alpha1 is deprecated, use v1alpha2";

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use assisted_api::agentclusterinstall::DiskEncryption;
 use assisted_api::common::{LocalObjectReference, Proxy};
-use bootstrap_provider::api::OpenshiftAssistedConfigSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::bootstrap::api::OpenshiftAssistedConfigSpec;
 
 /// Annotation with JSON merged into the generated install-config.
 pub const INSTALL_CONFIG_OVERRIDE_ANNOTATION: &str =

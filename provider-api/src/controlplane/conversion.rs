@@ -1,21 +1,21 @@
 //! Lossless conversion of OpenshiftAssistedControlPlane between v1alpha2 (CAPOA's previous
-//! version, a spoke) and v1alpha3 (the hub, [`crate::api`], stored and reconciled), with the
-//! bootstrap provider's engine ([`bootstrap_provider::conversion`]): plain field mapping here,
-//! what a version cannot express kept in the `cluster.x-k8s.io/conversion-data` annotation.
+//! version, a spoke) and v1alpha3 (the hub, [`crate::controlplane::api`], stored and reconciled),
+//! with the generic engine ([`crate::conversion`]) and the bootstrap kinds' shared pieces
+//! ([`crate::bootstrap::conversion`]): plain field mapping here, what a version cannot express
+//! kept in the `cluster.x-k8s.io/conversion-data` annotation.
 
 use assisted_api::common::LocalObjectReference as HubLocalObjectReference;
-pub use bootstrap_provider::conversion::{CONVERSION_DATA_ANNOTATION, ConversionError};
-use bootstrap_provider::conversion::{
-    Spoke, condition_from_v1beta1, condition_to_v1beta1, config_spec_from_hub, config_spec_to_hub,
-    convert_kind, local_ref_from_hub, local_ref_to_hub, proxy_from_hub, proxy_to_hub,
-    restore_config_spec, type_of,
-};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use crate::api;
-use crate::v1alpha2::{self, GoDuration};
+use crate::bootstrap::conversion::{
+    condition_from_v1beta1, condition_to_v1beta1, config_spec_from_hub, config_spec_to_hub,
+    local_ref_from_hub, local_ref_to_hub, proxy_from_hub, proxy_to_hub, restore_config_spec,
+};
+use crate::controlplane::api;
+use crate::controlplane::v1alpha2::{self, GoDuration};
+use crate::conversion::{ConversionError, Spoke, convert_kind, type_of};
 
 /// The version put back on an infrastructure reference, which v1alpha3 names by group only
 /// (CAPOA does the same; Metal3's templates serve it). The exact one written through v1alpha2
@@ -40,7 +40,7 @@ pub fn convert(object: Value, desired_api_version: &str) -> Result<Value, Conver
 }
 
 /// Replicas when `spec.replicas` is unset, as the controller counts them
-/// ([`crate::controller::machines::desired_replicas`]).
+/// (`controlplane_provider::controller::machines::desired_replicas`).
 fn desired_replicas(replicas: Option<i32>) -> i32 {
     replicas.unwrap_or(1).max(0)
 }
@@ -214,7 +214,7 @@ fn spec_from_hub(
         machine_template: v1alpha2::OpenshiftAssistedControlPlaneMachineTemplate {
             metadata: metadata
                 .as_ref()
-                .map(|m| bootstrap_provider::api::ObjectMetaTemplate {
+                .map(|m| crate::bootstrap::api::ObjectMetaTemplate {
                     labels: m.labels.clone(),
                     annotations: m.annotations.clone(),
                 }),
@@ -475,8 +475,6 @@ fn status_from_hub(
 mod tests {
     use std::collections::BTreeMap;
 
-    use bootstrap_provider::api::{ObjectMetaTemplate, V1Beta1Condition};
-    use bootstrap_provider::v1alpha1;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     use k8s_openapi::jiff::Timestamp;
     use kube::Resource;
@@ -485,7 +483,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use bootstrap_provider::conversion::Spoke;
+    use crate::bootstrap::api::{ObjectMetaTemplate, V1Beta1Condition};
+    use crate::bootstrap::v1alpha1;
+    use crate::conversion::{CONVERSION_DATA_ANNOTATION, Spoke};
 
     fn time(seconds: i64) -> Time {
         Time(Timestamp::from_second(seconds).unwrap())
@@ -878,99 +878,6 @@ mod tests {
     }
 
     #[test]
-    fn the_controller_never_copies_this_conversion_data_onto_configs() {
-        assert_eq!(
-            crate::controller::machines::CONVERSION_DATA_ANNOTATION,
-            CONVERSION_DATA_ANNOTATION
-        );
-    }
-
-    const MULTINODE_V1ALPHA2: &str = r#"
-apiVersion: controlplane.cluster.x-k8s.io/v1alpha2
-kind: OpenshiftAssistedControlPlane
-metadata:
-  name: test-multinode
-  namespace: test-capi
-  labels:
-    cluster.x-k8s.io/cluster-name: test-multinode
-spec:
-  openshiftAssistedConfigSpec:
-    pullSecretRef:
-      name: pull-secret
-    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample user@example
-    nodeRegistration:
-      name: $METADATA_NAME
-      kubeletExtraLabels:
-      - metal3.io/uuid=$METADATA_UUID
-  distributionVersion: 4.20.0
-  config:
-    apiVIPs:
-    - 192.168.222.40
-    ingressVIPs:
-    - 192.168.222.41
-    baseDomain: lab.home
-    pullSecretRef:
-      name: pull-secret
-    sshAuthorizedKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample user@example
-  machineTemplate:
-    infrastructureRef:
-      apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-      kind: Metal3MachineTemplate
-      name: test-multinode-controlplane
-    nodeDrainTimeout: 1m30s
-  replicas: 3
-"#;
-
-    #[test]
-    fn capoas_v1alpha2_multinode_control_plane_converts_to_a_v1alpha3_the_controller_accepts() {
-        let crds = crate::manifests::crds();
-        let object: Value = serde_yaml::from_str(MULTINODE_V1ALPHA2).unwrap();
-        manager::manifests::validate_object(&crds, &object).expect("v1alpha2 accepts it");
-
-        let converted = convert(object.clone(), "controlplane.cluster.x-k8s.io/v1alpha3").unwrap();
-        manager::manifests::validate_object(&crds, &converted)
-            .expect("v1alpha3 accepts the result");
-        let oacp: api::OpenshiftAssistedControlPlane =
-            serde_json::from_value(converted.clone()).unwrap();
-        assert_eq!(
-            oacp.metadata.annotations, None,
-            "everything maps: no conversion data"
-        );
-        assert_eq!(crate::controller::machines::desired_replicas(&oacp), 3);
-        assert_eq!(oacp.spec.distribution_version, "4.20.0");
-        let reference = oacp.spec.machine_template.infrastructure_ref().unwrap();
-        assert_eq!(reference.api_group, "infrastructure.cluster.x-k8s.io");
-        assert_eq!(reference.kind, "Metal3MachineTemplate");
-        assert_eq!(reference.name, "test-multinode-controlplane");
-        assert_eq!(
-            oacp.spec
-                .machine_template
-                .deletion()
-                .unwrap()
-                .node_drain_timeout_seconds,
-            Some(90)
-        );
-        let config = oacp.spec.config.as_ref().unwrap();
-        assert_eq!(config.api_vips, vec!["192.168.222.40".to_string()]);
-        assert_eq!(config.base_domain, "lab.home");
-        let bootstrap = &oacp.spec.openshift_assisted_config_spec;
-        assert_eq!(
-            bootstrap.pull_secret_ref.as_ref().unwrap().name,
-            "pull-secret"
-        );
-        let registration = bootstrap.node_registration.as_ref().unwrap();
-        assert_eq!(registration.name.as_deref(), Some("$METADATA_NAME"));
-        assert_eq!(
-            registration.kubelet_extra_labels,
-            vec!["metal3.io/uuid=$METADATA_UUID".to_string()]
-        );
-
-        // Read back through v1alpha2, it is what was applied.
-        let back = convert(converted, "controlplane.cluster.x-k8s.io/v1alpha2").unwrap();
-        assert_eq!(back, object);
-    }
-
-    #[test]
     fn convert_handles_only_the_control_plane() {
         let err = convert(
             json!({"apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha1", "kind": "OpenshiftAssistedConfig"}),
@@ -996,54 +903,6 @@ spec:
         assert_eq!(
             convert(object.clone(), "controlplane.cluster.x-k8s.io/v1alpha2").unwrap(),
             object
-        );
-    }
-
-    #[test]
-    fn the_crd_serves_v1alpha2_deprecated_with_capoas_columns() {
-        let crd = &crate::manifests::crds()[0];
-        assert_eq!(crd.spec.names.kind, "OpenshiftAssistedControlPlane");
-        let labels = crd.metadata.labels.clone().unwrap();
-        assert_eq!(labels["cluster.x-k8s.io/v1beta1"], "v1alpha2");
-        assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1alpha3");
-        let [hub, old] = &crd.spec.versions[..] else {
-            panic!("two versions: {:?}", crd.spec.versions.len())
-        };
-        assert_eq!(
-            (old.name.as_str(), old.served, old.storage),
-            ("v1alpha2", true, false)
-        );
-        assert_eq!(old.deprecated, Some(true));
-        assert_eq!(
-            old.deprecation_warning.as_deref(),
-            Some(v1alpha2::DEPRECATION_WARNING)
-        );
-        assert_eq!(
-            (hub.name.as_str(), hub.served, hub.storage),
-            ("v1alpha3", true, true)
-        );
-        let columns: Vec<_> = old
-            .additional_printer_columns
-            .iter()
-            .flatten()
-            .map(|c| (c.name.as_str(), c.json_path.as_str()))
-            .collect();
-        assert!(columns.contains(&("API Server Available", ".status.ready")));
-        assert!(columns.contains(&("Unavailable", ".status.unavailableReplicas")));
-        let scale = old.subresources.as_ref().unwrap().scale.as_ref().unwrap();
-        assert_eq!(
-            scale.label_selector_path.as_deref(),
-            Some(".status.selector")
-        );
-        let conversion = json(crd.spec.conversion.as_ref().unwrap());
-        assert_eq!(conversion["strategy"], "Webhook");
-        assert_eq!(
-            conversion["webhook"]["clientConfig"]["service"],
-            json!({"namespace": "capoa-controlplane-system", "name": "capoa-controlplane-webhook-service", "path": "/convert", "port": 443})
-        );
-        assert_eq!(
-            conversion["webhook"]["conversionReviewVersions"],
-            json!(["v1"])
         );
     }
 
