@@ -17,11 +17,11 @@ fn main() -> ExitCode {
         validate: &[
             (
                 bootstrap_provider::admission::VALIDATE_CONFIG_PATH,
-                bootstrap_provider::admission::review,
+                provider_api::bootstrap::validation::review,
             ),
             (
                 bootstrap_provider::admission::VALIDATE_TEMPLATE_PATH,
-                bootstrap_provider::admission::review,
+                provider_api::bootstrap::validation::review,
             ),
         ],
         mutate: &[],

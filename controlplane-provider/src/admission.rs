@@ -67,7 +67,7 @@ pub fn problems(
         out.push(p);
     }
     // The control-plane Machines' configs are made from this spec: their admission's rules.
-    out.extend(bootstrap_provider::admission::spec_problems(
+    out.extend(provider_api::bootstrap::validation::spec_problems(
         &spec.openshift_assisted_config_spec,
         None,
         "spec.openshiftAssistedConfigSpec",

@@ -1,7 +1,8 @@
 //! Fields a user can set that a controller does not act on yet (DESIGN §2: nothing set is
 //! ignored in silence): the [`Row`] each controller's table of them is made of, and the `spec`
 //! paths a CRD lets a user set (`spec.config.apiVIPs[]`), walked from its generated OpenAPI
-//! schema, which each crate's completeness test holds against its tables.
+//! schema, which each crate's completeness test holds against its tables ([`Coverage`] entries
+//! in the providers').
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
@@ -83,6 +84,28 @@ fn leaves(node: &Value, path: &str, out: &mut Vec<String>) {
         return;
     }
     out.push(path.to_string());
+}
+
+/// What a provider's controller does with a field; one entry per field path prefix in the
+/// providers' completeness tables (the longest prefix covering a schema leaf decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// Acted on; where, in short.
+    Acted(&'static str),
+    /// Acted on, except for the values or places its row reports.
+    Partly(&'static str),
+    /// Not acted on; its row reports it.
+    Unsupported,
+    /// Copied into an assisted CR whose core conditions (SpecSynced, FieldsSupported) are
+    /// mirrored onto ours; where, in short.
+    Forwarded(&'static str),
+}
+
+impl Coverage {
+    /// Whether the field needs a row.
+    pub fn needs_row(self) -> bool {
+        matches!(self, Coverage::Partly(_) | Coverage::Unsupported)
+    }
 }
 
 /// Whether a table entry for `prefix` covers the leaf path `leaf` (itself, or a field or list

@@ -428,7 +428,7 @@ impl AgentError {
             AgentError::InstallIgnition(InstallIgnitionError::InvalidProviderId { .. }) => {
                 "InvalidProviderID"
             }
-            AgentError::InstallIgnition(InstallIgnitionError::InvalidOverride { .. }) => {
+            AgentError::InstallIgnition(InstallIgnitionError::InvalidOverride(_)) => {
                 "InvalidIgnitionOverride"
             }
         }

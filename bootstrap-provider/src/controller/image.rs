@@ -20,6 +20,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
+use provider_api::bootstrap::api::DISCOVERY_IMAGE_FAILED_REASON;
 
 use super::agent::{Hold, HoldReason};
 use manager::names::readable_label_value;
@@ -139,10 +140,6 @@ pub fn metal3machine_needs_image(mode: ImageMode, m3m: &Metal3Machine, iso_url: 
         && !metal3machine_handed_over(m3m)
         && !metal3machine_has_image(m3m, iso_url)
 }
-
-/// `DataSecretAvailable`'s reason while the InfraEnv cannot build its image; the control plane
-/// looks for it on its Machines' configs.
-pub const DISCOVERY_IMAGE_FAILED_REASON: &str = "DiscoveryImageFailed";
 
 /// The message of `ImageCreated` when it is False: why the InfraEnv has no image.
 pub fn image_creation_error(ie: &assisted_api::infraenv::InfraEnv) -> Option<&str> {

@@ -217,7 +217,7 @@ fn ignition_override(
 /// keep every operation in the Agent's installer arguments (see `agent.rs`), so the installed OS
 /// gets them. assisted-core puts the InfraEnv's arguments into its iPXE script only, not into
 /// the ISO Metal3 boots, so the live ISO boots without them for now; the config's
-/// `FieldsSupported` condition says so (`unsupported/mod.rs`). `replace`/`delete` edit the
+/// `FieldsSupported` condition says so (`unsupported.rs`). `replace`/`delete` edit the
 /// installed OS's default kernel command line and have no meaning for discovery, so they stay
 /// install-only.
 fn discovery_kernel_arguments(spec: &OpenshiftAssistedConfigSpec) -> Vec<String> {

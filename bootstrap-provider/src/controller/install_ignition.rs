@@ -10,7 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use provider_api::bootstrap::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
+use provider_api::bootstrap::api::OpenshiftAssistedConfigSpec;
+use provider_api::bootstrap::validation::{
+    self, IgnitionOverride, InvalidOverride, parse_override,
+};
 use serde_json::{Map, Value, json};
 
 /// The Ignition spec version of what we generate (CAPOA's).
@@ -52,18 +55,12 @@ pub enum InstallIgnitionError {
         "nodeRegistration.providerID resolves to {value:?}, which has a control character, '\"' or '\\' that kubelet's systemd drop-in cannot carry"
     )]
     InvalidProviderId { value: String },
-    #[error("annotation {annotation} is not a usable Ignition config: {detail}")]
-    InvalidOverride {
-        annotation: &'static str,
-        detail: String,
-    },
+    #[error(transparent)]
+    InvalidOverride(#[from] InvalidOverride),
 }
 
 fn invalid_override(detail: impl Into<String>) -> InstallIgnitionError {
-    InstallIgnitionError::InvalidOverride {
-        annotation: IGNITION_OVERRIDE_ANNOTATION,
-        detail: detail.into(),
-    }
+    validation::invalid_override(detail).into()
 }
 
 /// The JSON for `Agent.spec.ignitionConfigOverrides`, or None when the config needs nothing on
@@ -303,78 +300,15 @@ fn provider_id_drop_in(provider_id: &str) -> Result<String, InstallIgnitionError
     ))
 }
 
-/// Whether `raw`, the `ignition-override` annotation's value, is an overlay the install can
-/// merge (what admission checks; the error says what is wrong).
-pub fn check_override(raw: &str) -> Result<(), String> {
-    let annotations = BTreeMap::from([(IGNITION_OVERRIDE_ANNOTATION.to_string(), raw.to_string())]);
-    parse_override(&annotations)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-/// The user's overlay: the annotation parsed, when present and not blank. It must be a JSON
-/// object whose `ignition.version` is a 3.x spec (the host's ignition is spec 3).
-struct Override {
-    config: Map<String, Value>,
-    version: String,
-    version_numbers: (u32, u32, u32),
-}
-
-fn parse_override(
-    annotations: &BTreeMap<String, String>,
-) -> Result<Option<Override>, InstallIgnitionError> {
-    let Some(raw) = annotations
-        .get(IGNITION_OVERRIDE_ANNOTATION)
-        .filter(|raw| !raw.trim().is_empty())
-    else {
-        return Ok(None);
-    };
-    let config = match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(config)) => config,
-        Ok(_) => return Err(invalid_override("not a JSON object")),
-        Err(e) => return Err(invalid_override(format!("not JSON: {e}"))),
-    };
-    let version = config
-        .get("ignition")
-        .and_then(|i| i.get("version"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid_override("ignition.version is missing"))?
-        .to_string();
-    let version_numbers = spec_version(&version)
-        .filter(|(major, _, _)| *major == 3)
-        .ok_or_else(|| {
-            invalid_override(format!(
-                "ignition.version {version:?} is not a 3.x spec version"
-            ))
-        })?;
-    Ok(Some(Override {
-        config,
-        version,
-        version_numbers,
-    }))
-}
-
-/// `X.Y.Z`, optionally with a `-suffix` (`3.5.0-experimental`), as numbers.
-fn spec_version(text: &str) -> Option<(u32, u32, u32)> {
-    let numbers = text.split_once('-').map_or(text, |(numbers, _)| numbers);
-    let mut parts = numbers.split('.').map(|p| p.parse::<u32>().ok());
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => {
-            Some((major, minor, patch))
-        }
-        _ => None,
-    }
-}
-
 /// Merges the overlay over what we generated, as Ignition merges a child config but with whole
 /// entries: in the [`KEYED_LISTS`] an overlay entry replaces ours of the same identity (in
 /// place) or is appended; any other key of the overlay replaces ours. The result's version is
 /// the higher of ours and the overlay's.
 fn merge_override(
     base: &mut Map<String, Value>,
-    overlay: Override,
+    overlay: IgnitionOverride,
 ) -> Result<(), InstallIgnitionError> {
-    let Override {
+    let IgnitionOverride {
         mut config,
         version,
         version_numbers,
@@ -536,6 +470,8 @@ fn decode_base64(text: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use provider_api::bootstrap::api::IGNITION_OVERRIDE_ANNOTATION;
+
     use super::*;
 
     fn spec(yaml: &str) -> OpenshiftAssistedConfigSpec {
@@ -928,7 +864,8 @@ mod tests {
         for (value, detail) in cases {
             let err = install_ignition(&spec("preBootstrapCommands: [x]"), &annotated(value), None)
                 .unwrap_err();
-            let InstallIgnitionError::InvalidOverride { annotation, .. } = &err else {
+            let InstallIgnitionError::InvalidOverride(InvalidOverride { annotation, .. }) = &err
+            else {
                 panic!("{value}: {err}");
             };
             assert_eq!(*annotation, IGNITION_OVERRIDE_ANNOTATION);
@@ -938,15 +875,6 @@ mod tests {
                 "{value}: {message}"
             );
         }
-    }
-
-    #[test]
-    fn spec_versions() {
-        assert_eq!(spec_version("3.2.0"), Some((3, 2, 0)));
-        assert_eq!(spec_version("3.5.0-experimental"), Some((3, 5, 0)));
-        assert_eq!(spec_version("3.2"), None);
-        assert_eq!(spec_version("3.2.0.1"), None);
-        assert_eq!(spec_version(""), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use external_types::capi::Machine;
 use manager::conditions::{self, Desired, Status};
-use provider_api::bootstrap::api::OpenshiftAssistedConfig;
+use provider_api::bootstrap::api::{DISCOVERY_IMAGE_FAILED_REASON, OpenshiftAssistedConfig};
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::blocked::Blocked;
@@ -65,7 +65,7 @@ fn discovery_image_failure(
         let c = config.status.as_ref()?.conditions.iter().find(|c| {
             c.type_ == "DataSecretAvailable"
                 && c.status == "False"
-                && c.reason == bootstrap_provider::controller::image::DISCOVERY_IMAGE_FAILED_REASON
+                && c.reason == DISCOVERY_IMAGE_FAILED_REASON
         })?;
         Some((name.clone(), c.message.clone()))
     })
@@ -261,7 +261,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             let (config, message) = image_failure.unwrap_or_default();
             Desired::false_(
                 AVAILABLE,
-                bootstrap_provider::controller::image::DISCOVERY_IMAGE_FAILED_REASON,
+                DISCOVERY_IMAGE_FAILED_REASON,
                 format!("{progress}; OpenshiftAssistedConfig {config}: {message}"),
             )
         }

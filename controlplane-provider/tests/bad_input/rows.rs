@@ -216,6 +216,6 @@ pub fn review(row: &Row) -> Result<Vec<String>, String> {
     let request = json!({"uid": "u", "object": row.object, "oldObject": row.old.clone().unwrap_or(Value::Null)});
     match row.object["kind"].as_str() {
         Some("OpenshiftAssistedControlPlane") => controlplane_provider::admission::review(&request),
-        _ => bootstrap_provider::admission::review(&request),
+        _ => provider_api::bootstrap::validation::review(&request),
     }
 }

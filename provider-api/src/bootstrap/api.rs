@@ -19,6 +19,9 @@ pub const IGNITION_OVERRIDE_ANNOTATION: &str =
     "openshiftassistedconfig.cluster.x-k8s.io/ignition-override";
 /// Label put on the InfraEnv with the OpenshiftAssistedConfig's name as value.
 pub const CONFIG_LABEL: &str = "bootstrap.cluster.x-k8s.io/openshiftAssistedConfig";
+/// `DataSecretAvailable`'s reason while the InfraEnv cannot build its image; the control plane
+/// looks for it on its Machines' configs.
+pub const DISCOVERY_IMAGE_FAILED_REASON: &str = "DiscoveryImageFailed";
 
 /// How to bootstrap one Machine as an OpenShift node through the assisted installer.
 /// The spec is immutable once created: a change needs a new Machine.

@@ -11,9 +11,9 @@
 //!
 //! `coverage.rs` checks that every `spec` field is acted on, forwarded or has a row.
 
-use bootstrap_provider::controller::unsupported as config_rows;
 use manager::conditions::{self, Desired};
 use manager::fields::Row;
+use provider_api::bootstrap::unsupported as config_rows;
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::super::install::Install;

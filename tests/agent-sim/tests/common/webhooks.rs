@@ -112,7 +112,7 @@ async fn serve_conversion(
         ] {
             router = router.merge(validation_router(
                 path,
-                bootstrap_provider::admission::review,
+                provider_api::bootstrap::validation::review,
             ));
         }
     }

@@ -1,14 +1,15 @@
 //! Completeness: every leaf `spec` field of OpenshiftAssistedControlPlane (walked from the
 //! generated OpenAPI schema of the hub version, so a new field in the Rust types shows up here)
 //! is acted on, forwarded to the AgentClusterInstall (whose core conditions are mirrored), or has
-//! a row. `spec.openshiftAssistedConfigSpec` is the config's spec: the bootstrap provider's
-//! `CONFIG_COVERAGE` and `CONFIG_ROWS` cover it. A field with none of these fails with its path.
+//! a row. `spec.openshiftAssistedConfigSpec` is the config's spec: provider-api's
+//! `CONFIG_COVERAGE` and `CONFIG_ROWS` (`provider_api::bootstrap::unsupported`) cover it. A field
+//! with none of these fails with its path.
 
 use std::collections::BTreeSet;
 
-use bootstrap_provider::controller::unsupported::{CONFIG_COVERAGE, CONFIG_ROWS, Coverage};
 use kube::CustomResourceExt;
-use manager::fields::covers;
+use manager::fields::{Coverage, covers};
+use provider_api::bootstrap::unsupported::{CONFIG_COVERAGE, CONFIG_ROWS};
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::{CONFIG_SPEC_PARENT, CONTROL_PLANE_ROWS};

@@ -6,10 +6,10 @@
 use std::collections::BTreeSet;
 
 use kube::CustomResourceExt;
-use manager::fields::{covers, spec_leaves};
-use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
+use manager::fields::{Coverage, covers, spec_leaves};
 
-use super::{CONFIG_COVERAGE, CONFIG_ROWS, Coverage};
+use super::{CONFIG_COVERAGE, CONFIG_ROWS};
+use crate::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 
 fn coverage_of(leaf: &str) -> Option<(&'static str, Coverage)> {
     CONFIG_COVERAGE
@@ -34,8 +34,8 @@ fn every_config_spec_field_is_acted_on_or_reported() {
         if coverage_of(leaf).is_none() {
             problems.push(format!(
                 "OpenshiftAssistedConfig {leaf}: neither acted on nor reported; add it to \
-                 CONFIG_COVERAGE in controller/unsupported/mod.rs (and a row in CONFIG_ROWS if \
-                 nothing acts on it)"
+                 CONFIG_COVERAGE in provider-api/src/bootstrap/unsupported/mod.rs (and a row in \
+                 CONFIG_ROWS if nothing acts on it)"
             ));
         }
     }
