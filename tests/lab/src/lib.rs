@@ -1995,6 +1995,9 @@ pub fn write_report(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// How many clusters' sites a pass ticks at once.
+const SITES_AT_ONCE: usize = 32;
+
 /// Most clusters in one run (`--clusters`): each gets its own /24 and 10 profile indexes.
 pub const MAX_CLUSTERS: u32 = 1000;
 
@@ -2328,14 +2331,25 @@ async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
                 None
             }
         };
-        for r in runs.iter_mut() {
+        // Every cluster's site at once (a host booting waits for its discovery image: one
+        // after another, 250 clusters made a pass last minutes); the rest goes cluster by
+        // cluster. The apiserver not answering (slow, or restarted by --chaos): the sites wait
+        // for the next pass.
+        let ticks: Vec<Result<Vec<String>>> = match &world {
+            Some(w) => {
+                use futures::StreamExt;
+                futures::stream::iter(
+                    runs.iter_mut()
+                        .map(|r| r.site.tick_with(&lab.workload, &w.bmhs)),
+                )
+                .buffered(SITES_AT_ONCE)
+                .collect()
+                .await
+            }
+            None => runs.iter().map(|_| Ok(Vec::new())).collect(),
+        };
+        for (r, events) in runs.iter_mut().zip(ticks) {
             let pre = prefix(&r.spec);
-            let events = match &world {
-                Some(w) => r.site.tick_with(&lab.workload, &w.bmhs).await,
-                // The apiserver did not answer (slow, or restarted by --chaos): the site
-                // waits for the next pass.
-                None => Ok(Vec::new()),
-            };
             match events {
                 Ok(events) => events
                     .iter()
