@@ -28,6 +28,22 @@ pub(crate) struct Env<'a> {
     pub n: u32,
 }
 
+/// Applies cluster `r`'s objects (its hosts are available).
+pub(crate) async fn apply_cluster(
+    client: &Client,
+    r: &ClusterRun,
+    start: Instant,
+    n: u32,
+) -> Result<()> {
+    let cluster = &r.spec.name;
+    testbed::resources::apply_all(client, r.objects.clone())
+        .await
+        .with_context(|| format!("applying cluster {cluster}"))?;
+    let line = format!("{} applied cluster {cluster}: {}", stamp(start), r.applied);
+    crate::fleet::say(n, line);
+    Ok(())
+}
+
 /// The action of `step`, just reached by `r` (`pre` prefixes its lines with the cluster's
 /// name when several run).
 pub(crate) async fn after_step(
@@ -45,15 +61,8 @@ pub(crate) async fn after_step(
         start,
         n,
     } = *env;
-    let cluster = &r.spec.name;
     match (step, &r.spec.day2) {
-        (Step::HostsAvailable, _) => testbed::resources::apply_all(client, r.objects.clone())
-            .await
-            .map(|_| {
-                let line = format!("{} applied cluster {cluster}: {}", stamp(start), r.applied);
-                crate::fleet::say(n, line)
-            })
-            .with_context(|| format!("applying cluster {cluster}")),
+        (Step::HostsAvailable, _) => apply_cluster(client, r, start, n).await,
         (Step::MachinesRunning, Some((md, workers))) => {
             let line = format!(
                 "{} scaling {md} to {} for a day-2 worker",
