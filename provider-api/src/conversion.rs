@@ -205,6 +205,22 @@ fn take_unchanged_sections<D: Object>(converted: &D, seen_then: &D, snapshot: &D
     serde_json::from_value(merged).ok()
 }
 
+/// Puts back, in `items`, each item `snapshot` holds with the same view from the other version
+/// (`view` must keep the item's identity, e.g. a condition's type): what that version cannot
+/// express of it (a condition's severity or observed generation) comes back as it was.
+pub fn restore_unchanged_items<T: Clone, V: PartialEq>(
+    items: &mut [T],
+    snapshot: &[T],
+    view: impl Fn(&T) -> V,
+) {
+    for item in items {
+        let seen = view(item);
+        if let Some(previous) = snapshot.iter().find(|previous| view(previous) == seen) {
+            *item = previous.clone();
+        }
+    }
+}
+
 /// Converts one object of `S`'s kind (a ConversionReview entry) to `desired_api_version`; the
 /// same version comes back unchanged.
 pub fn convert_kind<S: Spoke>(
@@ -252,6 +268,42 @@ pub fn convert_kind<S: Spoke>(
     })
 }
 
+/// One kind a conversion webhook serves: its name and the converter of its objects.
+pub struct ServedKind {
+    kind: String,
+    convert: fn(Value, &str) -> Result<Value, ConversionError>,
+}
+
+/// The kind of spoke `S` (and of its hub), converted with [`convert_kind`].
+pub fn served<S: Spoke>() -> ServedKind {
+    ServedKind {
+        kind: S::kind(&()).into_owned(),
+        convert: convert_kind::<S>,
+    }
+}
+
+/// A conversion webhook's entry point: converts one object of one of `kinds` to
+/// `desired_api_version`; an object of another kind is refused, naming the kinds served.
+pub fn convert_served(
+    object: Value,
+    desired_api_version: &str,
+    kinds: &[ServedKind],
+) -> Result<Value, ConversionError> {
+    let (api_version, kind) = type_of(&object)?;
+    match kinds.iter().find(|served| served.kind == kind) {
+        Some(served) => (served.convert)(object, desired_api_version),
+        None => Err(ConversionError::UnknownKind {
+            kind,
+            api_version,
+            known: kinds
+                .iter()
+                .map(|served| served.kind.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
 /// The object's `apiVersion` and `kind`.
 pub fn type_of(object: &Value) -> Result<(String, String), ConversionError> {
     let field = |name: &'static str| {
@@ -263,4 +315,29 @@ pub fn type_of(object: &Value) -> Result<(String, String), ConversionError> {
             .ok_or(ConversionError::MissingField(name))
     };
     Ok((field("apiVersion")?, field("kind")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_item_seen_unchanged_comes_back_from_the_snapshot() {
+        // (identity, what the other version sees, what it cannot express)
+        let mut items = [("A", 1, "now"), ("B", 2, "now"), ("C", 3, "now")];
+        let snapshot = [("B", 9, "then"), ("A", 1, "then")];
+        restore_unchanged_items(&mut items, &snapshot, |&(id, seen, _)| (id, seen));
+        assert_eq!(items, [("A", 1, "then"), ("B", 2, "now"), ("C", 3, "now")]);
+    }
+
+    #[test]
+    fn an_object_of_another_kind_is_refused_naming_every_kind_served() {
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod"});
+        let err = crate::bootstrap::conversion::convert(pod, "v1").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot convert kind \"Pod\" (v1): this webhook converts OpenshiftAssistedConfig, \
+             OpenshiftAssistedConfigTemplate"
+        );
+    }
 }

@@ -12,3 +12,5 @@
 pub mod bootstrap;
 pub mod controlplane;
 pub mod conversion;
+#[cfg(test)]
+mod testing;

@@ -8,25 +8,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde_json::Value;
 
 use crate::bootstrap::{api, v1alpha1};
-use crate::conversion::{ConversionError, Spoke, convert_kind, type_of};
+use crate::conversion::{ConversionError, Spoke, convert_served, served};
 
 /// The conversion webhook's entry point for the bootstrap kinds: OpenshiftAssistedConfig and
 /// OpenshiftAssistedConfigTemplate between v1alpha1 and v1alpha2.
 pub fn convert(object: Value, desired_api_version: &str) -> Result<Value, ConversionError> {
-    let (api_version, kind) = type_of(&object)?;
-    match kind.as_str() {
-        "OpenshiftAssistedConfig" => {
-            convert_kind::<v1alpha1::OpenshiftAssistedConfig>(object, desired_api_version)
-        }
-        "OpenshiftAssistedConfigTemplate" => {
-            convert_kind::<v1alpha1::OpenshiftAssistedConfigTemplate>(object, desired_api_version)
-        }
-        _ => Err(ConversionError::UnknownKind {
-            kind,
-            api_version,
-            known: "OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate".into(),
-        }),
-    }
+    convert_served(
+        object,
+        desired_api_version,
+        &[
+            served::<v1alpha1::OpenshiftAssistedConfig>(),
+            served::<v1alpha1::OpenshiftAssistedConfigTemplate>(),
+        ],
+    )
 }
 
 // ---- OpenshiftAssistedConfig ----
@@ -339,25 +333,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use k8s_openapi::api::core::v1::ObjectReference;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-        LabelSelector, LabelSelectorRequirement, Time,
-    };
-    use k8s_openapi::jiff::Timestamp;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     use proptest::prelude::*;
-    use serde::Serialize;
     use serde_json::json;
 
     use super::*;
     use crate::bootstrap::api::{KernelArgumentOperation, ObjectMetaTemplate, V1Beta1Condition};
     use crate::conversion::{CONVERSION_DATA_ANNOTATION, take_conversion_data};
-
-    fn time(seconds: i64) -> Time {
-        Time(Timestamp::from_second(seconds).unwrap())
-    }
-
-    fn json<T: Serialize>(object: &T) -> Value {
-        serde_json::to_value(object).unwrap()
-    }
+    use crate::testing::{
+        json, map, metav1_condition_strategy, some_text, text, time, v1beta1_condition_strategy,
+    };
 
     fn meta() -> ObjectMeta {
         ObjectMeta {
@@ -867,24 +852,11 @@ mod tests {
 
     // ---- property tests ----
 
-    fn text() -> impl Strategy<Value = String> {
-        "[a-z0-9]{0,6}"
-    }
-
-    fn some_text() -> impl Strategy<Value = String> {
-        "[a-z0-9]{1,6}"
-    }
+    /// Any condition type (the bootstrap kinds' own are not special to the conversion).
+    const CONDITION_TYPE: &str = "[A-Z][a-z]{0,6}";
 
     fn texts() -> impl Strategy<Value = Vec<String>> {
         prop::collection::vec(some_text(), 0..3)
-    }
-
-    fn map() -> impl Strategy<Value = BTreeMap<String, String>> {
-        prop::collection::btree_map(some_text(), text(), 0..3)
-    }
-
-    fn time_strategy() -> impl Strategy<Value = Time> {
-        (0i64..2_000_000_000).prop_map(time)
     }
 
     fn metadata_strategy() -> impl Strategy<Value = ObjectMeta> {
@@ -906,48 +878,6 @@ mod tests {
                     labels,
                     annotations,
                     ..Default::default()
-                },
-            )
-    }
-
-    fn v1beta1_condition_strategy() -> impl Strategy<Value = V1Beta1Condition> {
-        (
-            "[A-Z][a-z]{0,6}",
-            prop::sample::select(vec!["True", "False", "Unknown"]),
-            prop::option::of(prop::sample::select(vec!["Error", "Warning", "Info"])),
-            time_strategy(),
-            prop::option::of(some_text()),
-            prop::option::of(some_text()),
-        )
-            .prop_map(|(type_, status, severity, time, reason, message)| {
-                V1Beta1Condition {
-                    type_,
-                    status: status.into(),
-                    severity: severity.map(Into::into),
-                    last_transition_time: time,
-                    reason,
-                    message,
-                }
-            })
-    }
-
-    fn metav1_condition_strategy() -> impl Strategy<Value = Condition> {
-        (
-            "[A-Z][a-z]{0,6}",
-            prop::sample::select(vec!["True", "False", "Unknown"]),
-            time_strategy(),
-            some_text(),
-            text(),
-            prop::option::of(1i64..10),
-        )
-            .prop_map(
-                |(type_, status, time, reason, message, generation)| Condition {
-                    type_,
-                    status: status.into(),
-                    last_transition_time: time,
-                    reason,
-                    message,
-                    observed_generation: generation,
                 },
             )
     }
@@ -1081,7 +1011,7 @@ mod tests {
             prop::option::of(text()),
             prop::option::of(text()),
             prop::option::of(0i64..100),
-            prop::collection::vec(v1beta1_condition_strategy(), 0..3),
+            prop::collection::vec(v1beta1_condition_strategy(CONDITION_TYPE), 0..3),
         )
             .prop_map(
                 |(infra_env, agent, ready, secret, reason, message, generation, conditions)| {
@@ -1105,11 +1035,11 @@ mod tests {
 
     fn hub_status_strategy() -> impl Strategy<Value = api::OpenshiftAssistedConfigStatus> {
         (
-            prop::collection::vec(metav1_condition_strategy(), 0..3),
+            prop::collection::vec(metav1_condition_strategy(CONDITION_TYPE), 0..3),
             prop::option::of(prop::option::of(any::<bool>())),
             prop::option::of(some_text()),
             prop::option::of(1i64..100),
-            prop::collection::vec(v1beta1_condition_strategy(), 0..2),
+            prop::collection::vec(v1beta1_condition_strategy(CONDITION_TYPE), 0..2),
         )
             .prop_map(|(conditions, created, secret, generation, v1beta1)| {
                 api::OpenshiftAssistedConfigStatus {

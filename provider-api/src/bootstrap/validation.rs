@@ -86,7 +86,7 @@ pub fn spec_problems(
         && let Err(e) = check_override(raw)
     {
         // The error names the annotation already.
-        out.push(e);
+        out.push(e.to_string());
     }
     out
 }
@@ -127,11 +127,9 @@ pub fn invalid_override(detail: impl Into<String>) -> InvalidOverride {
 
 /// Whether `raw`, the `ignition-override` annotation's value, is an overlay the install can
 /// merge (what admission checks; the error says what is wrong).
-pub fn check_override(raw: &str) -> Result<(), String> {
+pub fn check_override(raw: &str) -> Result<(), InvalidOverride> {
     let annotations = BTreeMap::from([(IGNITION_OVERRIDE_ANNOTATION.to_string(), raw.to_string())]);
-    parse_override(&annotations)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    parse_override(&annotations).map(|_| ())
 }
 
 /// The user's overlay: the annotation parsed, when present and not blank. It must be a JSON

@@ -15,7 +15,7 @@ use crate::bootstrap::conversion::{
 };
 use crate::controlplane::api;
 use crate::controlplane::v1alpha2::{self, GoDuration};
-use crate::conversion::{ConversionError, Spoke, convert_kind, type_of};
+use crate::conversion::{ConversionError, Spoke, convert_served, restore_unchanged_items, served};
 
 /// The version put back on an infrastructure reference, which v1alpha3 names by group only
 /// (CAPOA does the same; Metal3's templates serve it). The exact one written through v1alpha2
@@ -28,15 +28,11 @@ pub const AVAILABLE_CONDITION: &str = "Available";
 /// The conversion webhook's entry point for the control-plane kind: OpenshiftAssistedControlPlane
 /// between v1alpha2 and v1alpha3.
 pub fn convert(object: Value, desired_api_version: &str) -> Result<Value, ConversionError> {
-    let (api_version, kind) = type_of(&object)?;
-    if kind != "OpenshiftAssistedControlPlane" {
-        return Err(ConversionError::UnknownKind {
-            kind,
-            api_version,
-            known: "OpenshiftAssistedControlPlane".into(),
-        });
-    }
-    convert_kind::<v1alpha2::OpenshiftAssistedControlPlane>(object, desired_api_version)
+    convert_served(
+        object,
+        desired_api_version,
+        &[served::<v1alpha2::OpenshiftAssistedControlPlane>()],
+    )
 }
 
 /// Replicas when `spec.replicas` is unset, as the controller counts them
@@ -84,14 +80,11 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
         if let (Some(status), Some(old)) = (hub.status.as_mut(), snapshot.status.as_ref()) {
             status.observed_generation = old.observed_generation;
             status.last_remediation = old.last_remediation.clone();
-            for condition in &mut status.conditions {
-                if let Some(previous) = old.conditions.iter().find(|c| {
-                    c.type_ == condition.type_
-                        && condition_to_v1beta1(c) == condition_to_v1beta1(condition)
-                }) {
-                    *condition = previous.clone();
-                }
-            }
+            restore_unchanged_items(
+                &mut status.conditions,
+                &old.conditions,
+                condition_to_v1beta1,
+            );
         }
     }
 
@@ -127,14 +120,11 @@ impl Spoke for v1alpha2::OpenshiftAssistedControlPlane {
             status.cluster_deployment_ref = old.cluster_deployment_ref.clone();
             status.failure_reason = old.failure_reason.clone();
             status.failure_message = old.failure_message.clone();
-            for condition in &mut status.conditions {
-                if let Some(previous) = old.conditions.iter().find(|c| {
-                    c.type_ == condition.type_
-                        && condition_from_v1beta1(c) == condition_from_v1beta1(condition)
-                }) {
-                    *condition = previous.clone();
-                }
-            }
+            restore_unchanged_items(
+                &mut status.conditions,
+                &old.conditions,
+                condition_from_v1beta1,
+            );
         }
     }
 }
@@ -248,23 +238,39 @@ fn restore_machine_template(
         return;
     };
     let mut spec = old_spec.clone();
-    if old.infrastructure_ref() == template.infrastructure_ref.as_ref() {
-        template.infrastructure_ref = old.infrastructure_ref.clone();
-    } else if old_spec.infrastructure_ref.is_some() {
-        spec.infrastructure_ref = template.infrastructure_ref.clone();
-        if old.infrastructure_ref.is_none() {
-            template.infrastructure_ref = None;
-        }
-    }
-    if old.deletion() == template.deletion.as_ref() {
-        template.deletion = old.deletion.clone();
-    } else if old_spec.deletion.is_some() {
-        spec.deletion = template.deletion.clone();
-        if old.deletion.is_none() {
-            template.deletion = None;
-        }
-    }
+    restore_placement(
+        old.infrastructure_ref(),
+        &old.infrastructure_ref,
+        &mut template.infrastructure_ref,
+        &mut spec.infrastructure_ref,
+    );
+    restore_placement(
+        old.deletion(),
+        &old.deletion,
+        &mut template.deletion,
+        &mut spec.deletion,
+    );
     template.spec = Some(spec);
+}
+
+/// One value v1alpha2 holds flat only (the reference or the timeouts), back in the hub's shape:
+/// `flat` is what v1alpha2 wrote, `nested` starts as the hub's `spec` value. Unchanged (equal to
+/// the hub's effective value), the flat field comes back as the hub had it; changed, it goes
+/// into `spec` when the hub had it there, and stays flat only if the hub had it flat too.
+fn restore_placement<T: Clone + PartialEq>(
+    old_effective: Option<&T>,
+    old_flat: &Option<T>,
+    flat: &mut Option<T>,
+    nested: &mut Option<T>,
+) {
+    if old_effective == flat.as_ref() {
+        *flat = old_flat.clone();
+    } else if nested.is_some() {
+        *nested = flat.clone();
+        if old_flat.is_none() {
+            *flat = None;
+        }
+    }
 }
 
 /// The API group of an `apiVersion`: `g/v` gives `g`; a string with a dot and no slash is taken
@@ -473,27 +479,19 @@ fn status_from_hub(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-    use k8s_openapi::jiff::Timestamp;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     use kube::Resource;
     use proptest::prelude::*;
-    use serde::Serialize;
     use serde_json::json;
 
     use super::*;
     use crate::bootstrap::api::{ObjectMetaTemplate, V1Beta1Condition};
     use crate::bootstrap::v1alpha1;
     use crate::conversion::{CONVERSION_DATA_ANNOTATION, Spoke};
-
-    fn time(seconds: i64) -> Time {
-        Time(Timestamp::from_second(seconds).unwrap())
-    }
-
-    fn json<T: Serialize>(object: &T) -> Value {
-        serde_json::to_value(object).unwrap()
-    }
+    use crate::testing::{
+        json, map, metav1_condition_strategy, one_of, some_text, text, time,
+        v1beta1_condition_strategy,
+    };
 
     fn annotation<K: Resource>(object: &K) -> Option<&String> {
         object
@@ -908,22 +906,6 @@ mod tests {
 
     // ---- property tests ----
 
-    fn text() -> impl Strategy<Value = String> {
-        "[a-z0-9]{0,6}"
-    }
-
-    fn some_text() -> impl Strategy<Value = String> {
-        "[a-z0-9]{1,6}"
-    }
-
-    fn map() -> impl Strategy<Value = BTreeMap<String, String>> {
-        prop::collection::btree_map(some_text(), text(), 0..3)
-    }
-
-    fn time_strategy() -> impl Strategy<Value = Time> {
-        (0i64..2_000_000_000).prop_map(time)
-    }
-
     fn metadata_strategy() -> impl Strategy<Value = ObjectMeta> {
         (
             some_text(),
@@ -1053,48 +1035,6 @@ mod tests {
             )
     }
 
-    fn v1beta1_condition_strategy() -> impl Strategy<Value = V1Beta1Condition> {
-        (
-            prop::sample::select(vec!["Available", "MachinesCreated", "KubeconfigAvailable"]),
-            prop::sample::select(vec!["True", "False", "Unknown"]),
-            prop::option::of(prop::sample::select(vec!["Error", "Warning", "Info"])),
-            time_strategy(),
-            prop::option::of(some_text()),
-            prop::option::of(some_text()),
-        )
-            .prop_map(|(type_, status, severity, time, reason, message)| {
-                V1Beta1Condition {
-                    type_: type_.into(),
-                    status: status.into(),
-                    severity: severity.map(Into::into),
-                    last_transition_time: time,
-                    reason,
-                    message,
-                }
-            })
-    }
-
-    fn metav1_condition_strategy() -> impl Strategy<Value = Condition> {
-        (
-            prop::sample::select(vec!["Available", "MachinesReady", "Paused"]),
-            prop::sample::select(vec!["True", "False", "Unknown"]),
-            time_strategy(),
-            some_text(),
-            text(),
-            prop::option::of(1i64..10),
-        )
-            .prop_map(
-                |(type_, status, time, reason, message, generation)| Condition {
-                    type_: type_.into(),
-                    status: status.into(),
-                    last_transition_time: time,
-                    reason,
-                    message,
-                    observed_generation: generation,
-                },
-            )
-    }
-
     fn spoke_spec_strategy() -> impl Strategy<Value = v1alpha2::OpenshiftAssistedControlPlaneSpec> {
         (
             prop::option::of(config_strategy()),
@@ -1153,7 +1093,14 @@ mod tests {
             ),
             (0i32..6, 0i32..6, 0i32..6, any::<bool>(), any::<bool>()),
             (prop::option::of(text()), prop::option::of(text())),
-            prop::collection::vec(v1beta1_condition_strategy(), 0..3),
+            prop::collection::vec(
+                v1beta1_condition_strategy(one_of(&[
+                    "Available",
+                    "MachinesCreated",
+                    "KubeconfigAvailable",
+                ])),
+                0..3,
+            ),
         )
             .prop_map(
                 |(
@@ -1181,7 +1128,10 @@ mod tests {
 
     fn hub_status_strategy() -> impl Strategy<Value = api::OpenshiftAssistedControlPlaneStatus> {
         (
-            prop::collection::vec(metav1_condition_strategy(), 0..3),
+            prop::collection::vec(
+                metav1_condition_strategy(one_of(&["Available", "MachinesReady", "Paused"])),
+                0..3,
+            ),
             prop::option::of(prop::option::of(any::<bool>())),
             prop::option::of(some_text()),
             (
