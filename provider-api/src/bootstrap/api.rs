@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use assisted_api::common::{LabelSelector, LocalObjectReference, Proxy, label_selector_schema};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
+use kube::core::{Reason, Rule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,10 +31,9 @@ pub const DISCOVERY_IMAGE_FAILED_REASON: &str = "DiscoveryImageFailed";
     group = "bootstrap.cluster.x-k8s.io",
     version = "v1alpha2",
     kind = "OpenshiftAssistedConfig",
-    validation = Rule::new("has(self.spec) == has(oldSelf.spec) && (!has(self.spec) || self.spec == oldSelf.spec)")
-        .message("spec is immutable: create a new OpenshiftAssistedConfig (a new Machine) to change it")
-        .reason(Reason::FieldValueForbidden)
-        .field_path(".spec"),
+    validation = immutable_spec(
+        "spec is immutable: create a new OpenshiftAssistedConfig (a new Machine) to change it"
+    ),
     plural = "openshiftassistedconfigs",
     shortname = "oac",
     shortname = "oacs",
@@ -108,6 +108,17 @@ pub struct OpenshiftAssistedConfigSpec {
     /// Node name, kubelet labels and provider ID of the installed node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_registration: Option<NodeRegistrationOptions>,
+}
+
+/// The CEL rule that keeps an OpenshiftAssistedConfig's spec as created (every served version
+/// has it; `message` is the version's refusal).
+pub fn immutable_spec(message: &'static str) -> Rule {
+    Rule::new(
+        "has(self.spec) == has(oldSelf.spec) && (!has(self.spec) || self.spec == oldSelf.spec)",
+    )
+    .message(message)
+    .reason(Reason::FieldValueForbidden)
+    .field_path(".spec")
 }
 
 /// A kernel argument operation on the installed OS.

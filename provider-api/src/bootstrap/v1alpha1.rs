@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use assisted_api::common::LabelSelector;
 
-use crate::bootstrap::api::{KernelArgumentOperation, ObjectMetaTemplate, V1Beta1Condition};
+use crate::bootstrap::api::{
+    KernelArgumentOperation, ObjectMetaTemplate, V1Beta1Condition, immutable_spec,
+};
 
 /// The warning kubectl prints for every request at this version.
 pub const DEPRECATION_WARNING: &str = "v1alpha1 is deprecated, use v1alpha2";
@@ -26,10 +28,7 @@ pub const DEPRECATION_WARNING: &str = "v1alpha1 is deprecated, use v1alpha2";
     group = "bootstrap.cluster.x-k8s.io",
     version = "v1alpha1",
     kind = "OpenshiftAssistedConfig",
-    validation = Rule::new("has(self.spec) == has(oldSelf.spec) && (!has(self.spec) || self.spec == oldSelf.spec)")
-        .message("spec is immutable")
-        .reason(Reason::FieldValueForbidden)
-        .field_path(".spec"),
+    validation = immutable_spec("spec is immutable"),
     plural = "openshiftassistedconfigs",
     shortname = "oac",
     shortname = "oacs",
