@@ -22,10 +22,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::ResourceExt;
 use provider_api::bootstrap::api::DISCOVERY_IMAGE_FAILED_REASON;
 
-use super::agent::{Hold, HoldReason};
+use super::hold::{Hold, HoldReason};
 use manager::names::readable_label_value;
 
-use super::infraenv::CLUSTER_NAME_LABEL;
+use super::labels::CLUSTER_NAME_LABEL;
 use super::matching::BAREMETALHOST_ANNOTATION;
 
 /// The Secret type Cluster API's bootstrap contract uses.
@@ -249,7 +249,7 @@ pub struct GateInputs<'a> {
     pub infrastructure_provisioned: bool,
     /// The cluster's ClusterDeployment exists.
     pub cluster_deployment_found: bool,
-    /// From [`super::agent::hold`] for this Machine.
+    /// From [`super::hold::hold`] for this Machine.
     pub hold: &'a Hold,
     pub mode: ImageMode,
     pub infraenv_name: &'a str,

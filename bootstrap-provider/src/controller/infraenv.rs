@@ -13,7 +13,6 @@ use assisted_api::infraenv::{
     ClusterReference, CpuArchitecture, ImageType, InfraEnv, InfraEnvSpec, KernelArgument,
     KernelArgumentOperation,
 };
-use external_types::capm3::v1beta2::Metal3Machine;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use manager::names::readable_label_value;
@@ -22,45 +21,16 @@ use provider_api::bootstrap::api::{
     OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec,
 };
 
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-/// On the InfraEnv (and, through `agentLabels`, on every Agent booted from it): the template's
-/// name, in label-value form (see [`label_value`]).
-pub const TEMPLATE_LABEL: &str = "bootstrap.cluster.x-k8s.io/metal3-machine-template";
-pub const CLONED_FROM_NAME_ANNOTATION: &str = "cluster.x-k8s.io/cloned-from-name";
-pub const CLONED_FROM_GROUPKIND_ANNOTATION: &str = "cluster.x-k8s.io/cloned-from-groupkind";
-pub const METAL3_MACHINE_TEMPLATE_GROUPKIND: &str =
-    "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io";
-pub const METAL3_MACHINE_TEMPLATE_API_VERSION: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-pub const METAL3_MACHINE_TEMPLATE_KIND: &str = "Metal3MachineTemplate";
-
-/// The Metal3MachineTemplate a Metal3Machine was cloned from.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TemplateRef {
-    pub namespace: String,
-    pub name: String,
-}
+use super::labels::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
+use super::template::{
+    METAL3_MACHINE_TEMPLATE_API_VERSION, METAL3_MACHINE_TEMPLATE_KIND, TemplateRef,
+};
 
 /// The InfraEnv of a template: the template's name, which is unique among the namespace's
 /// Metal3MachineTemplates and already a DNS-1123 subdomain. Shortened with a hash only when it
 /// could not be a label value: assisted-core labels every Agent with its InfraEnv's name.
 pub fn infraenv_name(template_name: &str) -> String {
     readable_label_value(template_name)
-}
-
-/// The template a Metal3Machine was cloned from, from the annotations CAPI (and the control
-/// plane provider) put on every infrastructure machine it clones. None when the Metal3Machine
-/// was not cloned from a Metal3MachineTemplate: it then has no InfraEnv of ours.
-pub fn template_of(metal3machine: &Metal3Machine) -> Option<TemplateRef> {
-    let annotations = metal3machine.annotations();
-    let name = annotations.get(CLONED_FROM_NAME_ANNOTATION)?;
-    let group_kind = annotations.get(CLONED_FROM_GROUPKIND_ANNOTATION)?;
-    if group_kind != METAL3_MACHINE_TEMPLATE_GROUPKIND || name.is_empty() {
-        return None;
-    }
-    Some(TemplateRef {
-        namespace: metal3machine.namespace().unwrap_or_default(),
-        name: name.clone(),
-    })
 }
 
 /// Everything the desired InfraEnv depends on.
@@ -665,32 +635,5 @@ spec:
             name,
             infraenv_name(&format!("{}.example2", "a".repeat(300)))
         );
-    }
-
-    #[test]
-    fn template_from_cloned_from_annotations() {
-        let m3m = |annotations: &str| -> Metal3Machine {
-            serde_yaml::from_str(&format!(
-                "apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: Metal3Machine\nmetadata: {{name: m, namespace: ns, annotations: {annotations}}}\nspec: {{}}"
-            ))
-            .unwrap()
-        };
-        assert_eq!(
-            template_of(&m3m(
-                "{cluster.x-k8s.io/cloned-from-name: workers, cluster.x-k8s.io/cloned-from-groupkind: Metal3MachineTemplate.infrastructure.cluster.x-k8s.io}"
-            )),
-            Some(template())
-        );
-        assert_eq!(
-            template_of(&m3m(
-                "{cluster.x-k8s.io/cloned-from-name: workers, cluster.x-k8s.io/cloned-from-groupkind: OtherTemplate.infrastructure.cluster.x-k8s.io}"
-            )),
-            None
-        );
-        assert_eq!(
-            template_of(&m3m("{cluster.x-k8s.io/cloned-from-name: workers}")),
-            None
-        );
-        assert_eq!(template_of(&m3m("{}")), None);
     }
 }

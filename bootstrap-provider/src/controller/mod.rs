@@ -2,22 +2,26 @@
 //! ("How to add a controller"): [`config`] (OpenshiftAssistedConfig: InfraEnv per template,
 //! live ISO into Metal3, data Secret, Agent cleanup) and [`agents`] (Agent ↔ Machine by boot
 //! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`],
-//! [`agent`] and [`install_ignition`]; [`unsupported`] lists the config fields that take no
-//! effect (the `FieldsSupported` condition).
+//! [`hold`], [`variables`] and [`install_ignition`]; [`labels`] names what they label with,
+//! [`template`] which Metal3MachineTemplate a Metal3Machine came from; [`unsupported`] lists the
+//! config fields that take no effect (the `FieldsSupported` condition).
 
-pub mod agent;
 pub mod agents;
 pub mod caches;
 pub mod config;
 pub mod discovery;
+pub mod hold;
 pub mod image;
 pub mod infraenv;
 pub mod install_ignition;
+pub mod labels;
 pub mod matching;
+pub mod template;
 #[cfg(test)]
 mod test_fixtures;
 pub mod unsupported;
 pub mod user_data;
+pub mod variables;
 
 use std::sync::Arc;
 use std::time::Duration;

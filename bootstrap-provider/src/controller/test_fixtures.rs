@@ -1,6 +1,9 @@
 //! Objects the controllers' unit tests share.
 
 use assisted_api::AgentClusterInstall;
+use external_types::metal3_io::BareMetalHost;
+
+use crate::controller::hold::{Hold, HoldReason};
 
 /// The AgentClusterInstall `ns/cp` of a cluster with `control_plane_agents`, in install `state`,
 /// with `conditions` (a YAML list).
@@ -19,4 +22,27 @@ status:
 "#
     ))
     .unwrap()
+}
+
+/// The BareMetalHost `ns/host-0` (uid `0b1c2d3e-…`), with `yaml_extra` added to its spec.
+pub fn host(yaml_extra: &str) -> BareMetalHost {
+    serde_yaml::from_str(&format!(
+        r#"
+apiVersion: metal3.io/v1alpha1
+kind: BareMetalHost
+metadata: {{name: host-0, namespace: ns, uid: 0b1c2d3e-aaaa-bbbb-cccc-000000000000}}
+spec:
+  online: true
+  bootMACAddress: "52:54:00:aa:bb:cc"
+  {yaml_extra}
+"#
+    ))
+    .unwrap()
+}
+
+/// A worker held while the day-1 install is in `state`.
+pub fn held_install(state: &str) -> Hold {
+    Hold::Held(HoldReason::InstallInProgress {
+        state: state.into(),
+    })
 }

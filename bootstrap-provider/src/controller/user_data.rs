@@ -11,8 +11,8 @@
 use provider_api::bootstrap::api::OpenshiftAssistedConfigSpec;
 use serde_json::{Map, Value, json};
 
-use super::agent::{ResolveError, Segment, variable_segments};
 use super::install_ignition::{file, shell_quote, unit};
+use super::variables::{ResolveError, Segment, variable_segments};
 
 pub const CONFIG_DRIVE_SCRIPT: &str = "/usr/local/bin/capoa-configdrive-metadata.sh";
 pub const CONFIG_DRIVE_UNIT: &str = "capoa-configdrive-metadata.service";

@@ -16,7 +16,7 @@ use assisted_core::api::agentclusterinstall::AgentClusterInstall;
 use assisted_core::api::hive::ClusterDeployment;
 use assisted_core::api::infraenv::InfraEnv;
 use assisted_core::service::auth::{Claims, Keys, PRIVATE_KEY_FIELD};
-use bootstrap_provider::controller::agent::MACHINE_NAME_LABEL;
+use bootstrap_provider::controller::labels::MACHINE_NAME_LABEL;
 use external_types::capi::Machine;
 use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use external_types::metal3_io::BareMetalHost;

@@ -15,9 +15,9 @@ use manager::cache;
 use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
 use crate::controller::caches::Caches;
-use crate::controller::infraenv::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
+use crate::controller::labels::{CLUSTER_NAME_LABEL, TEMPLATE_LABEL};
 use crate::controller::matching::{AgentInput, Mac, host_of};
-use crate::controller::{Error, PAUSED_ANNOTATION, agent};
+use crate::controller::{Error, PAUSED_ANNOTATION, variables};
 
 /// One Machine of the cluster with what matching and the Agent spec need.
 pub struct MachineObjects {
@@ -178,7 +178,7 @@ async fn host_metadata(
         .and_then(|mut data| data.remove("metaData"))
         .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
         .unwrap_or_default();
-    Ok(agent::metadata_secret_keys(&yaml))
+    Ok(variables::metadata_secret_keys(&yaml))
 }
 
 /// Whether the host's boot MAC is among the Agent's: only then can it be the Agent's host.

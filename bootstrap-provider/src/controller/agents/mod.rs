@@ -4,6 +4,7 @@
 //! (workers that arrive during the day-1 install wait for day-2). Foreign Agents are ignored.
 
 pub mod dereference;
+pub mod desired;
 pub mod plan;
 
 use std::sync::Arc;
@@ -142,7 +143,7 @@ pub async fn run(ctx: Arc<Context>, triggers: AgentTriggers, mut shutdown: watch
             // The state and the install start decide the hold.
             let hold_inputs = (
                 aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
-                crate::controller::agent::install_started_at(&aci),
+                crate::controller::hold::install_started_at(&aci),
             );
             if !seen_aci.changed(key(&aci), hold_inputs) {
                 return Vec::new();

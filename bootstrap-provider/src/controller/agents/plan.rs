@@ -5,7 +5,8 @@ use kube::ResourceExt;
 
 use super::dereference::Dereferenced;
 use crate::controller::PlannedEvent;
-use crate::controller::agent::{self, AgentInputs, DesiredAgent};
+use crate::controller::agents::desired::{self, AgentInputs, DesiredAgent};
+use crate::controller::hold;
 use crate::controller::matching::{self, AgentInput, AgentMatch, MachineInput};
 
 /// The outcome of the last match, kept on the Agent so its events are published once per
@@ -84,16 +85,16 @@ fn decide(d: &Dereferenced) -> Plan {
                         name: String::new(),
                         namespace: String::new(),
                     });
-            let late = agent::created_after_install_started(
+            let late = hold::created_after_install_started(
                 objects
                     .machine
                     .metadata
                     .creation_timestamp
                     .as_ref()
                     .map(|t| t.0),
-                d.aci.as_ref().and_then(agent::install_started_at),
+                d.aci.as_ref().and_then(hold::install_started_at),
             );
-            let hold = agent::hold(*control_plane, &agent::install_state(d.aci.as_ref()), late);
+            let hold = hold::hold(*control_plane, &hold::install_state(d.aci.as_ref()), late);
             let inputs = AgentInputs {
                 agent,
                 machine_name: machine,
@@ -107,7 +108,7 @@ fn decide(d: &Dereferenced) -> Plan {
                 extra_metadata: &objects.host_metadata,
                 hold: &hold,
             };
-            match agent::desired_agent(&inputs) {
+            match desired::desired_agent(&inputs) {
                 Ok(desired) => {
                     if desired.spec.approved && !agent.spec.approved {
                         plan.events.push(PlannedEvent {
@@ -121,7 +122,7 @@ fn decide(d: &Dereferenced) -> Plan {
                             ),
                         });
                     }
-                    if let agent::Hold::Held(reason) = &hold
+                    if let hold::Hold::Held(reason) = &hold
                         && !agent.spec.approved
                     {
                         plan.events.push(PlannedEvent {
@@ -176,10 +177,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::controller::agent::{
+    use crate::controller::agents::dereference::{Dereferenced, MachineObjects};
+    use crate::controller::labels::{
         BAREMETALHOST_ANNOTATION, MACHINE_ANNOTATION, MACHINE_NAME_LABEL,
     };
-    use crate::controller::agents::dereference::{Dereferenced, MachineObjects};
     use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
     const CP_MAC: &str = "52:54:00:00:00:00";

@@ -11,8 +11,8 @@ use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use serde_json::json;
 
 use super::plan::Plan;
-use crate::controller::agent::MACHINE_NAME_LABEL;
 use crate::controller::image::{live_iso_image, live_iso_template_image};
+use crate::controller::labels::MACHINE_NAME_LABEL;
 use crate::controller::{Context, Error, FIELD_MANAGER, FINALIZER, apply_params, publish};
 use manager::names::readable_label_value;
 

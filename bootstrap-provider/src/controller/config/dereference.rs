@@ -12,8 +12,10 @@ use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
 use crate::controller::Error;
 use crate::controller::caches::Caches;
-use crate::controller::infraenv::{self, CLUSTER_NAME_LABEL, TemplateRef};
+use crate::controller::infraenv;
+use crate::controller::labels::CLUSTER_NAME_LABEL;
 use crate::controller::matching::host_of;
+use crate::controller::template::{TemplateRef, template_of};
 use crate::controller::{discovery, image};
 
 /// One Machine of the cluster as boot-MAC matching sees it.
@@ -111,7 +113,7 @@ pub async fn dereference(
             &machine.spec.infrastructure_ref.name,
         );
     }
-    d.template_ref = d.metal3machine.as_ref().and_then(infraenv::template_of);
+    d.template_ref = d.metal3machine.as_ref().and_then(template_of);
     d.machine = Some(machine);
     let claimed = d.metal3machine.as_ref().and_then(host_of).is_some();
 
@@ -137,7 +139,7 @@ pub async fn dereference(
         // The template's other users: Metal3Machines cloned from it → their Machines → configs.
         let cloned: Vec<String> = cluster_metal3machines
             .iter()
-            .filter(|m| infraenv::template_of(m).as_ref() == Some(template_ref))
+            .filter(|m| template_of(m).as_ref() == Some(template_ref))
             .map(|m| m.name_any())
             .collect();
         let config_names: Vec<String> = cluster_machines

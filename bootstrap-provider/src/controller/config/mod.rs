@@ -18,7 +18,7 @@ use manager::controller::Fingerprints;
 use tokio::sync::watch;
 
 use super::caches::ConfigTriggers;
-use super::infraenv::CLUSTER_NAME_LABEL;
+use super::labels::CLUSTER_NAME_LABEL;
 use super::matching::{BAREMETALHOST_ANNOTATION, HOST_PROBLEM_REASONS};
 use super::{Context, Error};
 use provider_api::bootstrap::api::OpenshiftAssistedConfig;
@@ -196,7 +196,7 @@ pub async fn run(ctx: Arc<Context>, triggers: ConfigTriggers, mut shutdown: watc
             // The state and the install start decide the hold.
             let hold_inputs = (
                 aci.status.as_ref().and_then(|s| s.debug_info.state.clone()),
-                crate::controller::agent::install_started_at(&aci),
+                crate::controller::hold::install_started_at(&aci),
             );
             if !seen_aci.changed(key(&aci), hold_inputs) {
                 return Vec::new();

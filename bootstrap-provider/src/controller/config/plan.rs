@@ -13,7 +13,7 @@ use manager::conditions::{self, Desired};
 use provider_api::bootstrap::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
 
 use super::dereference::Dereferenced;
-use crate::controller::agent::{self, Hold};
+use crate::controller::hold::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
 use crate::controller::matching::{self, MachineInput};
@@ -313,12 +313,12 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
     let control_plane = machine
         .labels()
         .contains_key("cluster.x-k8s.io/control-plane");
-    let state = agent::install_state(d.aci.as_ref());
-    let late = agent::created_after_install_started(
+    let state = hold::install_state(d.aci.as_ref());
+    let late = hold::created_after_install_started(
         machine.metadata.creation_timestamp.as_ref().map(|t| t.0),
-        d.aci.as_ref().and_then(agent::install_started_at),
+        d.aci.as_ref().and_then(hold::install_started_at),
     );
-    let hold: Hold = agent::hold(control_plane, &state, late);
+    let hold: Hold = hold::hold(control_plane, &state, late);
     let infrastructure_provisioned = cluster
         .status
         .as_ref()
@@ -423,7 +423,7 @@ mod tests {
 
     use super::*;
     use crate::controller::config::dereference::MachineHost;
-    use crate::controller::infraenv::TemplateRef;
+    use crate::controller::template::TemplateRef;
     use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
     const ISO: &str = "https://assisted.example/byapikey/t/4.20/x86_64/full.iso?rev=1";
