@@ -10,6 +10,7 @@ pub mod agents;
 pub mod caches;
 pub mod config;
 pub mod discovery;
+pub mod fingerprints;
 pub mod hold;
 pub mod image;
 pub mod infraenv;
@@ -23,14 +24,18 @@ pub mod unsupported;
 pub mod user_data;
 pub mod variables;
 
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{StreamExt, TryFuture};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
+use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::PatchParams;
-use kube::runtime::controller::Action;
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
+use kube::{Client, Resource};
 use manager::metrics::ControllerMetrics;
 use manager::runtime::{SharedRegistry, WatchScope};
 use tokio::sync::watch;
@@ -89,6 +94,33 @@ async fn publish(
 fn retry(name: &str, error: &Error) -> Action {
     tracing::warn!(%name, error = %error, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(15))
+}
+
+/// Runs `controller` until `shutdown` turns true. Its stream's errors are only logged: a failed
+/// reconcile is counted and retried by the controller's error policy.
+async fn drive<K, ReconcilerFut>(
+    controller: Controller<K>,
+    reconcile: impl FnMut(Arc<K>, Arc<Context>) -> ReconcilerFut,
+    error_policy: impl Fn(Arc<K>, &Error, Arc<Context>) -> Action,
+    ctx: Arc<Context>,
+    mut shutdown: watch::Receiver<bool>,
+    name: &'static str,
+) where
+    K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Debug + Unpin,
+    ReconcilerFut: TryFuture<Ok = Action, Error = Error> + Send + 'static,
+{
+    controller
+        .graceful_shutdown_on(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "{name} controller event");
+            }
+        })
+        .await;
 }
 
 /// Runs both controllers until `shutdown` turns true.

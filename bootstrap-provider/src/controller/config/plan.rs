@@ -9,20 +9,17 @@ use assisted_api::infraenv::ClusterReference;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use manager::conditions::{self, Desired};
-use provider_api::bootstrap::api::{BootstrapInitialization, OpenshiftAssistedConfigStatus};
+use manager::conditions::Desired;
+use provider_api::bootstrap::api::OpenshiftAssistedConfigStatus;
 
 use super::dereference::Dereferenced;
+use super::status::{self, DATA_SECRET_AVAILABLE, StatusInputs};
 use crate::controller::hold::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
 use crate::controller::matching::{self, MachineInput};
-use crate::controller::unsupported;
 use crate::controller::{FINALIZER, PAUSED_ANNOTATION, PlannedEvent};
 
-pub const READY: &str = "Ready";
-pub const DATA_SECRET_AVAILABLE: &str = "DataSecretAvailable";
-pub const PAUSED: &str = "Paused";
 /// A config waiting on something that changes on its own (an image being built, a host being
 /// provisioned) is looked at again this often even if no watch fires.
 const WAIT: Duration = Duration::from_secs(30);
@@ -47,33 +44,16 @@ pub struct Plan {
 pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     let config = d.config.as_ref();
     let has_finalizer = config.finalizers().iter().any(|f| f == FINALIZER);
-    let mut plan = Plan::default();
-
     if config.metadata.deletion_timestamp.is_some() {
-        if has_finalizer {
-            let machine = config
-                .owner_references()
-                .iter()
-                .find(|o| o.kind == "Machine")
-                .map(|o| o.name.clone())
-                .unwrap_or_else(|| config.name_any());
-            plan.delete_agents_of = Some(machine);
-            plan.finalizer = Some(false);
-        }
-        return plan;
+        return plan_deletion(d, has_finalizer);
     }
-    let paused = config.annotations().contains_key(PAUSED_ANNOTATION)
-        || d.cluster.as_ref().is_some_and(|c| {
-            c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
-        });
+    let mut plan = Plan::default();
+    let paused = is_paused(d);
     if !has_finalizer && !paused {
         plan.finalizer = Some(true);
     }
     let (data_available, infraenv_problem) = if paused {
-        (
-            Desired::false_(DATA_SECRET_AVAILABLE, "Paused", "reconciling is paused"),
-            None,
-        )
+        (status::paused_data_available(), None)
     } else {
         decide(d, &mut plan)
     };
@@ -86,74 +66,27 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     }
 
     let created = d.data_secret_exists || plan.data_secret.is_some();
-    // Once the Secret exists it stays available (it is never taken back), whatever else waits.
-    let data_available = if created {
-        Desired::true_(
-            DATA_SECRET_AVAILABLE,
-            "the bootstrap data Secret is available",
-        )
-    } else {
-        data_available
-    };
-    // A host that keeps the Machine's Agent from being matched shows on Ready, Secret or not
-    // (CAPM3 claims the host only once the Secret exists); the Secret gate is not affected.
     let host_problem = host_problem(d);
-    let previous = config.status.clone().unwrap_or_default();
-    if let Some(problem) = &host_problem {
-        // Said once per change of the problem, not on every reconcile.
-        let said = previous.conditions.iter().any(|c| {
-            c.type_ == READY
-                && c.status == "False"
-                && c.reason == problem.reason
-                && c.message == problem.message
+    if let Some(problem) = &host_problem
+        && !status::ready_says(config, problem)
+    {
+        plan.events.push(PlannedEvent {
+            warning: true,
+            reason: problem.reason,
+            note: problem.message.clone(),
         });
-        if !said {
-            plan.events.push(PlannedEvent {
-                warning: true,
-                reason: problem.reason,
-                note: problem.message.clone(),
-            });
-        }
     }
-    let ready = match (&host_problem, created) {
-        (Some(problem), _) => Desired::false_(READY, problem.reason, problem.message.clone()),
-        (None, true) => Desired::true_(READY, "the bootstrap data Secret is available"),
-        (None, false) => Desired::false_(
-            READY,
-            data_available.reason.clone(),
-            data_available.message.clone(),
-        ),
-    };
-    let paused_condition = if paused {
-        Desired::true_(
-            PAUSED,
-            "the Cluster or this config is paused; nothing is reconciled",
-        )
-    } else {
-        Desired::false_(PAUSED, "NotPaused", "")
-    };
-    // Fields that take no effect block nothing: a condition of their own, present only while
-    // one is set.
-    let mut desired = vec![ready, data_available, paused_condition];
-    desired.extend(unsupported::fields_supported(
-        &config.spec,
-        d.infraenv.as_ref(),
-    ));
-    let status = OpenshiftAssistedConfigStatus {
-        conditions: conditions::merge_owned(
-            &previous.conditions,
-            &desired,
-            &[conditions::FIELDS_SUPPORTED],
-            config.metadata.generation,
-            now,
-        ),
-        initialization: Some(BootstrapInitialization {
-            data_secret_created: Some(created),
-        }),
-        data_secret_name: created.then(|| image::data_secret_name(&config.name_any())),
-        observed_generation: config.metadata.generation,
-        v1beta1_conditions: previous.v1beta1_conditions.clone(),
-    };
+    let status = status::desired_status(
+        StatusInputs {
+            config,
+            infraenv: d.infraenv.as_ref(),
+            data_available,
+            host_problem: host_problem.as_ref(),
+            created,
+            paused,
+        },
+        now,
+    );
     if Some(&status) != config.status.as_ref() {
         plan.status = Some(status);
     }
@@ -161,6 +94,31 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         plan.requeue = Some(WAIT);
     }
     plan
+}
+
+/// A config being deleted: its Machine's Agents go, then our finalizer.
+fn plan_deletion(d: &Dereferenced, has_finalizer: bool) -> Plan {
+    let config = d.config.as_ref();
+    let mut plan = Plan::default();
+    if has_finalizer {
+        let machine = config
+            .owner_references()
+            .iter()
+            .find(|o| o.kind == "Machine")
+            .map(|o| o.name.clone())
+            .unwrap_or_else(|| config.name_any());
+        plan.delete_agents_of = Some(machine);
+        plan.finalizer = Some(false);
+    }
+    plan
+}
+
+/// The config, or its Cluster, is paused.
+fn is_paused(d: &Dereferenced) -> bool {
+    d.config.annotations().contains_key(PAUSED_ANNOTATION)
+        || d.cluster.as_ref().is_some_and(|c| {
+            c.spec.paused == Some(true) || c.annotations().contains_key(PAUSED_ANNOTATION)
+        })
 }
 
 /// The boot-MAC problem of this config's Machine's BareMetalHost, as the Agent controller's
@@ -423,7 +381,9 @@ mod tests {
 
     use super::*;
     use crate::controller::config::dereference::MachineHost;
+    use crate::controller::config::status::{PAUSED, READY};
     use crate::controller::template::TemplateRef;
+    use manager::conditions;
     use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
     const ISO: &str = "https://assisted.example/byapikey/t/4.20/x86_64/full.iso?rev=1";
