@@ -45,7 +45,7 @@ pub struct Dereferenced {
     pub data_secret_exists: bool,
     /// The InfraEnv's discovery ignition, read only for a disk-image template whose data Secret
     /// is still missing; `Err` says why it could not be read.
-    pub discovery_ignition: Option<Result<String, String>>,
+    pub discovery_ignition: Option<Result<String, discovery::FetchError>>,
     /// The cluster's Machines (not being deleted), what the Agent controller matches Agents
     /// against, so that the boot-MAC problems of this config's host are reported here. Read
     /// only once this config's Metal3Machine has claimed a host; empty before.
@@ -177,11 +177,7 @@ pub async fn dereference(
             && !d.data_secret_exists
             && let Some(url) = url
         {
-            d.discovery_ignition = Some(
-                discovery::fetch_discovery_ignition(&url)
-                    .await
-                    .map_err(|e| e.to_string()),
-            );
+            d.discovery_ignition = Some(discovery::fetch_discovery_ignition(&url).await);
         }
     }
 

@@ -382,6 +382,7 @@ mod tests {
     use super::*;
     use crate::controller::config::dereference::MachineHost;
     use crate::controller::config::status::{PAUSED, READY};
+    use crate::controller::discovery::FetchError;
     use crate::controller::template::TemplateRef;
     use manager::conditions;
     use provider_api::bootstrap::api::OpenshiftAssistedConfig;
@@ -949,7 +950,10 @@ spec: {{pullSecretRef: {{name: pull-secret}}}}
     #[test]
     fn an_unreadable_discovery_ignition_is_shown_with_its_cause() {
         let mut d = disk_image();
-        d.discovery_ignition = Some(Err("cannot reach assisted.example: timed out".into()));
+        d.discovery_ignition = Some(Err(FetchError::Connect {
+            host: "assisted.example".into(),
+            reason: "timed out".into(),
+        }));
         let plan = plan(&d, t0());
         assert!(plan.data_secret.is_none());
         assert_eq!(reason(&plan), "DiscoveryIgnitionUnavailable");
