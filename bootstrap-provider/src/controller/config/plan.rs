@@ -4,13 +4,15 @@
 
 use std::time::Duration;
 
-use assisted_api::InfraEnv;
 use assisted_api::infraenv::ClusterReference;
+use assisted_api::{ClusterDeployment, InfraEnv};
+use external_types::capi::{Cluster, Machine};
+use external_types::capm3::v1beta2::{Metal3Machine, Metal3MachineTemplate};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use manager::conditions::Desired;
-use provider_api::bootstrap::api::OpenshiftAssistedConfigStatus;
+use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigStatus};
 
 use super::dereference::Dereferenced;
 use super::status::{self, DATA_SECRET_AVAILABLE, StatusInputs};
@@ -18,6 +20,7 @@ use crate::controller::hold::{self, Hold};
 use crate::controller::image::{self, Gate, GateInputs, ImageMode};
 use crate::controller::infraenv::{self, InfraEnvInputs};
 use crate::controller::matching::{self, MachineInput};
+use crate::controller::template::TemplateRef;
 use crate::controller::{FINALIZER, PAUSED_ANNOTATION, PlannedEvent};
 
 /// A config waiting on something that changes on its own (an image being built, a host being
@@ -139,135 +142,222 @@ struct Problem {
     message: String,
 }
 
+/// A live config's `DataSecretAvailable` condition, and the problem to warn about, if any.
+type Outcome = (Desired, Option<Problem>);
+
+/// Waiting for something that comes on its own: no event.
+fn waiting(reason: &str, message: String) -> Outcome {
+    (
+        Desired::false_(DATA_SECRET_AVAILABLE, reason.to_string(), message),
+        None,
+    )
+}
+
+/// Stopped by a problem the user must fix: also a Warning event.
+fn blocked(problem: Problem) -> Outcome {
+    (
+        Desired::false_(
+            DATA_SECRET_AVAILABLE,
+            problem.reason,
+            problem.message.clone(),
+        ),
+        Some(problem),
+    )
+}
+
+/// The objects a live config's writes are built from, once all of them are there.
+struct Found<'a> {
+    config: &'a OpenshiftAssistedConfig,
+    machine: &'a Machine,
+    cluster: &'a Cluster,
+    cluster_name: String,
+    m3m: &'a Metal3Machine,
+    template_ref: &'a TemplateRef,
+    template: &'a Metal3MachineTemplate,
+    mode: ImageMode,
+    /// The cluster's one ClusterDeployment; None while there is none.
+    cd: Option<&'a ClusterDeployment>,
+}
+
 /// Fills the writes of a live config; returns its `DataSecretAvailable` condition.
-fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
-    let config = d.config.as_ref();
-    let waiting = |reason: &str, message: String| {
-        (
-            Desired::false_(DATA_SECRET_AVAILABLE, reason.to_string(), message),
-            None,
-        )
+fn decide(d: &Dereferenced, plan: &mut Plan) -> Outcome {
+    let found = match find(d) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
-    let Some(machine) = &d.machine else {
-        return waiting(
-            "WaitingForMachine",
-            "waiting for a Machine to own this config (spec.bootstrap.configRef)".into(),
-        );
-    };
-    let Some(cluster) = &d.cluster else {
-        return waiting(
-            "WaitingForCluster",
-            format!("Cluster {} does not exist", machine.spec.cluster_name),
-        );
-    };
-    let cluster_name = cluster.name_any();
-    let (Some(m3m), Some(template_ref)) = (&d.metal3machine, &d.template_ref) else {
-        return waiting(
-            "WaitingForMetal3Machine",
-            format!(
-                "waiting for Machine {}'s Metal3Machine, cloned from a Metal3MachineTemplate \
-                 (annotation cluster.x-k8s.io/cloned-from-name)",
-                machine.name_any()
-            ),
-        );
-    };
-    let Some(template) = &d.template else {
-        return waiting(
-            "WaitingForMetal3MachineTemplate",
-            format!("Metal3MachineTemplate {} does not exist", template_ref.name),
-        );
-    };
-    let mode = image::image_mode(template);
-    let cd = match d.cluster_deployments.as_slice() {
-        [cd] => Some(cd),
-        [] => None,
-        many => {
-            let problem = Problem {
-                reason: "SeveralClusterDeployments",
-                message: format!(
-                    "{} ClusterDeployments carry the label cluster.x-k8s.io/cluster-name={cluster_name}; \
-                     only one may",
-                    many.len()
-                ),
-            };
-            return (
-                Desired::false_(
-                    DATA_SECRET_AVAILABLE,
-                    problem.reason,
-                    problem.message.clone(),
-                ),
-                Some(problem),
-            );
-        }
-    };
-
-    // The template's InfraEnv, built from every config that uses the template.
-    let mut configs: Vec<&provider_api::bootstrap::api::OpenshiftAssistedConfig> =
-        d.template_configs.iter().collect();
-    if !configs.iter().any(|c| c.name_any() == config.name_any()) {
-        configs.push(config);
-    }
-    if let Some(cd) = cd {
-        let cd_ref = ClusterReference {
-            name: cd.name_any(),
-            namespace: cd.namespace().unwrap_or_default(),
-        };
-        // A config without a pull secret uses the cluster's (the control plane's, or its
-        // OKD placeholder): both halves of the install then agree.
-        let cluster_pull_secret = cd
-            .spec
-            .pull_secret_ref
-            .as_ref()
-            .map(|r| r.name.clone())
-            .unwrap_or_default();
-        let inputs = InfraEnvInputs {
-            template: template_ref,
-            template_uid: template.metadata.uid.as_deref().unwrap_or_default(),
-            cluster_name: &cluster_name,
-            cluster_deployment: &cd_ref,
-            configs: &configs,
-            placeholder_pull_secret: &cluster_pull_secret,
-            mirror_registry_ref: d
-                .aci
-                .as_ref()
-                .and_then(|a| a.spec.mirror_registry_ref.as_ref()),
-        };
-        match infraenv::desired_infraenv(&inputs) {
+    if let Some(cd) = found.cd {
+        match desired_infraenv(d, &found, cd) {
             Ok(desired) => plan.infraenv = Some(desired),
-            Err(e) => {
-                let problem = Problem {
-                    reason: e.reason(),
-                    message: e.to_string(),
-                };
-                return (
-                    Desired::false_(
-                        DATA_SECRET_AVAILABLE,
-                        problem.reason,
-                        problem.message.clone(),
-                    ),
-                    Some(problem),
-                );
-            }
+            Err(problem) => return blocked(problem),
         }
     }
-
-    // The live ISO into the template and this Metal3Machine.
     let iso_url = d
         .infraenv
         .as_ref()
         .and_then(|ie| ie.status.as_ref())
         .and_then(|s| s.iso_download_url.clone())
         .filter(|u| !u.is_empty());
-    if let (ImageMode::LiveIso, Some(url)) = (mode, &iso_url) {
-        if image::template_needs_image(template, url) {
-            plan.template_image = Some((template.name_any(), url.clone()));
+    plan_live_iso(&found, iso_url.as_deref(), plan);
+    let gate = data_secret_gate(d, &found, iso_url.as_deref(), plan);
+    // Disk image: the discovery ignition with the units that name the host (see `user_data`).
+    let disk_image_user_data = match (found.mode, &d.discovery_ignition) {
+        (ImageMode::DiskImage, Some(Ok(ignition))) if !d.data_secret_exists => Some(
+            crate::controller::user_data::disk_image_user_data(ignition, &found.config.spec),
+        ),
+        _ => None,
+    };
+    let disk_image_user_data = match disk_image_user_data.transpose() {
+        Ok(user_data) => user_data,
+        Err(e) => {
+            return waiting(
+                "InvalidUserData",
+                format!("cannot build the disk-image user data: {e}"),
+            );
         }
-        if image::metal3machine_needs_image(mode, m3m, url) {
-            plan.metal3machine_image = Some((m3m.name_any(), url.clone()));
-        }
+    };
+    if gate.is_ready() && !d.data_secret_exists {
+        plan_data_secret(&found, disk_image_user_data.as_deref(), plan);
     }
+    if let (false, Some(Err(reason))) = (gate.is_ready(), &d.discovery_ignition) {
+        return waiting(
+            "DiscoveryIgnitionUnavailable",
+            format!("cannot read the discovery ignition: {reason}"),
+        );
+    }
+    let condition = if gate.is_ready() {
+        Desired::true_(DATA_SECRET_AVAILABLE, gate.message())
+    } else {
+        Desired::false_(DATA_SECRET_AVAILABLE, gate.reason(), gate.message())
+    };
+    (condition, None)
+}
 
-    // The data Secret, once nothing is missing.
+/// The Machine, Cluster, Metal3Machine, template and ClusterDeployment, in the order a new
+/// config waits for them; the first one missing is the condition.
+fn find(d: &Dereferenced) -> Result<Found<'_>, Outcome> {
+    let Some(machine) = &d.machine else {
+        return Err(waiting(
+            "WaitingForMachine",
+            "waiting for a Machine to own this config (spec.bootstrap.configRef)".into(),
+        ));
+    };
+    let Some(cluster) = &d.cluster else {
+        return Err(waiting(
+            "WaitingForCluster",
+            format!("Cluster {} does not exist", machine.spec.cluster_name),
+        ));
+    };
+    let cluster_name = cluster.name_any();
+    let (Some(m3m), Some(template_ref)) = (&d.metal3machine, &d.template_ref) else {
+        return Err(waiting(
+            "WaitingForMetal3Machine",
+            format!(
+                "waiting for Machine {}'s Metal3Machine, cloned from a Metal3MachineTemplate \
+                 (annotation cluster.x-k8s.io/cloned-from-name)",
+                machine.name_any()
+            ),
+        ));
+    };
+    let Some(template) = &d.template else {
+        return Err(waiting(
+            "WaitingForMetal3MachineTemplate",
+            format!("Metal3MachineTemplate {} does not exist", template_ref.name),
+        ));
+    };
+    let cd = match d.cluster_deployments.as_slice() {
+        [cd] => Some(cd),
+        [] => None,
+        many => {
+            return Err(blocked(Problem {
+                reason: "SeveralClusterDeployments",
+                message: format!(
+                    "{} ClusterDeployments carry the label cluster.x-k8s.io/cluster-name={cluster_name}; \
+                     only one may",
+                    many.len()
+                ),
+            }));
+        }
+    };
+    Ok(Found {
+        config: d.config.as_ref(),
+        machine,
+        cluster,
+        cluster_name,
+        m3m,
+        template_ref,
+        template,
+        mode: image::image_mode(template),
+        cd,
+    })
+}
+
+/// The template's InfraEnv, built from every config that uses the template.
+fn desired_infraenv(
+    d: &Dereferenced,
+    found: &Found<'_>,
+    cd: &ClusterDeployment,
+) -> Result<InfraEnv, Problem> {
+    let mut configs: Vec<&OpenshiftAssistedConfig> = d.template_configs.iter().collect();
+    if !configs
+        .iter()
+        .any(|c| c.name_any() == found.config.name_any())
+    {
+        configs.push(found.config);
+    }
+    let cd_ref = ClusterReference {
+        name: cd.name_any(),
+        namespace: cd.namespace().unwrap_or_default(),
+    };
+    // A config without a pull secret uses the cluster's (the control plane's, or its
+    // OKD placeholder): both halves of the install then agree.
+    let cluster_pull_secret = cd
+        .spec
+        .pull_secret_ref
+        .as_ref()
+        .map(|r| r.name.clone())
+        .unwrap_or_default();
+    let inputs = InfraEnvInputs {
+        template: found.template_ref,
+        template_uid: found.template.metadata.uid.as_deref().unwrap_or_default(),
+        cluster_name: &found.cluster_name,
+        cluster_deployment: &cd_ref,
+        configs: &configs,
+        placeholder_pull_secret: &cluster_pull_secret,
+        mirror_registry_ref: d
+            .aci
+            .as_ref()
+            .and_then(|a| a.spec.mirror_registry_ref.as_ref()),
+    };
+    infraenv::desired_infraenv(&inputs).map_err(|e| Problem {
+        reason: e.reason(),
+        message: e.to_string(),
+    })
+}
+
+/// The live ISO into the template and this Metal3Machine.
+fn plan_live_iso(found: &Found<'_>, iso_url: Option<&str>, plan: &mut Plan) {
+    let (ImageMode::LiveIso, Some(url)) = (found.mode, iso_url) else {
+        return;
+    };
+    if image::template_needs_image(found.template, url) {
+        plan.template_image = Some((found.template.name_any(), url.to_string()));
+    }
+    if image::metal3machine_needs_image(found.mode, found.m3m, url) {
+        plan.metal3machine_image = Some((found.m3m.name_any(), url.to_string()));
+    }
+}
+
+/// Whether the data Secret may be written now: nothing missing, the worker not held.
+fn data_secret_gate(
+    d: &Dereferenced,
+    found: &Found<'_>,
+    iso_url: Option<&str>,
+    plan: &Plan,
+) -> Gate {
+    if d.data_secret_exists {
+        return Gate::Ready;
+    }
+    let machine = found.machine;
     let control_plane = machine
         .labels()
         .contains_key("cluster.x-k8s.io/control-plane");
@@ -277,97 +367,60 @@ fn decide(d: &Dereferenced, plan: &mut Plan) -> (Desired, Option<Problem>) {
         d.aci.as_ref().and_then(hold::install_started_at),
     );
     let hold: Hold = hold::hold(control_plane, &state, late);
-    let infrastructure_provisioned = cluster
+    let infrastructure_provisioned = found
+        .cluster
         .status
         .as_ref()
         .and_then(|s| s.initialization.as_ref())
         .and_then(|i| i.infrastructure_provisioned)
         == Some(true);
     // Written this reconcile: the Metal3Machine carries the URL before the Secret is created.
-    let mut m3m_after = m3m.clone();
+    let mut m3m_after = found.m3m.clone();
     if let Some((_, url)) = &plan.metal3machine_image {
         m3m_after.spec.image = Some(image::live_iso_image(url));
     }
-    let gate = if d.data_secret_exists {
-        Gate::Ready
-    } else {
-        image::data_secret_gate(&GateInputs {
-            cluster_name: &cluster_name,
-            infrastructure_provisioned,
-            cluster_deployment_found: cd.is_some(),
-            hold: &hold,
-            mode,
-            infraenv_name: &infraenv::infraenv_name(&template_ref.name),
-            iso_url: iso_url.as_deref(),
-            image_error: d.infraenv.as_ref().and_then(image::image_creation_error),
-            discovery_ignition_available: matches!(d.discovery_ignition, Some(Ok(_))),
-            metal3machine: &m3m_after,
-        })
-    };
-    // Disk image: the discovery ignition with the units that name the host (see `user_data`).
-    let disk_image_user_data = match (mode, &d.discovery_ignition) {
-        (ImageMode::DiskImage, Some(Ok(ignition))) if !d.data_secret_exists => Some(
-            crate::controller::user_data::disk_image_user_data(ignition, &config.spec),
-        ),
-        _ => None,
-    };
-    if let Some(Err(e)) = &disk_image_user_data {
-        return (
-            Desired::false_(
-                DATA_SECRET_AVAILABLE,
-                "InvalidUserData",
-                format!("cannot build the disk-image user data: {e}"),
+    image::data_secret_gate(&GateInputs {
+        cluster_name: &found.cluster_name,
+        infrastructure_provisioned,
+        cluster_deployment_found: found.cd.is_some(),
+        hold: &hold,
+        mode: found.mode,
+        infraenv_name: &infraenv::infraenv_name(&found.template_ref.name),
+        iso_url,
+        image_error: d.infraenv.as_ref().and_then(image::image_creation_error),
+        discovery_ignition_available: matches!(d.discovery_ignition, Some(Ok(_))),
+        metal3machine: &m3m_after,
+    })
+}
+
+/// The data Secret and its event. Live ISO: the ISO carries the discovery ignition, the user
+/// data is empty. Disk image: the user data is the discovery ignition (CAPOA's raw-image flow).
+fn plan_data_secret(found: &Found<'_>, disk_image_user_data: Option<&str>, plan: &mut Plan) {
+    let config = found.config;
+    plan.data_secret = Some(image::desired_data_secret(&image::DataSecretInputs {
+        config_name: &config.name_any(),
+        config_namespace: &config.namespace().unwrap_or_default(),
+        config_uid: config.metadata.uid.as_deref().unwrap_or_default(),
+        cluster_name: &found.cluster_name,
+        value: disk_image_user_data.unwrap_or(image::EMPTY_IGNITION),
+    }));
+    plan.events.push(PlannedEvent {
+        warning: false,
+        reason: "DataSecretCreated",
+        note: match found.mode {
+            ImageMode::LiveIso => format!(
+                "Metal3Machine {} carries the discovery ISO; bootstrap data Secret {} created",
+                found.m3m.name_any(),
+                image::data_secret_name(&config.name_any())
             ),
-            None,
-        );
-    }
-    if gate.is_ready() && !d.data_secret_exists {
-        plan.data_secret = Some(image::desired_data_secret(&image::DataSecretInputs {
-            config_name: &config.name_any(),
-            config_namespace: &config.namespace().unwrap_or_default(),
-            config_uid: config.metadata.uid.as_deref().unwrap_or_default(),
-            cluster_name: &cluster_name,
-            // Live ISO: the ISO carries the discovery ignition, the user data is empty.
-            // Disk image: the user data is the discovery ignition (CAPOA's raw-image flow).
-            value: match &disk_image_user_data {
-                Some(Ok(user_data)) => user_data,
-                _ => image::EMPTY_IGNITION,
-            },
-        }));
-        plan.events.push(PlannedEvent {
-            warning: false,
-            reason: "DataSecretCreated",
-            note: match mode {
-                ImageMode::LiveIso => format!(
-                    "Metal3Machine {} carries the discovery ISO; bootstrap data Secret {} created",
-                    m3m.name_any(),
-                    image::data_secret_name(&config.name_any())
-                ),
-                ImageMode::DiskImage => format!(
-                    "bootstrap data Secret {} created with the discovery ignition of InfraEnv {} \
-                     (disk-image flow)",
-                    image::data_secret_name(&config.name_any()),
-                    infraenv::infraenv_name(&template_ref.name)
-                ),
-            },
-        });
-    }
-    if let (false, Some(Err(reason))) = (gate.is_ready(), &d.discovery_ignition) {
-        return (
-            Desired::false_(
-                DATA_SECRET_AVAILABLE,
-                "DiscoveryIgnitionUnavailable",
-                format!("cannot read the discovery ignition: {reason}"),
+            ImageMode::DiskImage => format!(
+                "bootstrap data Secret {} created with the discovery ignition of InfraEnv {} \
+                 (disk-image flow)",
+                image::data_secret_name(&config.name_any()),
+                infraenv::infraenv_name(&found.template_ref.name)
             ),
-            None,
-        );
-    }
-    let condition = if gate.is_ready() {
-        Desired::true_(DATA_SECRET_AVAILABLE, gate.message())
-    } else {
-        Desired::false_(DATA_SECRET_AVAILABLE, gate.reason(), gate.message())
-    };
-    (condition, None)
+        },
+    });
 }
 
 #[cfg(test)]
