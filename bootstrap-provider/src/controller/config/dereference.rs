@@ -52,6 +52,41 @@ pub struct Dereferenced {
     pub cluster_machines: Vec<MachineHost>,
 }
 
+impl Dereferenced {
+    /// The config alone, before anything it refers to is read.
+    fn nothing_found(config: Arc<OpenshiftAssistedConfig>) -> Dereferenced {
+        Dereferenced {
+            config,
+            machine: None,
+            cluster: None,
+            metal3machine: None,
+            template_ref: None,
+            template: None,
+            template_configs: Vec::new(),
+            cluster_deployments: Vec::new(),
+            aci: None,
+            infraenv: None,
+            data_secret_exists: false,
+            discovery_ignition: None,
+            cluster_machines: Vec::new(),
+        }
+    }
+}
+
+/// Whether the config's data Secret exists. Not asked for: the status names the data Secret
+/// once it was made (it is written right after, as CAPI's bootstrap contract has it), and this
+/// process remembers making it until the watch cache shows that status. Before, asking each
+/// reconcile until the Secret existed was a third of this manager's requests.
+fn data_secret_exists(
+    data_secrets: &manager::controller::Applied,
+    config: &OpenshiftAssistedConfig,
+) -> bool {
+    let data_secret = crate::controller::image::data_secret_name(&config.name_any());
+    let key =
+        crate::controller::data_secret_key(&config.namespace().unwrap_or_default(), &data_secret);
+    data_secrets.is_current(&key, 0) || status_names_data_secret(config)
+}
+
 /// The config's status says its data Secret was made.
 fn status_names_data_secret(config: &OpenshiftAssistedConfig) -> bool {
     config.status.as_ref().is_some_and(|s| {
@@ -70,28 +105,8 @@ pub async fn dereference(
     config: Arc<OpenshiftAssistedConfig>,
 ) -> Result<Dereferenced, Error> {
     let ns = config.namespace().unwrap_or_default();
-    let mut d = Dereferenced {
-        config: config.clone(),
-        machine: None,
-        cluster: None,
-        metal3machine: None,
-        template_ref: None,
-        template: None,
-        template_configs: Vec::new(),
-        cluster_deployments: Vec::new(),
-        aci: None,
-        infraenv: None,
-        data_secret_exists: false,
-        discovery_ignition: None,
-        cluster_machines: Vec::new(),
-    };
-    let data_secret = crate::controller::image::data_secret_name(&config.name_any());
-    let key = crate::controller::data_secret_key(&ns, &data_secret);
-    // Not asked for: the status names the data Secret once it was made (it is written right
-    // after, as CAPI's bootstrap contract has it), and this process remembers making it until
-    // the watch cache shows that status. Before, asking each reconcile until the Secret
-    // existed was a third of this manager's requests.
-    d.data_secret_exists = data_secrets.is_current(&key, 0) || status_names_data_secret(&config);
+    let mut d = Dereferenced::nothing_found(config.clone());
+    d.data_secret_exists = data_secret_exists(data_secrets, &config);
 
     let Some(machine_name) = config
         .owner_references()
@@ -134,96 +149,144 @@ pub async fn dereference(
         (Vec::new(), Vec::new())
     };
 
-    if let Some(template_ref) = &d.template_ref {
+    if let Some(template_ref) = d.template_ref.clone() {
         d.template = cache::get(&caches.templates, &ns, &template_ref.name);
-        // The template's other users: Metal3Machines cloned from it → their Machines → configs.
-        let cloned: Vec<String> = cluster_metal3machines
-            .iter()
-            .filter(|m| template_of(m).as_ref() == Some(template_ref))
-            .map(|m| m.name_any())
-            .collect();
-        let config_names: Vec<String> = cluster_machines
-            .iter()
-            .filter(|m| {
-                m.spec.infrastructure_ref.kind == "Metal3Machine"
-                    && cloned.contains(&m.spec.infrastructure_ref.name)
-                    && m.metadata.deletion_timestamp.is_none()
-            })
-            .filter_map(|m| m.spec.bootstrap.config_ref.as_ref())
-            .filter(|r| r.kind == "OpenshiftAssistedConfig")
-            .map(|r| r.name.clone())
-            .collect();
-        d.template_configs =
-            cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name)
-                .into_iter()
-                .filter(|c| config_names.contains(&c.name_any()))
-                .collect();
+        d.template_configs = template_configs(
+            caches,
+            &ns,
+            &template_ref,
+            &cluster_name,
+            &cluster_machines,
+            &cluster_metal3machines,
+        );
         d.infraenv = cache::get(
             &caches.infraenvs,
             &ns,
             &infraenv::infraenv_name(&template_ref.name),
         );
-        let disk_image = d
-            .template
-            .as_ref()
-            .is_some_and(|t| image::image_mode(t) == image::ImageMode::DiskImage);
-        let url = d
-            .infraenv
-            .as_ref()
-            .and_then(|ie| ie.status.as_ref())
-            .map(|s| s.boot_artifacts.discovery_ignition_url.clone())
-            .filter(|u| !u.is_empty());
-        if disk_image
-            && !d.data_secret_exists
-            && let Some(url) = url
-        {
-            d.discovery_ignition = Some(discovery::fetch_discovery_ignition(&url).await);
-        }
+        d.discovery_ignition = read_discovery_ignition(&d).await;
     }
 
     if claimed {
         let hosts: Vec<BareMetalHost> = cache::in_namespace(&caches.hosts, &ns);
-        d.cluster_machines =
-            cluster_machines
-                .into_iter()
-                .filter(|m| m.metadata.deletion_timestamp.is_none())
-                .map(|machine| {
-                    let metal3machine = cluster_metal3machines
-                        .iter()
-                        .find(|m3m| {
-                            machine.spec.infrastructure_ref.kind == "Metal3Machine"
-                                && m3m.name_any() == machine.spec.infrastructure_ref.name
-                        })
-                        .cloned();
-                    let host = metal3machine.as_ref().and_then(host_of).and_then(
-                        |(host_ns, host_name)| {
-                            hosts
-                                .iter()
-                                .find(|h| host_ns == ns && h.name_any() == host_name)
-                                .cloned()
-                        },
-                    );
-                    MachineHost {
-                        machine,
-                        metal3machine,
-                        host,
-                    }
-                })
-                .collect();
+        d.cluster_machines = machine_hosts(cluster_machines, &cluster_metal3machines, &hosts, &ns);
     }
 
-    d.cluster_deployments = cache::labelled(
-        &caches.cluster_deployments,
-        &ns,
-        CLUSTER_NAME_LABEL,
-        &cluster_name,
-    );
-    if let [cd] = d.cluster_deployments.as_slice()
-        && let Some(install) = &cd.spec.cluster_install_ref
-    {
-        d.aci = cache::get(&caches.acis, &ns, &install.name);
-    }
+    (d.cluster_deployments, d.aci) = read_install(caches, &ns, &cluster_name);
     Ok(d)
+}
+
+/// The ClusterDeployments labelled with the cluster's name and, when there is exactly one, the
+/// AgentClusterInstall it names.
+fn read_install(
+    caches: &Caches,
+    ns: &str,
+    cluster_name: &str,
+) -> (Vec<ClusterDeployment>, Option<AgentClusterInstall>) {
+    let cluster_deployments = cache::labelled(
+        &caches.cluster_deployments,
+        ns,
+        CLUSTER_NAME_LABEL,
+        cluster_name,
+    );
+    let aci = match cluster_deployments.as_slice() {
+        [cd] => cd
+            .spec
+            .cluster_install_ref
+            .as_ref()
+            .and_then(|install| cache::get(&caches.acis, ns, &install.name)),
+        _ => None,
+    };
+    (cluster_deployments, aci)
+}
+
+/// The template's users: Metal3Machines cloned from it → their Machines → configs.
+fn template_configs(
+    caches: &Caches,
+    ns: &str,
+    template_ref: &TemplateRef,
+    cluster_name: &str,
+    cluster_machines: &[Machine],
+    cluster_metal3machines: &[Metal3Machine],
+) -> Vec<OpenshiftAssistedConfig> {
+    let cloned: Vec<String> = cluster_metal3machines
+        .iter()
+        .filter(|m| template_of(m).as_ref() == Some(template_ref))
+        .map(|m| m.name_any())
+        .collect();
+    let config_names: Vec<String> = cluster_machines
+        .iter()
+        .filter(|m| {
+            m.spec.infrastructure_ref.kind == "Metal3Machine"
+                && cloned.contains(&m.spec.infrastructure_ref.name)
+                && m.metadata.deletion_timestamp.is_none()
+        })
+        .filter_map(|m| m.spec.bootstrap.config_ref.as_ref())
+        .filter(|r| r.kind == "OpenshiftAssistedConfig")
+        .map(|r| r.name.clone())
+        .collect();
+    cache::labelled(&caches.configs, ns, CLUSTER_NAME_LABEL, cluster_name)
+        .into_iter()
+        .filter(|c| config_names.contains(&c.name_any()))
+        .collect()
+}
+
+/// The InfraEnv's discovery ignition, for a disk-image template whose data Secret is still
+/// missing (it becomes the user data); None otherwise or before the InfraEnv publishes it.
+async fn read_discovery_ignition(
+    d: &Dereferenced,
+) -> Option<Result<String, discovery::FetchError>> {
+    let disk_image = d
+        .template
+        .as_ref()
+        .is_some_and(|t| image::image_mode(t) == image::ImageMode::DiskImage);
+    let url = d
+        .infraenv
+        .as_ref()
+        .and_then(|ie| ie.status.as_ref())
+        .map(|s| s.boot_artifacts.discovery_ignition_url.clone())
+        .filter(|u| !u.is_empty())?;
+    if !disk_image || d.data_secret_exists {
+        return None;
+    }
+    Some(discovery::fetch_discovery_ignition(&url).await)
+}
+
+/// The cluster's Machines (not being deleted), each with its Metal3Machine and the host that
+/// claims, as boot-MAC matching sees them.
+fn machine_hosts(
+    cluster_machines: Vec<Machine>,
+    cluster_metal3machines: &[Metal3Machine],
+    hosts: &[BareMetalHost],
+    ns: &str,
+) -> Vec<MachineHost> {
+    cluster_machines
+        .into_iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .map(|machine| {
+            let metal3machine = cluster_metal3machines
+                .iter()
+                .find(|m3m| {
+                    machine.spec.infrastructure_ref.kind == "Metal3Machine"
+                        && m3m.name_any() == machine.spec.infrastructure_ref.name
+                })
+                .cloned();
+            let host = metal3machine
+                .as_ref()
+                .and_then(host_of)
+                .and_then(|(host_ns, host_name)| {
+                    hosts
+                        .iter()
+                        .find(|h| host_ns == ns && h.name_any() == host_name)
+                        .cloned()
+                });
+            MachineHost {
+                machine,
+                metal3machine,
+                host,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
