@@ -141,36 +141,7 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
         None => inputs.machine_name.to_string(),
     };
 
-    let mut node_labels = BTreeMap::new();
-    for entry in &registration.kubelet_extra_labels {
-        let Some((key, value)) = entry.split_once('=') else {
-            return Err(AgentError::MalformedLabel {
-                entry: entry.clone(),
-            });
-        };
-        let key = key.trim();
-        if key.is_empty() {
-            return Err(AgentError::MalformedLabel {
-                entry: entry.clone(),
-            });
-        }
-        let value = resolve_variables(
-            "nodeRegistration.kubeletExtraLabels",
-            unquote(value.trim()),
-            &vars,
-            &host_name,
-        )?;
-        if !is_label_value(&value) {
-            return Err(AgentError::InvalidLabelValue {
-                entry: entry.clone(),
-                value,
-            });
-        }
-        node_labels.insert(key.to_string(), value);
-    }
-    // Always, whatever the config says: CAPM3 finds the Node by this label to set the
-    // providerID, and CAPI needs the providerID for the nodeRef.
-    node_labels.insert(METAL3_UUID_LABEL.to_string(), uid);
+    let node_labels = node_labels(&registration.kubelet_extra_labels, &vars, &host_name, uid)?;
 
     // Resolved here like the name and labels (CAPOA resolves it on the host).
     let provider_id = match registration
@@ -192,51 +163,9 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
         inputs.config_annotations,
         provider_id.as_deref(),
     )?;
+    let installation_disk_id = installation_disk(inputs.agent, host, &host_name)?;
 
-    let installation_disk_id = match host.spec.root_device_hints.as_ref() {
-        Some(hints) if !hints_are_empty(hints) => {
-            let agent_name = inputs.agent.name_any();
-            let disks = inputs
-                .agent
-                .status
-                .as_ref()
-                .map(|s| s.inventory.disks.as_slice())
-                .unwrap_or_default();
-            if disks.is_empty() {
-                return Err(AgentError::InventoryPending {
-                    host: host_name,
-                    agent: agent_name,
-                });
-            }
-            let disk = disks
-                .iter()
-                .find(|d| disk_matches(d, hints))
-                .ok_or_else(|| AgentError::NoDiskMatchesHints {
-                    host: host_name.clone(),
-                    agent: agent_name,
-                })?;
-            Some(disk_key(disk).to_string())
-        }
-        _ => None,
-    };
-
-    let labels = BTreeMap::from([
-        (
-            CLUSTER_NAME_LABEL.to_string(),
-            readable_label_value(inputs.cluster_name),
-        ),
-        (
-            MACHINE_NAME_LABEL.to_string(),
-            readable_label_value(inputs.machine_name),
-        ),
-    ]);
-    let annotations = BTreeMap::from([
-        (
-            MACHINE_ANNOTATION.to_string(),
-            format!("{}/{}", inputs.machine_namespace, inputs.machine_name),
-        ),
-        (BAREMETALHOST_ANNOTATION.to_string(), host_name),
-    ]);
+    let (labels, annotations) = agent_metadata(inputs, host_name);
     let spec = AgentSpec {
         cluster_deployment_name: Some(inputs.cluster_deployment.clone()),
         role: if inputs.control_plane {
@@ -257,6 +186,109 @@ pub fn desired_agent(inputs: &AgentInputs<'_>) -> Result<DesiredAgent, AgentErro
         annotations,
         spec,
     })
+}
+
+/// The Agent's labels (the cluster and Machine, in label-value form) and annotations (the
+/// Machine and BareMetalHost in full).
+fn agent_metadata(
+    inputs: &AgentInputs<'_>,
+    host_name: String,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let labels = BTreeMap::from([
+        (
+            CLUSTER_NAME_LABEL.to_string(),
+            readable_label_value(inputs.cluster_name),
+        ),
+        (
+            MACHINE_NAME_LABEL.to_string(),
+            readable_label_value(inputs.machine_name),
+        ),
+    ]);
+    let annotations = BTreeMap::from([
+        (
+            MACHINE_ANNOTATION.to_string(),
+            format!("{}/{}", inputs.machine_namespace, inputs.machine_name),
+        ),
+        (BAREMETALHOST_ANNOTATION.to_string(), host_name),
+    ]);
+    (labels, annotations)
+}
+
+/// `kubeletExtraLabels` (`key=value`, the value resolved against the host's config drive), plus
+/// `metal3.io/uuid=<host UID>`.
+fn node_labels(
+    entries: &[String],
+    vars: &BTreeMap<String, String>,
+    host_name: &str,
+    uid: String,
+) -> Result<BTreeMap<String, String>, AgentError> {
+    let mut node_labels = BTreeMap::new();
+    for entry in entries {
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(AgentError::MalformedLabel {
+                entry: entry.clone(),
+            });
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(AgentError::MalformedLabel {
+                entry: entry.clone(),
+            });
+        }
+        let value = resolve_variables(
+            "nodeRegistration.kubeletExtraLabels",
+            unquote(value.trim()),
+            vars,
+            host_name,
+        )?;
+        if !is_label_value(&value) {
+            return Err(AgentError::InvalidLabelValue {
+                entry: entry.clone(),
+                value,
+            });
+        }
+        node_labels.insert(key.to_string(), value);
+    }
+    // Always, whatever the config says: CAPM3 finds the Node by this label to set the
+    // providerID, and CAPI needs the providerID for the nodeRef.
+    node_labels.insert(METAL3_UUID_LABEL.to_string(), uid);
+    Ok(node_labels)
+}
+
+/// The inventory disk the host's `rootDeviceHints` select; None without hints.
+fn installation_disk(
+    agent: &Agent,
+    host: &BareMetalHost,
+    host_name: &str,
+) -> Result<Option<String>, AgentError> {
+    let Some(hints) = host
+        .spec
+        .root_device_hints
+        .as_ref()
+        .filter(|h| !hints_are_empty(h))
+    else {
+        return Ok(None);
+    };
+    let agent_name = agent.name_any();
+    let disks = agent
+        .status
+        .as_ref()
+        .map(|s| s.inventory.disks.as_slice())
+        .unwrap_or_default();
+    if disks.is_empty() {
+        return Err(AgentError::InventoryPending {
+            host: host_name.to_string(),
+            agent: agent_name,
+        });
+    }
+    let disk = disks
+        .iter()
+        .find(|d| disk_matches(d, hints))
+        .ok_or_else(|| AgentError::NoDiskMatchesHints {
+            host: host_name.to_string(),
+            agent: agent_name,
+        })?;
+    Ok(Some(disk_key(disk).to_string()))
 }
 
 /// CAPOA's installer arguments: a JSON array `["--append-karg", "v", "--delete-karg", "w"]`;
