@@ -22,90 +22,22 @@ pub async fn apply(
     plan: Plan,
 ) -> Result<Action, Error> {
     let ns = config.namespace().unwrap_or_default();
-    let client = &ctx.client;
     if let Some(machine) = &plan.delete_agents_of {
-        // The Machine is going away (scale-down or cluster deletion): its Agent goes too, and
-        // with it the core's host record. The BareMetalHost is CAPM3's to deprovision.
-        let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
-        let selector = format!("{MACHINE_NAME_LABEL}={}", readable_label_value(machine));
-        for agent in agents
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(Error::Read)?
-        {
-            manager::controller::delete(&agents, &agent.name_any()).await?;
-            publish(
-                ctx,
-                &config.object_ref(&()),
-                false,
-                "AgentDeleted",
-                format!("Deleted Agent {} of Machine {machine}", agent.name_any()),
-            )
-            .await;
-        }
+        delete_agents(ctx, config, &ns, machine).await?;
     }
     if let Some(present) = plan.finalizer {
-        manager::controller::set_finalizer(client, config, FIELD_MANAGER, FINALIZER, present)
+        manager::controller::set_finalizer(&ctx.client, config, FIELD_MANAGER, FINALIZER, present)
             .await?;
         if !present {
             return Ok(Action::await_change());
         }
     }
     if let Some(infraenv) = &plan.infraenv {
-        // Sent before and still held by the cached InfraEnv: not sent again.
-        let key = format!("InfraEnv/{ns}/{}", infraenv.name_any());
-        let cached = ctx
-            .caches
-            .infraenvs
-            .get(&kube::runtime::reflector::ObjectRef::from_obj(infraenv));
-        let (skip, hash) =
-            manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), infraenv);
-        if !skip {
-            Api::<InfraEnv>::namespaced(client.clone(), &ns)
-                .patch(
-                    &infraenv.name_any(),
-                    &apply_params(),
-                    &Patch::Apply(infraenv),
-                )
-                .await
-                .map_err(|source| Error::Apply {
-                    what: format!("InfraEnv {}", infraenv.name_any()),
-                    source,
-                })?;
-            ctx.applied.record(&key, hash);
-        }
+        apply_infraenv(ctx, &ns, infraenv).await?;
     }
-    if let Some((template, url)) = &plan.template_image {
-        let patch =
-            json!({"spec": {"template": {"spec": {"image": live_iso_template_image(url)}}}});
-        // A refused template update is reported, not fatal: the Metal3Machines carry the image
-        // that matters, and the data Secret waits for theirs.
-        if let Err(e) = Api::<Metal3MachineTemplate>::namespaced(client.clone(), &ns)
-            .patch(template, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            publish(
-                ctx,
-                &config.object_ref(&()),
-                true,
-                "TemplateImageNotWritten",
-                format!("Metal3MachineTemplate {template} refused the discovery ISO URL: {e}"),
-            )
-            .await;
-        }
-    }
-    if let Some((m3m, url)) = &plan.metal3machine_image {
-        let patch = json!({"spec": {"image": live_iso_image(url)}});
-        Api::<Metal3Machine>::namespaced(client.clone(), &ns)
-            .patch(m3m, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| Error::Apply {
-                what: format!("Metal3Machine {m3m} image"),
-                source,
-            })?;
-    }
+    write_images(ctx, config, &ns, &plan).await?;
     if let Some(secret) = &plan.data_secret {
-        Api::<Secret>::namespaced(client.clone(), &ns)
+        Api::<Secret>::namespaced(ctx.client.clone(), &ns)
             .patch(&secret.name_any(), &apply_params(), &Patch::Apply(secret))
             .await
             .map_err(|source| Error::Apply {
@@ -121,7 +53,7 @@ pub async fn apply(
             "kind": OpenshiftAssistedConfig::kind(&()),
             "status": status,
         });
-        Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns)
+        Api::<OpenshiftAssistedConfig>::namespaced(ctx.client.clone(), &ns)
             .patch_status(&config.name_any(), &apply_params(), &Patch::Apply(&patch))
             .await
             .map_err(Error::Status)?;
@@ -139,4 +71,98 @@ pub async fn apply(
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The Machine is going away (scale-down or cluster deletion): its Agent goes too, and with it
+/// the core's host record. The BareMetalHost is CAPM3's to deprovision.
+async fn delete_agents(
+    ctx: &Context,
+    config: &OpenshiftAssistedConfig,
+    ns: &str,
+    machine: &str,
+) -> Result<(), Error> {
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), ns);
+    let selector = format!("{MACHINE_NAME_LABEL}={}", readable_label_value(machine));
+    for agent in agents
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(Error::Read)?
+    {
+        manager::controller::delete(&agents, &agent.name_any()).await?;
+        publish(
+            ctx,
+            &config.object_ref(&()),
+            false,
+            "AgentDeleted",
+            format!("Deleted Agent {} of Machine {machine}", agent.name_any()),
+        )
+        .await;
+    }
+    Ok(())
+}
+
+/// The template's InfraEnv; sent before and still held by the cached InfraEnv: not sent again.
+async fn apply_infraenv(ctx: &Context, ns: &str, infraenv: &InfraEnv) -> Result<(), Error> {
+    let key = format!("InfraEnv/{ns}/{}", infraenv.name_any());
+    let cached = ctx
+        .caches
+        .infraenvs
+        .get(&kube::runtime::reflector::ObjectRef::from_obj(infraenv));
+    let (skip, hash) =
+        manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), infraenv);
+    if skip {
+        return Ok(());
+    }
+    Api::<InfraEnv>::namespaced(ctx.client.clone(), ns)
+        .patch(
+            &infraenv.name_any(),
+            &apply_params(),
+            &Patch::Apply(infraenv),
+        )
+        .await
+        .map_err(|source| Error::Apply {
+            what: format!("InfraEnv {}", infraenv.name_any()),
+            source,
+        })?;
+    ctx.applied.record(&key, hash);
+    Ok(())
+}
+
+/// The live ISO into the Metal3MachineTemplate and the Metal3Machine (merge patches).
+async fn write_images(
+    ctx: &Context,
+    config: &OpenshiftAssistedConfig,
+    ns: &str,
+    plan: &Plan,
+) -> Result<(), Error> {
+    if let Some((template, url)) = &plan.template_image {
+        let patch =
+            json!({"spec": {"template": {"spec": {"image": live_iso_template_image(url)}}}});
+        // A refused template update is reported, not fatal: the Metal3Machines carry the image
+        // that matters, and the data Secret waits for theirs.
+        if let Err(e) = Api::<Metal3MachineTemplate>::namespaced(ctx.client.clone(), ns)
+            .patch(template, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            publish(
+                ctx,
+                &config.object_ref(&()),
+                true,
+                "TemplateImageNotWritten",
+                format!("Metal3MachineTemplate {template} refused the discovery ISO URL: {e}"),
+            )
+            .await;
+        }
+    }
+    if let Some((m3m, url)) = &plan.metal3machine_image {
+        let patch = json!({"spec": {"image": live_iso_image(url)}});
+        Api::<Metal3Machine>::namespaced(ctx.client.clone(), ns)
+            .patch(m3m, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("Metal3Machine {m3m} image"),
+                source,
+            })?;
+    }
+    Ok(())
 }
