@@ -1,9 +1,10 @@
 //! `plan`: what one reconcile of an Agent writes. Pure: from [`Dereferenced`] alone.
 
+use assisted_api::InfraEnv;
 use assisted_api::infraenv::ClusterReference;
 use kube::ResourceExt;
 
-use super::dereference::Dereferenced;
+use super::dereference::{Dereferenced, MachineObjects};
 use crate::controller::PlannedEvent;
 use crate::controller::agents::desired::{self, AgentInputs, DesiredAgent};
 use crate::controller::hold;
@@ -69,77 +70,7 @@ fn decide(d: &Dereferenced) -> Plan {
         AgentMatch::Matched {
             machine,
             control_plane,
-        } => {
-            let Some(objects) = d.machines.iter().find(|m| &m.machine.name_any() == machine) else {
-                return plan;
-            };
-            let (Some(host), Some(config)) = (&objects.host, &objects.config) else {
-                return plan;
-            };
-            let cluster_deployment =
-                infraenv
-                    .spec
-                    .cluster_ref
-                    .clone()
-                    .unwrap_or(ClusterReference {
-                        name: String::new(),
-                        namespace: String::new(),
-                    });
-            let late = hold::created_after_install_started(
-                objects
-                    .machine
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map(|t| t.0),
-                d.aci.as_ref().and_then(hold::install_started_at),
-            );
-            let hold = hold::hold(*control_plane, &hold::install_state(d.aci.as_ref()), late);
-            let inputs = AgentInputs {
-                agent,
-                machine_name: machine,
-                machine_namespace: &objects.machine.namespace().unwrap_or_default(),
-                control_plane: *control_plane,
-                cluster_name: &d.cluster_name,
-                cluster_deployment: &cluster_deployment,
-                config: &config.spec,
-                config_annotations: config.annotations(),
-                host,
-                extra_metadata: &objects.host_metadata,
-                hold: &hold,
-            };
-            match desired::desired_agent(&inputs) {
-                Ok(desired) => {
-                    if desired.spec.approved && !agent.spec.approved {
-                        plan.events.push(PlannedEvent {
-                            warning: false,
-                            reason: "AgentApproved",
-                            note: format!(
-                                "Agent {} is Machine {machine}'s host {} (boot MAC); approved as {}",
-                                agent.name_any(),
-                                host.name_any(),
-                                if *control_plane { "master" } else { "worker" }
-                            ),
-                        });
-                    }
-                    if let hold::Hold::Held(reason) = &hold
-                        && !agent.spec.approved
-                    {
-                        plan.events.push(PlannedEvent {
-                            warning: false,
-                            reason: "AgentHeld",
-                            note: reason.to_string(),
-                        });
-                    }
-                    plan.desired = Some(desired);
-                }
-                Err(e) => plan.events.push(PlannedEvent {
-                    warning: true,
-                    reason: e.reason(),
-                    note: e.to_string(),
-                }),
-            }
-        }
+        } => plan_matched(d, infraenv, machine, *control_plane),
         // Its own reason while the inventory is awaited: the events recorder folds events of
         // one object and reason into one, so the reason found once the inventory arrives
         // (`AgentNotMatched`) would otherwise keep showing this first note.
@@ -148,20 +79,107 @@ fn decide(d: &Dereferenced) -> Plan {
                 warning: false,
                 reason: "AgentInventoryPending",
                 note: format!("left unapproved until its inventory arrives: {reason}"),
-            })
+            });
+            plan
         }
-        AgentMatch::NoMachine(reason) => plan.events.push(PlannedEvent {
-            warning: false,
-            reason: "AgentNotMatched",
-            note: format!("left unapproved: {reason}"),
-        }),
-        AgentMatch::Conflict(reason) => plan.events.push(PlannedEvent {
+        AgentMatch::NoMachine(reason) => {
+            plan.events.push(PlannedEvent {
+                warning: false,
+                reason: "AgentNotMatched",
+                note: format!("left unapproved: {reason}"),
+            });
+            plan
+        }
+        AgentMatch::Conflict(reason) => {
+            plan.events.push(PlannedEvent {
+                warning: true,
+                reason: "AgentConflict",
+                note: reason.to_string(),
+            });
+            plan
+        }
+    }
+}
+
+/// The Agent matched to `machine`: its desired fields once the Machine's host and config are
+/// read, and the approval or hold said once.
+fn plan_matched(d: &Dereferenced, infraenv: &InfraEnv, machine: &str, control_plane: bool) -> Plan {
+    let mut plan = Plan::default();
+    let agent = d.agent.as_ref();
+    let Some(objects) = d.machines.iter().find(|m| m.machine.name_any() == machine) else {
+        return plan;
+    };
+    let (Some(host), Some(config)) = (&objects.host, &objects.config) else {
+        return plan;
+    };
+    let cluster_deployment = infraenv
+        .spec
+        .cluster_ref
+        .clone()
+        .unwrap_or(ClusterReference {
+            name: String::new(),
+            namespace: String::new(),
+        });
+    let hold = machine_hold(d, objects, control_plane);
+    let inputs = AgentInputs {
+        agent,
+        machine_name: machine,
+        machine_namespace: &objects.machine.namespace().unwrap_or_default(),
+        control_plane,
+        cluster_name: &d.cluster_name,
+        cluster_deployment: &cluster_deployment,
+        config: &config.spec,
+        config_annotations: config.annotations(),
+        host,
+        extra_metadata: &objects.host_metadata,
+        hold: &hold,
+    };
+    match desired::desired_agent(&inputs) {
+        Ok(desired) => {
+            if desired.spec.approved && !agent.spec.approved {
+                plan.events.push(PlannedEvent {
+                    warning: false,
+                    reason: "AgentApproved",
+                    note: format!(
+                        "Agent {} is Machine {machine}'s host {} (boot MAC); approved as {}",
+                        agent.name_any(),
+                        host.name_any(),
+                        if control_plane { "master" } else { "worker" }
+                    ),
+                });
+            }
+            if let hold::Hold::Held(reason) = &hold
+                && !agent.spec.approved
+            {
+                plan.events.push(PlannedEvent {
+                    warning: false,
+                    reason: "AgentHeld",
+                    note: reason.to_string(),
+                });
+            }
+            plan.desired = Some(desired);
+        }
+        Err(e) => plan.events.push(PlannedEvent {
             warning: true,
-            reason: "AgentConflict",
-            note: reason.to_string(),
+            reason: e.reason(),
+            note: e.to_string(),
         }),
     }
     plan
+}
+
+/// The day-1/day-2 hold of the Machine's Agent (see [`hold::hold`]).
+fn machine_hold(d: &Dereferenced, objects: &MachineObjects, control_plane: bool) -> hold::Hold {
+    let late = hold::created_after_install_started(
+        objects
+            .machine
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0),
+        d.aci.as_ref().and_then(hold::install_started_at),
+    );
+    hold::hold(control_plane, &hold::install_state(d.aci.as_ref()), late)
 }
 
 #[cfg(test)]
@@ -177,7 +195,6 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::controller::agents::dereference::{Dereferenced, MachineObjects};
     use crate::controller::labels::{
         BAREMETALHOST_ANNOTATION, MACHINE_ANNOTATION, MACHINE_NAME_LABEL,
     };
