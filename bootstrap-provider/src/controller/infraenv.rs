@@ -271,27 +271,7 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
         });
     };
 
-    let fields: Vec<FieldConflict> = [
-        conflict("pullSecretRef", &projections, |p| &p.pull_secret),
-        conflict("sshAuthorizedKey", &projections, |p| &p.ssh_authorized_key),
-        conflict("proxy", &projections, |p| &p.proxy),
-        conflict("additionalNTPSources", &projections, |p| &p.ntp_sources),
-        conflict("additionalTrustBundle", &projections, |p| &p.trust_bundle),
-        conflict("nmStateConfigLabelSelector", &projections, |p| {
-            &p.nmstate_selector
-        }),
-        conflict("cpuArchitecture", &projections, |p| &p.cpu_architecture),
-        conflict("osImageVersion", &projections, |p| &p.os_image_version),
-        conflict("kernelArguments", &projections, |p| {
-            &p.discovery_kernel_arguments
-        }),
-        conflict(DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, &projections, |p| {
-            &p.ignition_override
-        }),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let fields = conflicts(&projections);
     if !fields.is_empty() {
         return Err(InfraEnvError::Conflict {
             template: template.name.clone(),
@@ -309,36 +289,7 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
             readable_label_value(&template.name),
         ),
     ]);
-    let spec = InfraEnvSpec {
-        proxy: first.proxy.clone(),
-        additional_ntp_sources: first.ntp_sources.clone(),
-        ssh_authorized_key: first.ssh_authorized_key.clone(),
-        pull_secret_ref: LocalObjectReference {
-            name: first.pull_secret.clone(),
-        },
-        // Agents carry the cluster and template from registration, so the Agent controller can
-        // watch its own Agents by label and ignore foreign ones without a lookup.
-        agent_labels: labels.clone(),
-        nm_state_config_label_selector: first.nmstate_selector.clone(),
-        cluster_ref: Some(inputs.cluster_deployment.clone()),
-        ignition_config_override: first.ignition_override.as_ref().map(|v| v.to_string()),
-        cpu_architecture: Some(first.cpu_architecture),
-        kernel_arguments: first
-            .discovery_kernel_arguments
-            .iter()
-            .map(|value| KernelArgument {
-                operation: Some(KernelArgumentOperation::Append),
-                value: value.clone(),
-            })
-            .collect(),
-        additional_trust_bundle: first.trust_bundle.clone(),
-        os_image_version: first.os_image_version.clone(),
-        mirror_registry_ref: inputs.mirror_registry_ref.cloned(),
-        // As CAPOA: the full ISO carries the static network configuration in its ignition,
-        // and Metal3 boots an ISO over virtual media, with no iPXE chain to fetch a rootfs.
-        image_type: Some(ImageType::FullIso),
-        ..InfraEnvSpec::default()
-    };
+    let spec = infraenv_spec(inputs, first, labels.clone());
     Ok(InfraEnv {
         metadata: ObjectMeta {
             name: Some(infraenv_name(&template.name)),
@@ -360,6 +311,69 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
         spec,
         status: None,
     })
+}
+
+/// The fields the template's configs disagree on (the InfraEnv carries one value of each).
+fn conflicts(projections: &[(String, Projection)]) -> Vec<FieldConflict> {
+    [
+        conflict("pullSecretRef", projections, |p| &p.pull_secret),
+        conflict("sshAuthorizedKey", projections, |p| &p.ssh_authorized_key),
+        conflict("proxy", projections, |p| &p.proxy),
+        conflict("additionalNTPSources", projections, |p| &p.ntp_sources),
+        conflict("additionalTrustBundle", projections, |p| &p.trust_bundle),
+        conflict("nmStateConfigLabelSelector", projections, |p| {
+            &p.nmstate_selector
+        }),
+        conflict("cpuArchitecture", projections, |p| &p.cpu_architecture),
+        conflict("osImageVersion", projections, |p| &p.os_image_version),
+        conflict("kernelArguments", projections, |p| {
+            &p.discovery_kernel_arguments
+        }),
+        conflict(DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, projections, |p| {
+            &p.ignition_override
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The InfraEnv's spec from the configs' shared values.
+fn infraenv_spec(
+    inputs: &InfraEnvInputs<'_>,
+    first: &Projection,
+    labels: BTreeMap<String, String>,
+) -> InfraEnvSpec {
+    InfraEnvSpec {
+        proxy: first.proxy.clone(),
+        additional_ntp_sources: first.ntp_sources.clone(),
+        ssh_authorized_key: first.ssh_authorized_key.clone(),
+        pull_secret_ref: LocalObjectReference {
+            name: first.pull_secret.clone(),
+        },
+        // Agents carry the cluster and template from registration, so the Agent controller can
+        // watch its own Agents by label and ignore foreign ones without a lookup.
+        agent_labels: labels,
+        nm_state_config_label_selector: first.nmstate_selector.clone(),
+        cluster_ref: Some(inputs.cluster_deployment.clone()),
+        ignition_config_override: first.ignition_override.as_ref().map(|v| v.to_string()),
+        cpu_architecture: Some(first.cpu_architecture),
+        kernel_arguments: first
+            .discovery_kernel_arguments
+            .iter()
+            .map(|value| KernelArgument {
+                operation: Some(KernelArgumentOperation::Append),
+                value: value.clone(),
+            })
+            .collect(),
+        additional_trust_bundle: first.trust_bundle.clone(),
+        os_image_version: first.os_image_version.clone(),
+        mirror_registry_ref: inputs.mirror_registry_ref.cloned(),
+        // As CAPOA: the full ISO carries the static network configuration in its ignition,
+        // and Metal3 boots an ISO over virtual media, with no iPXE chain to fetch a rootfs.
+        image_type: Some(ImageType::FullIso),
+        ..InfraEnvSpec::default()
+    }
 }
 
 #[cfg(test)]
