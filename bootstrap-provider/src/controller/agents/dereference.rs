@@ -78,23 +78,36 @@ pub async fn dereference(
     });
     d.agents = cache::labelled(&caches.agents, &ns, INFRAENV_NAME_LABEL, &infraenv_name);
 
+    d.machines = read_machines(client, caches, &ns, &cluster_name, &agent).await?;
+    d.aci = read_aci(caches, &ns, &infraenv);
+    d.cluster_name = cluster_name;
+    d.infraenv = Some(infraenv);
+    Ok(d)
+}
+
+/// The cluster's Machines (not being deleted), each with its Metal3Machine, host and config;
+/// the `metaData` keys are read only for the host whose boot MAC the Agent has.
+async fn read_machines(
+    client: &Client,
+    caches: &Caches,
+    ns: &str,
+    cluster_name: &str,
+    agent: &Agent,
+) -> Result<Vec<MachineObjects>, Error> {
+    let mut out = Vec::new();
     let machines: Vec<Machine> =
-        cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &cluster_name);
-    let metal3machines: BTreeMap<String, Metal3Machine> = cache::labelled(
-        &caches.metal3machines,
-        &ns,
-        CLUSTER_NAME_LABEL,
-        &cluster_name,
-    )
-    .into_iter()
-    .map(|m: Metal3Machine| (m.name_any(), m))
-    .collect();
+        cache::labelled(&caches.machines, ns, CLUSTER_NAME_LABEL, cluster_name);
+    let metal3machines: BTreeMap<String, Metal3Machine> =
+        cache::labelled(&caches.metal3machines, ns, CLUSTER_NAME_LABEL, cluster_name)
+            .into_iter()
+            .map(|m: Metal3Machine| (m.name_any(), m))
+            .collect();
     let configs: BTreeMap<String, OpenshiftAssistedConfig> =
-        cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name)
+        cache::labelled(&caches.configs, ns, CLUSTER_NAME_LABEL, cluster_name)
             .into_iter()
             .map(|c: OpenshiftAssistedConfig| (c.name_any(), c))
             .collect();
-    let agent_macs: Vec<Mac> = AgentInput::from_agent(&agent)
+    let agent_macs: Vec<Mac> = AgentInput::from_agent(agent)
         .macs
         .iter()
         .filter_map(|m| Mac::parse(m))
@@ -124,7 +137,7 @@ pub async fn dereference(
             Some(h) if agent_has_boot_mac(&agent_macs, h) => host_metadata(client, h).await?,
             _ => BTreeMap::new(),
         };
-        d.machines.push(MachineObjects {
+        out.push(MachineObjects {
             machine,
             metal3machine,
             host,
@@ -132,24 +145,21 @@ pub async fn dereference(
             config,
         });
     }
+    Ok(out)
+}
 
-    let cd_ref = infraenv.spec.cluster_ref.clone();
-    if let Some(cd_ref) = cd_ref {
-        let cd_ns = if cd_ref.namespace.is_empty() {
-            ns.clone()
-        } else {
-            cd_ref.namespace.clone()
-        };
-        if let Some(cd) =
-            cache::get::<ClusterDeployment>(&caches.cluster_deployments, &cd_ns, &cd_ref.name)
-            && let Some(install) = &cd.spec.cluster_install_ref
-        {
-            d.aci = cache::get(&caches.acis, &cd_ns, &install.name);
-        }
-    }
-    d.cluster_name = cluster_name;
-    d.infraenv = Some(infraenv);
-    Ok(d)
+/// The AgentClusterInstall of the InfraEnv's ClusterDeployment (in the InfraEnv's namespace
+/// when the reference names none).
+fn read_aci(caches: &Caches, ns: &str, infraenv: &InfraEnv) -> Option<AgentClusterInstall> {
+    let cd_ref = infraenv.spec.cluster_ref.as_ref()?;
+    let cd_ns = if cd_ref.namespace.is_empty() {
+        ns
+    } else {
+        cd_ref.namespace.as_str()
+    };
+    let cd: ClusterDeployment = cache::get(&caches.cluster_deployments, cd_ns, &cd_ref.name)?;
+    let install = cd.spec.cluster_install_ref.as_ref()?;
+    cache::get(&caches.acis, cd_ns, &install.name)
 }
 
 /// The keys of the host's `metaData` Secret (CAPM3 sets the reference from the rendered
