@@ -238,43 +238,48 @@ wait_for "Node $(hostname) to join the cluster" kubectl --kubeconfig="$kubeconfi
     script
 }
 
-// The sentinel directory matches the CRD's pattern, so it needs no quoting in a unit file.
-fn pre_bootstrap_unit(sentinel_dir: &str) -> String {
+/// A oneshot systemd unit run at boot (`multi-user.target`): `unit_lines` are its `[Unit]`
+/// lines after the description (ordering, conditions), each ending in a newline.
+pub(crate) fn oneshot_unit(description: &str, unit_lines: &str, exec_start: &str) -> String {
     format!(
         "[Unit]\n\
-         Description=CAPOA pre-bootstrap commands (once, before kubelet)\n\
-         Wants=network-online.target\n\
-         After=network-online.target ostree-finalize-staged.service\n\
-         Before=kubelet.service\n\
-         ConditionPathExists=!{sentinel}\n\
-         \n\
+         Description={description}\n\
+         {unit_lines}\n\
          [Service]\n\
          Type=oneshot\n\
          RemainAfterExit=yes\n\
-         ExecStart={PRE_BOOTSTRAP_SCRIPT}\n\
+         ExecStart={exec_start}\n\
          \n\
          [Install]\n\
-         WantedBy=multi-user.target\n",
-        sentinel = sentinel_path(sentinel_dir, PRE_BOOTSTRAP_SENTINEL),
+         WantedBy=multi-user.target\n"
+    )
+}
+
+// The sentinel directory matches the CRD's pattern, so it needs no quoting in a unit file.
+fn pre_bootstrap_unit(sentinel_dir: &str) -> String {
+    oneshot_unit(
+        "CAPOA pre-bootstrap commands (once, before kubelet)",
+        &format!(
+            "Wants=network-online.target\n\
+             After=network-online.target ostree-finalize-staged.service\n\
+             Before=kubelet.service\n\
+             ConditionPathExists=!{}\n",
+            sentinel_path(sentinel_dir, PRE_BOOTSTRAP_SENTINEL)
+        ),
+        PRE_BOOTSTRAP_SCRIPT,
     )
 }
 
 fn post_bootstrap_unit(sentinel_dir: &str) -> String {
-    format!(
-        "[Unit]\n\
-         Description=CAPOA post-bootstrap commands (once, after the Node has registered)\n\
-         Requires=kubelet.service\n\
-         After=kubelet.service\n\
-         ConditionPathExists=!{sentinel}\n\
-         \n\
-         [Service]\n\
-         Type=oneshot\n\
-         RemainAfterExit=yes\n\
-         ExecStart={POST_BOOTSTRAP_SCRIPT}\n\
-         \n\
-         [Install]\n\
-         WantedBy=multi-user.target\n",
-        sentinel = sentinel_path(sentinel_dir, POST_BOOTSTRAP_SENTINEL),
+    oneshot_unit(
+        "CAPOA post-bootstrap commands (once, after the Node has registered)",
+        &format!(
+            "Requires=kubelet.service\n\
+             After=kubelet.service\n\
+             ConditionPathExists=!{}\n",
+            sentinel_path(sentinel_dir, POST_BOOTSTRAP_SENTINEL)
+        ),
+        POST_BOOTSTRAP_SCRIPT,
     )
 }
 

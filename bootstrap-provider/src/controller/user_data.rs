@@ -11,7 +11,7 @@
 use provider_api::bootstrap::api::OpenshiftAssistedConfigSpec;
 use serde_json::{Map, Value, json};
 
-use super::install_ignition::{file, shell_quote, unit};
+use super::install_ignition::{file, oneshot_unit, shell_quote, unit};
 use super::variables::{ResolveError, Segment, variable_segments};
 
 pub const CONFIG_DRIVE_SCRIPT: &str = "/usr/local/bin/capoa-configdrive-metadata.sh";
@@ -128,17 +128,11 @@ jq -r 'to_entries[] | select(.value | type != "object" and type != "array")
 }
 
 fn config_drive_unit() -> String {
-    "[Unit]\n\
-     Description=Read the Metal3 config drive into /etc/metadata_env\n\
-     After=local-fs.target\n\
-     Before=capoa-set-hostname.service\n\n\
-     [Service]\n\
-     Type=oneshot\n\
-     RemainAfterExit=yes\n\
-     ExecStart=/usr/local/bin/capoa-configdrive-metadata.sh\n\n\
-     [Install]\n\
-     WantedBy=multi-user.target\n"
-        .to_string()
+    oneshot_unit(
+        "Read the Metal3 config drive into /etc/metadata_env",
+        "After=local-fs.target\nBefore=capoa-set-hostname.service\n",
+        CONFIG_DRIVE_SCRIPT,
+    )
 }
 
 /// Sets the hostname to `nodeRegistration.name`, its `$METADATA_*` references expanded from
@@ -180,18 +174,13 @@ hostnamectl set-hostname "$name"
 }
 
 fn hostname_unit() -> String {
-    "[Unit]\n\
-     Description=Set the hostname from nodeRegistration.name\n\
-     Wants=capoa-configdrive-metadata.service\n\
-     After=capoa-configdrive-metadata.service\n\
-     Before=agent.service\n\n\
-     [Service]\n\
-     Type=oneshot\n\
-     RemainAfterExit=yes\n\
-     ExecStart=/usr/local/bin/capoa-set-hostname.sh\n\n\
-     [Install]\n\
-     WantedBy=multi-user.target\n"
-        .to_string()
+    oneshot_unit(
+        "Set the hostname from nodeRegistration.name",
+        "Wants=capoa-configdrive-metadata.service\n\
+         After=capoa-configdrive-metadata.service\n\
+         Before=agent.service\n",
+        HOSTNAME_SCRIPT,
+    )
 }
 
 #[cfg(test)]

@@ -66,39 +66,34 @@ fn decide(d: &Dereferenced) -> Plan {
     let Some((_, result)) = matching.agents.get(&agent.name_any()) else {
         return plan;
     };
-    match result {
+    let event = match result {
         AgentMatch::Matched {
             machine,
             control_plane,
-        } => plan_matched(d, infraenv, machine, *control_plane),
+        } => return plan_matched(d, infraenv, machine, *control_plane),
         // Its own reason while the inventory is awaited: the events recorder folds events of
         // one object and reason into one, so the reason found once the inventory arrives
         // (`AgentNotMatched`) would otherwise keep showing this first note.
         AgentMatch::NoMachine(reason @ matching::NoMachineReason::NoInventory { .. }) => {
-            plan.events.push(PlannedEvent {
+            PlannedEvent {
                 warning: false,
                 reason: "AgentInventoryPending",
                 note: format!("left unapproved until its inventory arrives: {reason}"),
-            });
-            plan
+            }
         }
-        AgentMatch::NoMachine(reason) => {
-            plan.events.push(PlannedEvent {
-                warning: false,
-                reason: "AgentNotMatched",
-                note: format!("left unapproved: {reason}"),
-            });
-            plan
-        }
-        AgentMatch::Conflict(reason) => {
-            plan.events.push(PlannedEvent {
-                warning: true,
-                reason: "AgentConflict",
-                note: reason.to_string(),
-            });
-            plan
-        }
-    }
+        AgentMatch::NoMachine(reason) => PlannedEvent {
+            warning: false,
+            reason: "AgentNotMatched",
+            note: format!("left unapproved: {reason}"),
+        },
+        AgentMatch::Conflict(reason) => PlannedEvent {
+            warning: true,
+            reason: "AgentConflict",
+            note: reason.to_string(),
+        },
+    };
+    plan.events.push(event);
+    plan
 }
 
 /// The Agent matched to `machine`: its desired fields once the Machine's host and config are
