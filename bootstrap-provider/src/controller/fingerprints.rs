@@ -8,20 +8,11 @@ use assisted_api::{AgentClusterInstall, InfraEnv};
 use external_types::capi::Cluster;
 use external_types::capm3::v1beta2::Metal3Machine;
 use external_types::metal3_io::BareMetalHost;
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 
 use super::PAUSED_ANNOTATION;
 use super::hold::install_started_at;
 use super::matching::BAREMETALHOST_ANNOTATION;
-
-/// The key `Fingerprints` remembers an object under: `<namespace>/<name>`.
-pub fn key<K: Resource>(object: &K) -> String {
-    format!(
-        "{}/{}",
-        object.meta().namespace.clone().unwrap_or_default(),
-        object.meta().name.clone().unwrap_or_default()
-    )
-}
 
 /// A Metal3Machine's host claim and deletion: a host claimed or released can make or end a
 /// duplicate boot MAC, and moves the Agent matching.

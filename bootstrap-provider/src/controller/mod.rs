@@ -2,9 +2,10 @@
 //! ("How to add a controller"): [`config`] (OpenshiftAssistedConfig: InfraEnv per template,
 //! live ISO into Metal3, data Secret, Agent cleanup) and [`agents`] (Agent ↔ Machine by boot
 //! MAC, role, approval), built from the pure modules [`infraenv`], [`image`], [`matching`],
-//! [`hold`], [`variables`] and [`install_ignition`]; [`labels`] names what they label with,
-//! [`template`] which Metal3MachineTemplate a Metal3Machine came from; [`unsupported`] lists the
-//! config fields that take no effect (the `FieldsSupported` condition).
+//! [`hold`], [`variables`], [`install_ignition`] and [`user_data`]; [`labels`] names what they
+//! label with, [`template`] which Metal3MachineTemplate a Metal3Machine came from,
+//! [`fingerprints`] which fields of a watched object re-queue; [`unsupported`] lists the config
+//! fields that take no effect (the `FieldsSupported` condition).
 
 pub mod agents;
 pub mod caches;
@@ -66,6 +67,16 @@ pub struct Context {
 
 /// How long an applied body (or a data Secret seen) is taken as current.
 pub const REAPPLY_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `<namespace>/<name>`: the key `Fingerprints` and [`Context::applied`] remember an object
+/// under.
+pub fn object_key<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.clone().unwrap_or_default(),
+        object.meta().name.clone().unwrap_or_default()
+    )
+}
 
 /// The key under which [`Context::data_secrets`] remembers a data Secret.
 pub fn data_secret_key(ns: &str, name: &str) -> String {

@@ -8,8 +8,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::plan::{self, Plan};
-use crate::controller::fingerprints::key;
-use crate::controller::{Context, Error, apply_params, publish};
+use crate::controller::{Context, Error, apply_params, object_key, publish};
 
 pub async fn apply(ctx: &Context, agent: &Agent, plan: &Plan) -> Result<Action, Error> {
     let agents =
@@ -26,7 +25,7 @@ pub async fn apply(ctx: &Context, agent: &Agent, plan: &Plan) -> Result<Action, 
             "spec": desired.spec,
         });
         // Sent before and still held by the Agent: not sent again.
-        let key = key(agent);
+        let key = object_key(agent);
         let (skip, hash) = manager::controller::unchanged(&ctx.applied, &key, Some(agent), &patch);
         if !skip {
             agents
@@ -43,7 +42,7 @@ pub async fn apply(ctx: &Context, agent: &Agent, plan: &Plan) -> Result<Action, 
         // this manager applied before (labels, role, approval) from an Agent that lost its match.
         let patch = json!({"metadata": {"annotations": {plan::MATCH_ANNOTATION: status}}});
         // The next apply must go out whatever it holds.
-        ctx.applied.record(&key(agent), 0);
+        ctx.applied.record(&object_key(agent), 0);
         agents
             .patch(
                 &agent.name_any(),

@@ -2,6 +2,10 @@
 //! matched to its Machine by the boot MAC of the BareMetalHost the Machine's Metal3Machine
 //! consumes, then given its role, hostname, node labels and installation disk, and approved
 //! (workers that arrive during the day-1 install wait for day-2). Foreign Agents are ignored.
+//!
+//! `dereference.rs` reads (the caches, and the hosts' `metaData` Secrets), `plan.rs` decides
+//! (pure; the Agent's fields in `desired.rs`), `apply.rs` writes; `triggers.rs` maps a watched
+//! Metal3Machine, host or AgentClusterInstall to the Agents it concerns.
 
 pub mod apply;
 pub mod dereference;
@@ -18,8 +22,8 @@ use manager::controller::Fingerprints;
 use tokio::sync::watch;
 
 use super::caches::AgentTriggers;
-use super::fingerprints::{claim_fields, hold_fields, host_identity_fields, key};
-use super::{Context, Error};
+use super::fingerprints::{claim_fields, hold_fields, host_identity_fields};
+use super::{Context, Error, object_key};
 
 async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.agent_metrics.reconciled();
@@ -47,20 +51,20 @@ pub async fn run(ctx: Arc<Context>, triggers: AgentTriggers, shutdown: watch::Re
     );
     let controller = controller
         .watches_stream(triggers.metal3machines, move |m| {
-            if !seen_m3m.changed(key(&m), claim_fields(&m)) {
+            if !seen_m3m.changed(object_key(&m), claim_fields(&m)) {
                 return Vec::new();
             }
             triggers::agents_in(&s1.state(), m.namespace())
         })
         .watches_stream(triggers.hosts, move |h| {
-            if !seen_bmh.changed(key(&h), host_identity_fields(&h)) {
+            if !seen_bmh.changed(object_key(&h), host_identity_fields(&h)) {
                 return Vec::new();
             }
             triggers::agents_in(&s2.state(), h.namespace())
         })
         // Held workers are approved when their cluster reaches adding-hosts.
         .watches_stream(triggers.acis, move |aci| {
-            if !seen_aci.changed(key(&aci), hold_fields(&aci)) {
+            if !seen_aci.changed(object_key(&aci), hold_fields(&aci)) {
                 return Vec::new();
             }
             triggers::agents_in(&s3.state(), aci.namespace())

@@ -1,6 +1,10 @@
 //! The OpenshiftAssistedConfig controller: the template's InfraEnv, its live ISO written into
 //! Metal3, the Machine's bootstrap data Secret once its Metal3Machine carries the ISO, the Agent
 //! removed with the Machine, and the CAPI v1beta2 bootstrap contract in status.
+//!
+//! `dereference.rs` reads (the caches, and the discovery ignition), `plan.rs` decides (pure),
+//! `status.rs` builds the status, `apply.rs` writes in a fixed order; `triggers.rs` maps each
+//! watched kind to the configs it concerns.
 
 pub mod apply;
 pub mod dereference;
@@ -18,10 +22,10 @@ use tokio::sync::watch;
 
 use super::caches::ConfigTriggers;
 use super::fingerprints::{
-    claim_fields, cluster_fields, hold_fields, host_claim_fields, infraenv_fields, key,
+    claim_fields, cluster_fields, hold_fields, host_claim_fields, infraenv_fields,
 };
 use super::labels::CLUSTER_NAME_LABEL;
-use super::{Context, Error};
+use super::{Context, Error, object_key};
 use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 
 async fn reconcile(
@@ -59,7 +63,7 @@ pub async fn run(ctx: Arc<Context>, triggers: ConfigTriggers, shutdown: watch::R
             let mut configs: Vec<_> = triggers::config_of_metal3machine(&m).into_iter().collect();
             // A host claimed or released can make or end another config's duplicate boot MAC:
             // every config of the cluster looks again (once per claim, not per change).
-            if seen_claim.changed(key(&m), claim_fields(&m)) {
+            if seen_claim.changed(object_key(&m), claim_fields(&m)) {
                 configs.extend(triggers::configs_of_cluster(
                     &s5.state(),
                     m.namespace(),
@@ -70,26 +74,26 @@ pub async fn run(ctx: Arc<Context>, triggers: ConfigTriggers, shutdown: watch::R
         })
         // A host's boot MAC, claim or deletion: the boot-MAC problems shown on `Ready`.
         .watches_stream(triggers.hosts, move |h| {
-            if !seen_bmh.changed(key(&h), host_claim_fields(&h)) {
+            if !seen_bmh.changed(object_key(&h), host_claim_fields(&h)) {
                 return Vec::new();
             }
             triggers::configs_of_host(&s4.state(), &hosts.state(), &h)
         })
         // The ISO URL, the install state and the cluster's readiness concern all its configs.
         .watches_stream(triggers.infraenvs, move |ie| {
-            if !seen_ie.changed(key(&ie), infraenv_fields(&ie)) {
+            if !seen_ie.changed(object_key(&ie), infraenv_fields(&ie)) {
                 return Vec::new();
             }
             triggers::configs_of_infraenv(&s1.state(), &ie)
         })
         .watches_stream(triggers.acis, move |aci| {
-            if !seen_aci.changed(key(&aci), hold_fields(&aci)) {
+            if !seen_aci.changed(object_key(&aci), hold_fields(&aci)) {
                 return Vec::new();
             }
             triggers::configs_of_aci(&s2.state(), &aci)
         })
         .watches_stream(triggers.clusters, move |c| {
-            if !seen_cluster.changed(key(&c), cluster_fields(&c)) {
+            if !seen_cluster.changed(object_key(&c), cluster_fields(&c)) {
                 return Vec::new();
             }
             triggers::configs_of_capi_cluster(&s3.state(), &c)
