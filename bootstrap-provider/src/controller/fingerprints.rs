@@ -74,3 +74,57 @@ pub fn cluster_fields(cluster: &Cluster) -> impl Hash + use<> {
             .and_then(|i| i.infrastructure_provisioned),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{DefaultHasher, Hasher};
+
+    use super::*;
+
+    fn hash(fields: impl Hash) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        fields.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    fn metal3machine(metadata: &str) -> Metal3Machine {
+        serde_yaml::from_str(&format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: Metal3Machine\nmetadata: {metadata}\nspec: {{}}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_claim_changes_with_the_host_annotation_and_deletion_only() {
+        let unclaimed = hash(claim_fields(&metal3machine("{name: m, namespace: ns}")));
+        let relabelled = metal3machine("{name: m, namespace: ns, labels: {a: b}}");
+        assert_eq!(hash(claim_fields(&relabelled)), unclaimed);
+        let claimed = metal3machine(
+            "{name: m, namespace: ns, annotations: {metal3.io/BareMetalHost: ns/host-0}}",
+        );
+        assert_ne!(hash(claim_fields(&claimed)), unclaimed);
+        let deleting = metal3machine(
+            "{name: m, namespace: ns, deletionTimestamp: '2027-01-15T08:00:00Z', finalizers: [f]}",
+        );
+        assert_ne!(hash(claim_fields(&deleting)), unclaimed);
+    }
+
+    #[test]
+    fn the_hold_changes_with_the_install_state_and_start() {
+        let aci = |state: &str, conditions: &str| {
+            hash(hold_fields(&crate::controller::test_fixtures::aci(
+                3, state, conditions,
+            )))
+        };
+        let ready = aci("ready", "[]");
+        assert_eq!(aci("ready", "[]"), ready);
+        assert_ne!(aci("installing", "[]"), ready);
+        assert_ne!(
+            aci(
+                "ready",
+                "[{type: RequirementsMet, status: 'True', lastTransitionTime: '2027-01-15T08:30:00Z'}]"
+            ),
+            ready
+        );
+    }
+}
