@@ -184,10 +184,10 @@ fn ignition_override(
 /// CAPOA passes `kernelArguments` only to the Agent (`installerArgs`), so discovery boots
 /// without them, yet some are needed to boot at all (a serial console, `rd.net.timeout.carrier`
 /// for static networking, a NIC driver quirk). We pass the appends to the InfraEnv too, and
-/// keep every operation in the Agent's installer arguments (see `agent.rs`), so the installed OS
-/// gets them. assisted-core puts the InfraEnv's arguments into its iPXE script only, not into
-/// the ISO Metal3 boots, so the live ISO boots without them for now; the config's
-/// `FieldsSupported` condition says so (`unsupported.rs`). `replace`/`delete` edit the
+/// keep every operation in the Agent's installer arguments (see `agents/desired.rs`), so the
+/// installed OS gets them. assisted-core puts the InfraEnv's arguments into its iPXE script
+/// only, not into the ISO Metal3 boots, so the live ISO boots without them for now; the
+/// config's `FieldsSupported` condition says so (`unsupported.rs`). `replace`/`delete` edit the
 /// installed OS's default kernel command line and have no meaning for discovery, so they stay
 /// install-only.
 fn discovery_kernel_arguments(spec: &OpenshiftAssistedConfigSpec) -> Vec<String> {
