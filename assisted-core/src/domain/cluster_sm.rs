@@ -5,6 +5,7 @@ use jiff::Timestamp;
 use super::host_sm::{HostOutcome, apply_host_outcome, refresh_host_in};
 use super::roles::{HostView, has_enough_masters_and_workers};
 use super::snapshot::*;
+use super::state_machine::{self, Machine, Transition, step, transition};
 use super::types::*;
 use super::validations::*;
 
@@ -31,18 +32,26 @@ pub enum ClusterEffect {
     BecameDay2,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClusterDest {
-    To(ClusterStatus),
-    Same,
+/// The cluster machine's types for the shared [`state_machine`](super::state_machine) engine.
+pub struct ClusterMachine;
+
+impl Machine for ClusterMachine {
+    type Event = ClusterEvent;
+    type Status = ClusterStatus;
+    type Effect = ClusterEffect;
+    type Ctx<'a> = ClusterCtx<'a>;
+    fn status(c: &ClusterCtx<'_>) -> ClusterStatus {
+        c.cluster.status
+    }
+    fn status_info<'c>(c: &'c ClusterCtx<'_>) -> &'c str {
+        &c.cluster.status_info
+    }
 }
 
-#[derive(Clone, Copy)]
-pub enum ClusterInfo {
-    Keep,
-    Text(&'static str),
-    Compute(fn(&ClusterCtx) -> String),
-}
+/// Destination of a cluster row.
+pub type ClusterDest = state_machine::Dest<ClusterStatus>;
+/// How a cluster row sets status_info.
+pub type ClusterInfo = state_machine::Info<ClusterMachine>;
 
 /// What guards see: the cluster, the latest host views and fresh validations.
 pub struct ClusterCtx<'a> {
@@ -54,19 +63,7 @@ pub struct ClusterCtx<'a> {
 }
 
 /// One row of the cluster transition table.
-pub struct ClusterTransition {
-    /// Stable row name (used in tests and logs).
-    pub name: &'static str,
-    /// Why the row exists: the real situation it handles, in one sentence (the counterpart
-    /// of upstream's rule descriptions). Documentation only; matching never reads it.
-    pub why: &'static str,
-    pub event: ClusterEvent,
-    pub sources: &'static [ClusterStatus],
-    pub guard: fn(&ClusterCtx) -> bool,
-    pub dest: ClusterDest,
-    pub info: ClusterInfo,
-    pub effects: &'static [ClusterEffect],
-}
+pub type ClusterTransition = Transition<ClusterMachine>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterOutcome {
@@ -251,36 +248,13 @@ fn i_stage_timeout(c: &ClusterCtx) -> String {
     format!("{CLUSTER_INFO_FINALIZING_TIMEOUT}: stage {st} timed out")
 }
 
-use ClusterDest::{Same, To};
 use ClusterEffect as E;
 use ClusterEvent as Ev;
+use state_machine::Dest::{Same, To};
 
-/// `crow!(name, why, event, sources, guard, dest, info[, effects])`.
+/// `crow!(name, why, event, sources, guard, dest, info[, effects])`: a [`transition!`] row.
 macro_rules! crow {
-    ($name:literal, $why:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
-        crow!($name, $why, $ev, $src, $guard, $dest, $info, &[])
-    };
-    (
-        $name:literal,
-        $why:literal,
-        $ev:ident,
-        $src:expr,
-        $guard:expr,
-        $dest:expr,
-        $info:expr,
-        $eff:expr
-    ) => {
-        ClusterTransition {
-            name: $name,
-            why: $why,
-            event: Ev::$ev,
-            sources: $src,
-            guard: $guard,
-            dest: $dest,
-            info: $info,
-            effects: $eff,
-        }
-    };
+    ($($row:tt)*) => { transition!(Ev, $($row)*) };
 }
 
 const PRE: &[ClusterStatus] = &[C::PendingForInput, C::Ready, C::Insufficient];
@@ -527,34 +501,17 @@ pub static CLUSTER_TRANSITIONS: &[ClusterTransition] = &[
 ];
 
 fn find_row(c: &ClusterCtx, ev: ClusterEvent) -> Option<&'static ClusterTransition> {
-    CLUSTER_TRANSITIONS
-        .iter()
-        .find(|t| t.event == ev && t.sources.contains(&c.cluster.status) && (t.guard)(c))
+    state_machine::find_row(CLUSTER_TRANSITIONS, ev, c)
 }
 
 fn outcome_from(c: &ClusterCtx, row: Option<&'static ClusterTransition>) -> ClusterOutcome {
-    let cl = c.cluster;
-    let (status, status_info, effects) = match row {
-        None => (cl.status, cl.status_info.clone(), Vec::new()),
-        Some(t) => (
-            match t.dest {
-                To(s) => s,
-                Same => cl.status,
-            },
-            match t.info {
-                ClusterInfo::Keep => cl.status_info.clone(),
-                ClusterInfo::Text(s) => s.to_string(),
-                ClusterInfo::Compute(f) => f(c),
-            },
-            t.effects.to_vec(),
-        ),
-    };
+    let step = step(c, row);
     ClusterOutcome {
-        changed: status != cl.status || status_info != cl.status_info,
-        status,
-        status_info,
-        transition: row.map(|t| t.name),
-        effects,
+        changed: step.changed,
+        status: step.status,
+        status_info: step.status_info,
+        transition: step.transition,
+        effects: step.effects,
         validations: None,
     }
 }

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use super::roles::{HostView, has_enough_masters_and_workers};
 use super::snapshot::*;
 use super::stages::{is_backwards, stage_percentage};
+use super::state_machine::{self, Machine, Transition, step, transition};
 use super::types::*;
 use super::validation_ids::HostValidationId as V;
 use super::validations::*;
@@ -101,21 +102,26 @@ pub enum HostEffect {
     SetMediaConnected,
 }
 
-/// Destination of a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dest {
-    To(HostStatus),
-    /// Stay in the source state (an accepted no-op).
-    Same,
+/// The host machine's types for the shared [`state_machine`](super::state_machine) engine.
+pub struct HostMachine;
+
+impl Machine for HostMachine {
+    type Event = HostEventKind;
+    type Status = HostStatus;
+    type Effect = HostEffect;
+    type Ctx<'a> = HostCtx<'a>;
+    fn status(c: &HostCtx<'_>) -> HostStatus {
+        c.host.status
+    }
+    fn status_info<'c>(c: &'c HostCtx<'_>) -> &'c str {
+        &c.host.status_info
+    }
 }
 
-/// How a row sets status_info.
-#[derive(Clone, Copy)]
-pub enum Info {
-    Keep,
-    Text(&'static str),
-    Compute(fn(&HostCtx) -> String),
-}
+/// Destination of a host row.
+pub type Dest = state_machine::Dest<HostStatus>;
+/// How a host row sets status_info.
+pub type Info = state_machine::Info<HostMachine>;
 
 /// Everything a guard may look at.
 pub struct HostCtx<'a> {
@@ -128,20 +134,8 @@ pub struct HostCtx<'a> {
     pub v: &'a HostValidations,
 }
 
-/// One row of the transition table.
-pub struct HostTransition {
-    /// Stable row name (used in tests and logs).
-    pub name: &'static str,
-    /// Why the row exists: the real situation it handles, in one sentence (the counterpart
-    /// of upstream's rule descriptions). Documentation only; matching never reads it.
-    pub why: &'static str,
-    pub event: HostEventKind,
-    pub sources: &'static [HostStatus],
-    pub guard: fn(&HostCtx) -> bool,
-    pub dest: Dest,
-    pub info: Info,
-    pub effects: &'static [HostEffect],
-}
+/// One row of the host transition table.
+pub type HostTransition = Transition<HostMachine>;
 
 /// Result of an event or refresh.
 #[derive(Debug, Clone, PartialEq)]
@@ -557,9 +551,9 @@ fn i_stage(c: &HostCtx) -> String {
 
 // ---- the table -----------------------------------------------------------------------------
 
-use Dest::{Same, To};
 use HostEffect as E;
 use HostEventKind as K;
+use state_machine::Dest::{Same, To};
 
 const PRE_INSTALL: &[HostStatus] = &[
     S::Disconnected,
@@ -595,32 +589,9 @@ const RESETTABLE: &[HostStatus] = &[
     S::AddedToExistingCluster,
 ];
 
-/// `row!(name, why, event, sources, guard, dest, info[, effects])`.
+/// `row!(name, why, event, sources, guard, dest, info[, effects])`: a [`transition!`] row.
 macro_rules! row {
-    ($name:literal, $why:literal, $ev:ident, $src:expr, $guard:expr, $dest:expr, $info:expr) => {
-        row!($name, $why, $ev, $src, $guard, $dest, $info, &[])
-    };
-    (
-        $name:literal,
-        $why:literal,
-        $ev:ident,
-        $src:expr,
-        $guard:expr,
-        $dest:expr,
-        $info:expr,
-        $eff:expr
-    ) => {
-        HostTransition {
-            name: $name,
-            why: $why,
-            event: K::$ev,
-            sources: $src,
-            guard: $guard,
-            dest: $dest,
-            info: $info,
-            effects: $eff,
-        }
-    };
+    ($($row:tt)*) => { transition!(K, $($row)*) };
 }
 
 /// The host transition table, in upstream registration order.
@@ -1287,40 +1258,23 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
 ];
 
 fn find_row(c: &HostCtx) -> Option<&'static HostTransition> {
-    let kind = c.event.kind();
-    HOST_TRANSITIONS
-        .iter()
-        .find(|t| t.event == kind && t.sources.contains(&c.host.status) && (t.guard)(c))
+    state_machine::find_row(HOST_TRANSITIONS, c.event.kind(), c)
 }
 
 fn outcome_from(c: &HostCtx, row: Option<&'static HostTransition>) -> HostOutcome {
-    let (status, status_info, effects) = match row {
-        None => (c.host.status, c.host.status_info.clone(), Vec::new()),
-        Some(t) => {
-            let status = match t.dest {
-                To(s) => s,
-                Same => c.host.status,
-            };
-            let info = match t.info {
-                Info::Keep => c.host.status_info.clone(),
-                Info::Text(s) => s.to_string(),
-                Info::Compute(f) => f(c),
-            };
-            (status, info, t.effects.to_vec())
-        }
-    };
+    let step = step(c, row);
     let bind_cluster_id = match c.event {
-        HostEvent::Bind { cluster_id } if effects.contains(&E::BindToCluster) => {
+        HostEvent::Bind { cluster_id } if step.effects.contains(&E::BindToCluster) => {
             Some(cluster_id.clone())
         }
         _ => None,
     };
     HostOutcome {
-        changed: status != c.host.status || status_info != c.host.status_info,
-        status,
-        status_info,
-        transition: row.map(|t| t.name),
-        effects,
+        changed: step.changed,
+        status: step.status,
+        status_info: step.status_info,
+        transition: step.transition,
+        effects: step.effects,
         validations: None,
         suggested_role: None,
         progress: None,

@@ -9,6 +9,7 @@
 //!   [`apply_host_outcome`], table [`HOST_TRANSITIONS`];
 //! - cluster machine: [`refresh_cluster`], [`apply_cluster_event`], [`refresh_all`],
 //!   [`transform_to_day2`], table [`CLUSTER_TRANSITIONS`];
+//! - both machines run on one engine, [`state_machine`] (rows tried in order, first match wins);
 //! - validations: [`validate_host`], [`validate_cluster`];
 //! - orchestration: [`auto_start_day1`], [`start_install`], [`suggest_roles`],
 //!   [`select_bootstrap`], [`day2_hosts_to_install`];
@@ -48,6 +49,7 @@ pub mod release_support;
 pub mod roles;
 pub mod snapshot;
 pub mod stages;
+pub mod state_machine;
 pub mod step_reply;
 pub mod steps;
 pub mod types;

@@ -1,6 +1,7 @@
 //! One test per cluster transition row; `every_cluster_row_is_tested` keeps the list complete.
 
 use super::fixtures::*;
+use super::table_checks::*;
 use crate::domain::*;
 
 use ClusterStatus as C;
@@ -32,11 +33,7 @@ fn check(row: &str, c: ClusterSnapshot, ev: ClusterEvent, cfg: Config) {
         out.status,
         out.status_info
     );
-    let t = CLUSTER_TRANSITIONS.iter().find(|t| t.name == row).unwrap();
-    let expected = match t.dest {
-        ClusterDest::To(s) => s,
-        ClusterDest::Same => c.status,
-    };
+    let expected = row_destination(CLUSTER_TRANSITIONS, row, c.status);
     assert_eq!(out.status, expected);
     let mut c2 = c.clone();
     apply_cluster_outcome(&mut c2, &out, t0());
@@ -111,29 +108,17 @@ cluster_rows! {
 
 #[test]
 fn every_cluster_row_is_tested() {
-    for t in CLUSTER_TRANSITIONS {
-        assert!(TESTED.contains(&t.name), "row {} has no test", t.name);
-    }
+    assert_every_row_tested(CLUSTER_TRANSITIONS, TESTED);
 }
 
 #[test]
 fn cluster_row_names_are_unique() {
-    let mut names: Vec<&str> = CLUSTER_TRANSITIONS.iter().map(|t| t.name).collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(names.len(), CLUSTER_TRANSITIONS.len());
+    assert_row_names_unique(CLUSTER_TRANSITIONS);
 }
 
 #[test]
 fn every_cluster_row_says_why() {
-    for t in CLUSTER_TRANSITIONS {
-        assert!(!t.why.trim().is_empty(), "row {} has no why", t.name);
-        assert!(!t.why.contains('\n'), "row {}: why is one line", t.name);
-    }
-    let mut whys: Vec<&str> = CLUSTER_TRANSITIONS.iter().map(|t| t.why).collect();
-    whys.sort();
-    whys.dedup();
-    assert_eq!(whys.len(), CLUSTER_TRANSITIONS.len(), "a why is copied");
+    assert_every_row_says_why(CLUSTER_TRANSITIONS);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use jiff::Timestamp;
 
 use super::fixtures::*;
+use super::table_checks::*;
 use crate::domain::*;
 
 struct Case {
@@ -11,6 +12,18 @@ struct Case {
     event: HostEvent,
     now: Timestamp,
     cfg: Config,
+}
+
+impl Case {
+    fn new(host: HostSnapshot, cluster: Option<ClusterSnapshot>, event: HostEvent) -> Case {
+        Case {
+            host,
+            cluster,
+            event,
+            now: t0(),
+            cfg: Config::default(),
+        }
+    }
 }
 
 /// Cluster 3+2 in `cs`, host h1 in `hs` after `f` tweaks it; h1 receives `event`.
@@ -34,13 +47,7 @@ fn case(
     h.status = hs;
     f(&mut h, &mut c);
     c.hosts[0] = h.clone();
-    Case {
-        host: h,
-        cluster: Some(c),
-        event,
-        now,
-        cfg: Config::default(),
-    }
+    Case::new(h, Some(c), event)
 }
 
 fn pool_case(hs: HostStatus, event: HostEvent, f: impl FnOnce(&mut HostSnapshot)) -> Case {
@@ -49,13 +56,7 @@ fn pool_case(hs: HostStatus, event: HostEvent, f: impl FnOnce(&mut HostSnapshot)
     h.inventory = Some(inventory("p1", 50, 8, 32));
     h.status = hs;
     f(&mut h);
-    Case {
-        host: h,
-        cluster: None,
-        event,
-        now,
-        cfg: Config::default(),
-    }
+    Case::new(h, None, event)
 }
 
 fn day2_case(hs: HostStatus, event: HostEvent, f: impl FnOnce(&mut HostSnapshot)) -> Case {
@@ -68,13 +69,7 @@ fn day2_case(hs: HostStatus, event: HostEvent, f: impl FnOnce(&mut HostSnapshot)
     h.status = hs;
     f(&mut h);
     c.hosts.push(h.clone());
-    Case {
-        host: h,
-        cluster: Some(c),
-        event,
-        now,
-        cfg: Config::default(),
-    }
+    Case::new(h, Some(c), event)
 }
 
 fn check(row: &str, c: Case) {
@@ -87,11 +82,7 @@ fn check(row: &str, c: Case) {
         out.status,
         out.status_info
     );
-    let t = HOST_TRANSITIONS.iter().find(|t| t.name == row).unwrap();
-    let expected = match t.dest {
-        Dest::To(s) => s,
-        Dest::Same => c.host.status,
-    };
+    let expected = row_destination(HOST_TRANSITIONS, row, c.host.status);
     assert_eq!(out.status, expected, "info: {}", out.status_info);
     // Applying the outcome must land in the same state.
     let mut h = c.host.clone();
@@ -250,29 +241,17 @@ host_rows! {
 
 #[test]
 fn every_host_row_is_tested() {
-    for t in HOST_TRANSITIONS {
-        assert!(TESTED.contains(&t.name), "row {} has no test", t.name);
-    }
+    assert_every_row_tested(HOST_TRANSITIONS, TESTED);
 }
 
 #[test]
 fn row_names_are_unique() {
-    let mut names: Vec<&str> = HOST_TRANSITIONS.iter().map(|t| t.name).collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(names.len(), HOST_TRANSITIONS.len());
+    assert_row_names_unique(HOST_TRANSITIONS);
 }
 
 #[test]
 fn every_host_row_says_why() {
-    for t in HOST_TRANSITIONS {
-        assert!(!t.why.trim().is_empty(), "row {} has no why", t.name);
-        assert!(!t.why.contains('\n'), "row {}: why is one line", t.name);
-    }
-    let mut whys: Vec<&str> = HOST_TRANSITIONS.iter().map(|t| t.why).collect();
-    whys.sort();
-    whys.dedup();
-    assert_eq!(whys.len(), HOST_TRANSITIONS.len(), "a why is copied");
+    assert_every_row_says_why(HOST_TRANSITIONS);
 }
 
 #[test]

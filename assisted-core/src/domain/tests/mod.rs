@@ -6,4 +6,5 @@ mod host_rows;
 mod props;
 mod replay;
 mod steps_tests;
+mod table_checks;
 mod validation_tests;
