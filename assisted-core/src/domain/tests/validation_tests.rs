@@ -606,3 +606,21 @@ fn arp_collision_is_reported_as_upstream_words_it() {
     l2[1].outgoing_nic = "eth1".into();
     assert!(crate::domain::validations::ip_collisions(&c.hosts).is_empty());
 }
+
+#[test]
+fn every_cluster_validation_row_says_why_and_covers_each_id_once() {
+    for row in CLUSTER_VALIDATIONS {
+        assert!(!row.why.trim().is_empty(), "row {} has no why", row.id);
+        assert!(!row.why.contains('\n'), "row {}: why is one line", row.id);
+    }
+    // Operator validations are not rows: they follow the table, all disabled.
+    let mut expected: Vec<ClusterValidationId> = ClusterValidationId::ALL
+        .iter()
+        .copied()
+        .filter(|id| id.category() != "operators")
+        .collect();
+    let mut ids: Vec<ClusterValidationId> = CLUSTER_VALIDATIONS.iter().map(|r| r.id).collect();
+    expected.sort_by_key(|id| id.as_str());
+    ids.sort_by_key(|id| id.as_str());
+    assert_eq!(ids, expected);
+}
