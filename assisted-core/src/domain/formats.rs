@@ -103,18 +103,35 @@ fn ssh_key_problem(line: &str) -> Option<String> {
     }
 }
 
+/// A proxy URL refused by [`check_proxy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProxyError {
+    #[error(
+        "proxy.{field} {value:?} is not a valid proxy URL: use {}://<host>[:<port>]",
+        .schemes.join(":// or ")
+    )]
+    NotAProxyUrl {
+        field: &'static str,
+        value: String,
+        schemes: &'static [&'static str],
+    },
+}
+
 /// Upstream's proxy rules: `httpProxy` an `http://` URL, `httpsProxy` an `http://` or
 /// `https://` URL, each with a host and no spaces. A bad one is refused, not baked into images.
-pub fn check_proxy(http: Option<&str>, https: Option<&str>) -> Result<(), String> {
-    fn url(field: &str, value: &str, schemes: &[&str]) -> Result<(), String> {
+pub fn check_proxy(http: Option<&str>, https: Option<&str>) -> Result<(), ProxyError> {
+    fn url(
+        field: &'static str,
+        value: &str,
+        schemes: &'static [&'static str],
+    ) -> Result<(), ProxyError> {
         if value.is_empty() {
             return Ok(());
         }
-        let refused = || {
-            format!(
-                "proxy.{field} {value:?} is not a valid proxy URL: use {}://<host>[:<port>]",
-                schemes.join(":// or ").trim_end_matches("://")
-            )
+        let refused = || ProxyError::NotAProxyUrl {
+            field,
+            value: value.to_string(),
+            schemes,
         };
         let uri: http::Uri = value.parse().map_err(|_| refused())?;
         let scheme_ok = uri.scheme_str().is_some_and(|s| schemes.contains(&s));
@@ -219,7 +236,7 @@ mod tests {
         for (http, https, ok) in rows {
             assert_eq!(check_proxy(http, https).is_ok(), ok, "{http:?} {https:?}");
         }
-        let e = check_proxy(Some("ftp://x"), None).unwrap_err();
+        let e = check_proxy(Some("ftp://x"), None).unwrap_err().to_string();
         assert!(
             e.contains("proxy.httpProxy") && e.contains("http://"),
             "{e}"

@@ -157,16 +157,24 @@ fn merge_role(base: RoleRequirements, v: &serde_json::Value) -> RoleRequirements
     }
 }
 
+/// Why a `HW_VALIDATOR_REQUIREMENTS` value was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum HwRequirementsError {
+    #[error("invalid hardware requirements JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("hardware requirements must be a JSON list")]
+    NotAList,
+    #[error("unparseable version {0:?}")]
+    Version(String),
+}
+
 impl HwRequirementsTable {
     /// Parses the upstream `HW_VALIDATOR_REQUIREMENTS` format: a JSON list of entries with
     /// `version` ("default" or a version) or `min_version`, and role objects `master`, `worker`,
     /// `arbiter`, `sno`, `edge-worker`. Missing fields inherit from the built-in defaults.
-    pub fn from_json(s: &str) -> Result<HwRequirementsTable, String> {
-        let v: serde_json::Value = serde_json::from_str(s)
-            .map_err(|e| format!("invalid hardware requirements JSON: {e}"))?;
-        let list = v
-            .as_array()
-            .ok_or("hardware requirements must be a JSON list")?;
+    pub fn from_json(s: &str) -> Result<HwRequirementsTable, HwRequirementsError> {
+        let v: serde_json::Value = serde_json::from_str(s)?;
+        let list = v.as_array().ok_or(HwRequirementsError::NotAList)?;
         let mut table = HwRequirementsTable::default();
         let role = |e: &serde_json::Value, k: &str, base: RoleRequirements| {
             e.get(k).map(|r| merge_role(base, r))
@@ -189,7 +197,7 @@ impl HwRequirementsTable {
                 continue;
             }
             let min_version = parse_major_minor(version)
-                .ok_or_else(|| format!("unparseable version {version:?}"))?;
+                .ok_or_else(|| HwRequirementsError::Version(version.to_string()))?;
             let d = table.default;
             let o = VersionOverride {
                 min_version,

@@ -58,6 +58,20 @@ pub const OS_IMAGE_STREAMS: &[&str] = &["rhel-9", "rhel-10", "centos-10"];
 /// The stream a 4.x cluster gets when none is named.
 pub const DEFAULT_OS_IMAGE_STREAM: &str = "rhel-9";
 
+/// Why a release's installer does not take an `osImageStream`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OsImageStreamError {
+    #[error("unknown stream (known: {})", OS_IMAGE_STREAMS.join(", "))]
+    UnknownStream,
+    #[error("the installer of OpenShift {version} has no osImageStream (from 4.22)")]
+    TooOld { version: String },
+    #[error(
+        "a stream other than {} needs the OSStreams feature gate before 4.23: set featureSet: TechPreviewNoUpgrade",
+        DEFAULT_OS_IMAGE_STREAM
+    )]
+    NeedsFeatureGate,
+}
+
 /// Whether the release's installer takes `osImageStream: stream` with the install-config's
 /// `featureSet`; the reason when it does not. The field comes with the 4.22 installer; another
 /// stream than the default needs the `OSStreams` feature gate, in `TechPreviewNoUpgrade` (or
@@ -66,26 +80,21 @@ pub fn os_image_stream_support(
     version: &str,
     stream: &str,
     feature_set: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), OsImageStreamError> {
     if !OS_IMAGE_STREAMS.contains(&stream) {
-        return Err(format!(
-            "unknown stream (known: {})",
-            OS_IMAGE_STREAMS.join(", ")
-        ));
+        return Err(OsImageStreamError::UnknownStream);
     }
     if !at_least(version, (4, 22)) {
-        return Err(format!(
-            "the installer of OpenShift {version} has no osImageStream (from 4.22)"
-        ));
+        return Err(OsImageStreamError::TooOld {
+            version: version.to_string(),
+        });
     }
     let preview = matches!(
         feature_set,
         Some("TechPreviewNoUpgrade" | "DevPreviewNoUpgrade")
     );
     if stream != DEFAULT_OS_IMAGE_STREAM && !at_least(version, (4, 23)) && !preview {
-        return Err(format!(
-            "a stream other than {DEFAULT_OS_IMAGE_STREAM} needs the OSStreams feature gate before 4.23: set featureSet: TechPreviewNoUpgrade"
-        ));
+        return Err(OsImageStreamError::NeedsFeatureGate);
     }
     Ok(())
 }

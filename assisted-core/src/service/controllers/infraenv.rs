@@ -444,7 +444,7 @@ pub fn decide(
 
     if let Some(p) = &spec.proxy {
         crate::domain::formats::check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref())
-            .map_err(Problem::Error)?;
+            .map_err(|e| Problem::Error(e.to_string()))?;
     }
     let proxy = spec
         .proxy
