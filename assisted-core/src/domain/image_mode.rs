@@ -171,32 +171,7 @@ fn is_push_spec(spec: &str) -> bool {
 /// Reads the MachineOSConfigs among the manifests and checks them against the release, the pull
 /// secret and the other manifests.
 pub fn check(inputs: &Inputs) -> ImageMode {
-    let docs = documents(inputs.manifests);
-    let push_secrets: BTreeSet<String> = docs
-        .iter()
-        .filter(|(_, d)| is_kind(d, "", "Secret"))
-        .filter(|(_, d)| text(d, &["metadata", "namespace"]) == MCO_NAMESPACE)
-        .map(|(_, d)| text(d, &["metadata", "name"]))
-        .chain(
-            inputs
-                .post_install_secrets
-                .unwrap_or_default()
-                .split(',')
-                .filter_map(|s| s.trim().strip_prefix(&format!("{MCO_NAMESPACE}/")))
-                .map(str::to_string),
-        )
-        .collect();
-    let pools: BTreeSet<String> = docs
-        .iter()
-        .filter(|(_, d)| is_kind(d, "machineconfiguration.openshift.io", "MachineConfigPool"))
-        .map(|(_, d)| text(d, &["metadata", "name"]))
-        .chain(BUILT_IN_POOLS.iter().map(|p| p.to_string()))
-        .collect();
-    let moscs: Vec<MachineOsConfig> = docs
-        .iter()
-        .filter(|(_, d)| is_kind(d, "machineconfiguration.openshift.io", "MachineOSConfig"))
-        .map(|(file, d)| machine_os_config(file, d))
-        .collect();
+    let found = Found::read(inputs);
     let overrides = inputs
         .install_config_overrides
         .and_then(|o| serde_json::from_str::<Value>(o).ok())
@@ -218,85 +193,174 @@ pub fn check(inputs: &Inputs) -> ImageMode {
         out.problems
             .push(format!("install-config osImageStream {stream:?}: {why}"));
     }
-    if !moscs.is_empty() && !pre_built_images_supported(version) {
+    if !found.moscs.is_empty() && !pre_built_images_supported(version) {
         out.problems.push(format!(
             "image mode at install (MachineOSConfig manifests) needs OpenShift 4.21 or later, the first release whose bootstrap machine-config-operator installs pools on a pre-built image; this cluster installs {version}"
         ));
     }
     let mut seen_pools = BTreeSet::new();
-    for m in &moscs {
-        let at = format!("MachineOSConfig {} ({})", m.name, m.file);
-        let pool = if m.pool.is_empty() {
-            out.problems
-                .push(format!("{at}: spec.machineConfigPool.name is required"));
-            None
-        } else if m.name != m.pool {
-            out.problems.push(format!(
-                "{at}: pool {}: metadata.name must be the pool's name (spec.machineConfigPool.name), as the MachineOSConfig API requires",
-                m.pool
-            ));
-            None
-        } else if !pools.contains(&m.pool) {
-            out.problems.push(format!(
-                "{at}: pool {}: spec.machineConfigPool.name names no pool (master, worker, arbiter or a MachineConfigPool among the manifests)",
-                m.pool
-            ));
-            None
-        } else if !seen_pools.insert(m.pool.clone()) {
-            out.problems.push(format!(
-                "{at}: pool {}: another MachineOSConfig already configures this pool",
-                m.pool
-            ));
-            None
-        } else {
-            Some(m.pool.as_str())
-        };
-        let named = |field: &str| match pool {
-            Some(p) => format!("{at}: pool {p}: {field}"),
-            None => format!("{at}: {field}"),
-        };
-        match &m.pre_built_image {
-            None => out.problems.push(named(&format!(
-                "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}] is required at install time (the image the pool's nodes boot)"
-            ))),
-            Some(image) if !is_digest_pinned(image) => out.problems.push(named(&format!(
-                "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}] {image:?} is not a fully qualified image pinned by digest (registry/repository@sha256:<64 hex digits>)"
-            ))),
-            Some(image) if !has_credentials(image, inputs.pull_secret_registries) => {
-                out.problems.push(named(&format!(
-                    "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}]: the pull secret has no credentials for {} (the nodes pull {image} with it)",
-                    registry_of(image)
-                )))
-            }
-            Some(image) => {
-                if let Some(p) = pool {
-                    out.pools.push(PoolImage {
-                        pool: p.to_string(),
-                        image: image.clone(),
-                    });
-                }
-            }
-        }
-        if m.push_secret.is_empty() {
-            out.problems
-                .push(named("spec.renderedImagePushSecret.name is required"));
-        } else if !push_secrets.contains(&m.push_secret) {
-            out.problems.push(named(&format!(
-                "spec.renderedImagePushSecret.name: Secret {MCO_NAMESPACE}/{} is not among the manifests (nor delivered after the install)",
-                m.push_secret
-            )));
-        }
-        if m.push_spec.is_empty() {
-            out.problems
-                .push(named("spec.renderedImagePushSpec is required"));
-        } else if !is_push_spec(&m.push_spec) {
-            out.problems.push(named(&format!(
-                "spec.renderedImagePushSpec {:?} is not a fully qualified image reference with a tag (registry/repository:tag)",
-                m.push_spec
-            )));
-        }
+    for m in &found.moscs {
+        check_machine_os_config(m, &found, &mut seen_pools, inputs, &mut out);
     }
     out
+}
+
+/// What the manifests (and the Secrets delivered after the install) hold for image mode.
+struct Found {
+    /// Names of the Secrets in the MCO namespace.
+    push_secrets: BTreeSet<String>,
+    /// The built-in pools and the MachineConfigPools among the manifests.
+    pools: BTreeSet<String>,
+    moscs: Vec<MachineOsConfig>,
+}
+
+impl Found {
+    fn read(inputs: &Inputs) -> Found {
+        let docs = documents(inputs.manifests);
+        let push_secrets = docs
+            .iter()
+            .filter(|(_, d)| is_kind(d, "", "Secret"))
+            .filter(|(_, d)| text(d, &["metadata", "namespace"]) == MCO_NAMESPACE)
+            .map(|(_, d)| text(d, &["metadata", "name"]))
+            .chain(
+                inputs
+                    .post_install_secrets
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|s| s.trim().strip_prefix(&format!("{MCO_NAMESPACE}/")))
+                    .map(str::to_string),
+            )
+            .collect();
+        let pools = docs
+            .iter()
+            .filter(|(_, d)| is_kind(d, "machineconfiguration.openshift.io", "MachineConfigPool"))
+            .map(|(_, d)| text(d, &["metadata", "name"]))
+            .chain(BUILT_IN_POOLS.iter().map(|p| p.to_string()))
+            .collect();
+        let moscs = docs
+            .iter()
+            .filter(|(_, d)| is_kind(d, "machineconfiguration.openshift.io", "MachineOSConfig"))
+            .map(|(file, d)| machine_os_config(file, d))
+            .collect();
+        Found {
+            push_secrets,
+            pools,
+            moscs,
+        }
+    }
+}
+
+/// One MachineOSConfig: the pool it claims, its pre-built image, where its later builds go.
+fn check_machine_os_config(
+    m: &MachineOsConfig,
+    found: &Found,
+    seen_pools: &mut BTreeSet<String>,
+    inputs: &Inputs,
+    out: &mut ImageMode,
+) {
+    let at = format!("MachineOSConfig {} ({})", m.name, m.file);
+    let pool = match pool_problem(m, &found.pools, seen_pools) {
+        Some(problem) => {
+            out.problems.push(format!("{at}: {problem}"));
+            None
+        }
+        None => Some(m.pool.as_str()),
+    };
+    let named = |field: &str| match pool {
+        Some(p) => format!("{at}: pool {p}: {field}"),
+        None => format!("{at}: {field}"),
+    };
+    match image_problem(m, inputs.pull_secret_registries) {
+        Some(problem) => out.problems.push(named(&problem)),
+        None => {
+            if let (Some(p), Some(image)) = (pool, &m.pre_built_image) {
+                out.pools.push(PoolImage {
+                    pool: p.to_string(),
+                    image: image.clone(),
+                });
+            }
+        }
+    }
+    if let Some(problem) = push_problem(m, &found.push_secrets) {
+        out.problems.push(named(&problem));
+    }
+    if let Some(problem) = push_spec_problem(m) {
+        out.problems.push(named(&problem));
+    }
+}
+
+/// Why the MachineOSConfig cannot claim its pool, if it cannot; a pool it can claim is marked
+/// seen (one MachineOSConfig per pool).
+fn pool_problem(
+    m: &MachineOsConfig,
+    pools: &BTreeSet<String>,
+    seen_pools: &mut BTreeSet<String>,
+) -> Option<String> {
+    if m.pool.is_empty() {
+        Some("spec.machineConfigPool.name is required".to_string())
+    } else if m.name != m.pool {
+        Some(format!(
+            "pool {}: metadata.name must be the pool's name (spec.machineConfigPool.name), as the MachineOSConfig API requires",
+            m.pool
+        ))
+    } else if !pools.contains(&m.pool) {
+        Some(format!(
+            "pool {}: spec.machineConfigPool.name names no pool (master, worker, arbiter or a MachineConfigPool among the manifests)",
+            m.pool
+        ))
+    } else if !seen_pools.insert(m.pool.clone()) {
+        Some(format!(
+            "pool {}: another MachineOSConfig already configures this pool",
+            m.pool
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why the pre-built image annotation cannot be booted, if it cannot.
+fn image_problem(m: &MachineOsConfig, pull_secret_registries: &[String]) -> Option<String> {
+    match &m.pre_built_image {
+        None => Some(format!(
+            "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}] is required at install time (the image the pool's nodes boot)"
+        )),
+        Some(image) if !is_digest_pinned(image) => Some(format!(
+            "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}] {image:?} is not a fully qualified image pinned by digest (registry/repository@sha256:<64 hex digits>)"
+        )),
+        Some(image) if !has_credentials(image, pull_secret_registries) => Some(format!(
+            "metadata.annotations[{PRE_BUILT_IMAGE_ANNOTATION}]: the pull secret has no credentials for {} (the nodes pull {image} with it)",
+            registry_of(image)
+        )),
+        Some(_) => None,
+    }
+}
+
+/// Why the push Secret is missing, if it is.
+fn push_problem(m: &MachineOsConfig, push_secrets: &BTreeSet<String>) -> Option<String> {
+    if m.push_secret.is_empty() {
+        Some("spec.renderedImagePushSecret.name is required".to_string())
+    } else if !push_secrets.contains(&m.push_secret) {
+        Some(format!(
+            "spec.renderedImagePushSecret.name: Secret {MCO_NAMESPACE}/{} is not among the manifests (nor delivered after the install)",
+            m.push_secret
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why the push spec is not where the MCO can push its builds, if it is not.
+fn push_spec_problem(m: &MachineOsConfig) -> Option<String> {
+    if m.push_spec.is_empty() {
+        Some("spec.renderedImagePushSpec is required".to_string())
+    } else if !is_push_spec(&m.push_spec) {
+        Some(format!(
+            "spec.renderedImagePushSpec {:?} is not a fully qualified image reference with a tag (registry/repository:tag)",
+            m.push_spec
+        ))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

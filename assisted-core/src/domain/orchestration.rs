@@ -90,6 +90,17 @@ pub struct AutoStartDecision {
     pub message: String,
 }
 
+impl AutoStartDecision {
+    /// Not starting (yet), for `reason`.
+    fn wait(reason: RequirementsReason, message: impl Into<String>) -> AutoStartDecision {
+        AutoStartDecision {
+            start: false,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
 /// Kube-API day-1 auto-start: the cluster is `ready`, registered == approved == expected agent
 /// count, the (suggested) role counts match exactly, no agent is unsynced, and nothing holds it.
 pub fn auto_start_day1(
@@ -97,30 +108,73 @@ pub fn auto_start_day1(
     params: &AutoStartParams,
     cfg: &Config,
 ) -> AutoStartDecision {
-    let wait = |reason, message: String| AutoStartDecision {
-        start: false,
-        reason,
-        message,
-    };
-    match cluster.status {
+    if let Some(past) = past_start(cluster.status) {
+        return past;
+    }
+    if params.spec_unsynced {
+        return AutoStartDecision::wait(
+            RequirementsReason::ClusterNotReady,
+            "The cluster is not ready to begin the installation: its Spec could not be synced \
+             (see the SpecSynced condition)",
+        );
+    }
+    if let Some(waiting) = agents_not_ready(cluster, params, cfg) {
+        return waiting;
+    }
+    if cluster.status != ClusterStatus::Ready {
+        return AutoStartDecision::wait(
+            RequirementsReason::ClusterNotReady,
+            "The cluster is not ready to begin the installation",
+        );
+    }
+    if params.hold {
+        return AutoStartDecision::wait(
+            RequirementsReason::InstallationOnHold,
+            "The installation is on hold. To unhold set holdInstallation to false",
+        );
+    }
+    AutoStartDecision {
+        start: true,
+        reason: RequirementsReason::ClusterIsReady,
+        message: "The cluster is ready to begin the installation".into(),
+    }
+}
+
+/// The cluster already installs (or installed), or its install stopped: nothing to start.
+fn past_start(status: ClusterStatus) -> Option<AutoStartDecision> {
+    match status {
         ClusterStatus::PreparingForInstallation
         | ClusterStatus::Installing
         | ClusterStatus::Finalizing
         | ClusterStatus::InstallingPendingUserAction
         | ClusterStatus::Installed
-        | ClusterStatus::AddingHosts => {
-            return wait(
-                RequirementsReason::ClusterAlreadyInstalling,
-                "The cluster requirements are met".into(),
-            );
-        }
-        ClusterStatus::Error | ClusterStatus::Cancelled => {
-            return wait(
-                RequirementsReason::ClusterInstallationStopped,
-                "The cluster installation stopped".into(),
-            );
-        }
-        _ => {}
+        | ClusterStatus::AddingHosts => Some(AutoStartDecision::wait(
+            RequirementsReason::ClusterAlreadyInstalling,
+            "The cluster requirements are met",
+        )),
+        ClusterStatus::Error | ClusterStatus::Cancelled => Some(AutoStartDecision::wait(
+            RequirementsReason::ClusterInstallationStopped,
+            "The cluster installation stopped",
+        )),
+        _ => None,
+    }
+}
+
+/// The day-1 agents are not all there yet: some unsynced, the role counts off, or some
+/// unapproved.
+fn agents_not_ready(
+    cluster: &ClusterSnapshot,
+    params: &AutoStartParams,
+    cfg: &Config,
+) -> Option<AutoStartDecision> {
+    if params.unsynced_agents > 0 {
+        return Some(AutoStartDecision::wait(
+            RequirementsReason::UnsyncedAgents,
+            format!(
+                "The installation is pending on the spec sync of {} agents",
+                params.unsynced_agents
+            ),
+        ));
     }
     let views = HostView::from_cluster(cluster, cfg);
     let day1: Vec<(&HostSnapshot, &HostView)> = cluster
@@ -136,63 +190,27 @@ pub fn auto_start_day1(
         count(HostRole::Worker),
     );
     let expected = cluster.control_plane_count + cluster.worker_count + cluster.arbiter_count;
-    if params.spec_unsynced {
-        return wait(
-            RequirementsReason::ClusterNotReady,
-            "The cluster is not ready to begin the installation: its Spec could not be synced \
-             (see the SpecSynced condition)"
-                .into(),
-        );
-    }
-    if params.unsynced_agents > 0 {
-        return wait(
-            RequirementsReason::UnsyncedAgents,
-            format!(
-                "The installation is pending on the spec sync of {} agents",
-                params.unsynced_agents
-            ),
-        );
-    }
-    if day1.len() as u32 != expected
-        || (m, a, w)
-            != (
-                cluster.control_plane_count,
-                cluster.arbiter_count,
-                cluster.worker_count,
-            )
-    {
-        return wait(
+    let required = (
+        cluster.control_plane_count,
+        cluster.arbiter_count,
+        cluster.worker_count,
+    );
+    if day1.len() as u32 != expected || (m, a, w) != required {
+        return Some(AutoStartDecision::wait(
             RequirementsReason::InsufficientAgents,
             format!(
                 "The cluster currently requires exactly {} master agents, {} arbiter agents and {} worker agents, but currently registered {} master agents, {} arbiter agents and {} worker agents",
                 cluster.control_plane_count, cluster.arbiter_count, cluster.worker_count, m, a, w
             ),
-        );
+        ));
     }
     let unapproved = day1.iter().filter(|(h, _)| !h.approved).count();
-    if unapproved > 0 {
-        return wait(
+    (unapproved > 0).then(|| {
+        AutoStartDecision::wait(
             RequirementsReason::UnapprovedAgents,
             format!("The installation is pending on the approval of {unapproved} agents"),
-        );
-    }
-    if cluster.status != ClusterStatus::Ready {
-        return wait(
-            RequirementsReason::ClusterNotReady,
-            "The cluster is not ready to begin the installation".into(),
-        );
-    }
-    if params.hold {
-        return wait(
-            RequirementsReason::InstallationOnHold,
-            "The installation is on hold. To unhold set holdInstallation to false".into(),
-        );
-    }
-    AutoStartDecision {
-        start: true,
-        reason: RequirementsReason::ClusterIsReady,
-        message: "The cluster is ready to begin the installation".into(),
-    }
+        )
+    })
 }
 
 /// What `InstallClusterInternal` decides before the async preparation.

@@ -286,22 +286,12 @@ pub fn next_steps(input: &NextStepsInput) -> Steps {
 /// sources, which the NTP step asks for when the cluster names none ([`ntp_source`]).
 pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByInfraEnv) -> Steps {
     let h = input.host;
-    let cfg = input.cfg;
     let mut interval = 60;
     let mut action = PostStepAction::Continue;
     let mut plan: Vec<(StepType, Vec<String>)> = Vec::new();
-    let pre_install = h.status.is_pre_install() || h.status.is_unbound_state();
-    if pre_install
-        && cfg.enable_upgrade_agent
-        && !cfg.agent_image.is_empty()
-        && h.discovery_agent_version != cfg.agent_image
-    {
-        plan.push((
-            StepType::UpgradeAgent,
-            vec![json(&UpgradeAgentRequest {
-                agent_image: cfg.agent_image.clone(),
-            })],
-        ));
+    if let Some(upgrade) = agent_upgrade_step(input) {
+        // An outdated agent is upgraded before it does anything else.
+        plan.push(upgrade);
         return finish(input, interval, action, plan);
     }
     use HostStatus as S;
@@ -316,36 +306,7 @@ pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByI
         }
         S::PreparingForInstallation => {
             dhcp_step(input, &mut plan);
-            if let Some(c) = input.cluster {
-                let gb = cfg
-                    .hw
-                    .for_version(&c.openshift_version)
-                    .min_any_role(c.is_sno())
-                    .disk_size_gb;
-                if let Some(d) = installation_disk(h, gb) {
-                    plan.push((
-                        StepType::InstallationDiskSpeedCheck,
-                        disk_speed_check_args(d.install_path()),
-                    ));
-                }
-                let images: Vec<String> = [
-                    c.release.release_image.as_str(),
-                    c.release.mco_image.as_str(),
-                    c.release.must_gather_image.as_str(),
-                    cfg.installer_image.as_str(),
-                ]
-                .into_iter()
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
-                plan.push((
-                    StepType::ContainerImageAvailability,
-                    vec![json(&ContainerImageAvailabilityRequest {
-                        images,
-                        timeout: IMAGE_AVAILABILITY_TIMEOUT_SECS,
-                    })],
-                ));
-            }
+            preparation_steps(input, &mut plan);
         }
         S::PreparingSuccessful | S::PreparingFailed | S::InstallingInProgress => {
             dhcp_step(input, &mut plan)
@@ -366,19 +327,7 @@ pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByI
             plan.push((StepType::StopInstallation, Vec::new()));
         }
         S::Binding | S::Unbinding | S::UnbindingPendingUserAction => action = PostStepAction::Exit,
-        S::Reclaiming => {
-            if let Some(urls) = input.boot_artifacts {
-                plan.push((
-                    StepType::DownloadBootArtifacts,
-                    vec![json(&DownloadBootArtifactsRequest {
-                        host_fs_mount_dir: HOST_FS_MOUNT_DIR.into(),
-                        initrd_url: urls.initrd_url.clone(),
-                        kernel_url: urls.kernel_url.clone(),
-                        rootfs_url: urls.rootfs_url.clone(),
-                    })],
-                ));
-            }
-        }
+        S::Reclaiming => plan.extend(input.boot_artifacts.map(download_boot_artifacts_step)),
         S::ReclaimingRebooting => {
             action = PostStepAction::Exit;
             plan.push((
@@ -404,6 +353,73 @@ pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByI
         | S::Disabled => {}
     }
     finish(input, interval, action, plan)
+}
+
+/// The agent upgrade, when the host runs another agent image than the configured one (only
+/// before installation: an installing host keeps its agent).
+fn agent_upgrade_step(input: &NextStepsInput) -> Option<(StepType, Vec<String>)> {
+    let h = input.host;
+    let cfg = input.cfg;
+    let pre_install = h.status.is_pre_install() || h.status.is_unbound_state();
+    let outdated = cfg.enable_upgrade_agent
+        && !cfg.agent_image.is_empty()
+        && h.discovery_agent_version != cfg.agent_image;
+    (pre_install && outdated).then(|| {
+        (
+            StepType::UpgradeAgent,
+            vec![json(&UpgradeAgentRequest {
+                agent_image: cfg.agent_image.clone(),
+            })],
+        )
+    })
+}
+
+/// Preparing for installation: the installation disk's speed and the availability of the
+/// images the install pulls.
+fn preparation_steps(input: &NextStepsInput, plan: &mut Vec<(StepType, Vec<String>)>) {
+    let (h, cfg) = (input.host, input.cfg);
+    let Some(c) = input.cluster else { return };
+    let gb = cfg
+        .hw
+        .for_version(&c.openshift_version)
+        .min_any_role(c.is_sno())
+        .disk_size_gb;
+    if let Some(d) = installation_disk(h, gb) {
+        plan.push((
+            StepType::InstallationDiskSpeedCheck,
+            disk_speed_check_args(d.install_path()),
+        ));
+    }
+    let images: Vec<String> = [
+        c.release.release_image.as_str(),
+        c.release.mco_image.as_str(),
+        c.release.must_gather_image.as_str(),
+        cfg.installer_image.as_str(),
+    ]
+    .into_iter()
+    .filter(|s| !s.is_empty())
+    .map(str::to_string)
+    .collect();
+    plan.push((
+        StepType::ContainerImageAvailability,
+        vec![json(&ContainerImageAvailabilityRequest {
+            images,
+            timeout: IMAGE_AVAILABILITY_TIMEOUT_SECS,
+        })],
+    ));
+}
+
+/// Reclaiming: download the discovery boot artifacts onto the installed host.
+fn download_boot_artifacts_step(urls: &BootArtifactUrls) -> (StepType, Vec<String>) {
+    (
+        StepType::DownloadBootArtifacts,
+        vec![json(&DownloadBootArtifactsRequest {
+            host_fs_mount_dir: HOST_FS_MOUNT_DIR.into(),
+            initrd_url: urls.initrd_url.clone(),
+            kernel_url: urls.kernel_url.clone(),
+            rootfs_url: urls.rootfs_url.clone(),
+        })],
+    )
 }
 
 fn finish(
@@ -549,6 +565,7 @@ pub fn day2_ignition_url(c: &ClusterSnapshot, pool: &str) -> String {
     }
 }
 
+/// Known, insufficient and pending-input hosts: the checks their validations read.
 fn discovery_steps(
     input: &NextStepsInput,
     infra_env_ntp: &NtpSourcesByInfraEnv,
@@ -561,74 +578,98 @@ fn discovery_steps(
     };
     let day2 = h.is_day2() || c.is_day2();
     if input.connectivity_check {
-        // Borrowed views: with hundreds of peers this request dominates next-steps, and copying
-        // every name and address first doubled its cost.
-        let peers: Vec<PeerRef> = c
-            .hosts
-            .iter()
-            .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
-            .filter_map(|p| {
-                let inv = p.inventory.as_ref()?;
-                Some(PeerRef {
-                    host_id: &p.id,
-                    nics: inv
-                        .interfaces
-                        .iter()
-                        .map(|n| NicRef {
-                            name: &n.name,
-                            mac: &n.mac_address,
-                            ip_addresses: n
-                                .addresses()
-                                .map(|a| a.split('/').next().unwrap_or(a))
-                                .collect(),
-                        })
-                        .collect(),
-                })
-            })
-            .collect();
-        if !peers.is_empty() {
-            plan.push((StepType::ConnectivityCheck, vec![json(&peers)]));
-        }
+        plan.extend(connectivity_check_step(h, c));
     }
-    if let Some(enc) = &c.disk_encryption
-        && enc.mode == "tang"
-    {
-        plan.push((
-            StepType::TangConnectivityCheck,
-            vec![json(&TangConnectivityRequest {
-                tang_servers: enc.tang_servers.clone(),
-            })],
-        ));
-    }
-    if !day2 && !c.umn() && !c.machine_networks.is_empty() {
-        let v4: Vec<&String> = c
-            .machine_networks
-            .iter()
-            .filter(|n| Cidr::parse(n).is_some_and(|x| !x.is_v6()))
-            .collect();
-        if !v4.is_empty() {
-            plan.push((StepType::FreeNetworkAddresses, vec![json(&v4)]));
-        }
-    }
-    if !day2 {
-        dhcp_step(input, plan);
-    }
+    plan.extend(tang_connectivity_step(c));
     if day2 {
-        let pool = h.machine_config_pool.as_deref().unwrap_or("worker");
-        plan.push((
-            StepType::ApiVipConnectivityCheck,
-            vec![json(&ApiVipConnectivityRequest {
-                url: day2_ignition_url(c, pool),
-                ca_certificate: c.ignition_endpoint.ca_certificate.clone(),
-                ignition_endpoint_token: c.ignition_endpoint.token.clone(),
-            })],
-        ));
+        plan.push(api_vip_connectivity_step(h, c));
+    } else {
+        plan.extend(free_addresses_step(c));
+        dhcp_step(input, plan);
     }
     plan.push(inventory_step(input));
     plan.push(ntp_step(input, infra_env_ntp));
+    plan.extend(domain_resolution_step(c));
+    if !day2 {
+        plan.extend(verify_vips_step(c));
+    }
+}
+
+/// Connectivity to every peer not yet installing, by the peers' NICs and addresses.
+fn connectivity_check_step(
+    h: &HostSnapshot,
+    c: &ClusterSnapshot,
+) -> Option<(StepType, Vec<String>)> {
+    // Borrowed views: with hundreds of peers this request dominates next-steps, and copying
+    // every name and address first doubled its cost.
+    let peers: Vec<PeerRef> = c
+        .hosts
+        .iter()
+        .filter(|p| p.id != h.id && !p.status.is_installing_or_later())
+        .filter_map(|p| {
+            let inv = p.inventory.as_ref()?;
+            Some(PeerRef {
+                host_id: &p.id,
+                nics: inv
+                    .interfaces
+                    .iter()
+                    .map(|n| NicRef {
+                        name: &n.name,
+                        mac: &n.mac_address,
+                        ip_addresses: n
+                            .addresses()
+                            .map(|a| a.split('/').next().unwrap_or(a))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    (!peers.is_empty()).then(|| (StepType::ConnectivityCheck, vec![json(&peers)]))
+}
+
+/// Tang disk encryption: the host must reach the Tang servers.
+fn tang_connectivity_step(c: &ClusterSnapshot) -> Option<(StepType, Vec<String>)> {
+    let enc = c.disk_encryption.as_ref().filter(|e| e.mode == "tang")?;
+    Some((
+        StepType::TangConnectivityCheck,
+        vec![json(&TangConnectivityRequest {
+            tang_servers: enc.tang_servers.clone(),
+        })],
+    ))
+}
+
+/// Day-1 with cluster-managed networking: free addresses of the IPv4 machine networks (for VIPs).
+fn free_addresses_step(c: &ClusterSnapshot) -> Option<(StepType, Vec<String>)> {
+    if c.umn() || c.machine_networks.is_empty() {
+        return None;
+    }
+    let v4: Vec<&String> = c
+        .machine_networks
+        .iter()
+        .filter(|n| Cidr::parse(n).is_some_and(|x| !x.is_v6()))
+        .collect();
+    (!v4.is_empty()).then(|| (StepType::FreeNetworkAddresses, vec![json(&v4)]))
+}
+
+/// Day-2: the host must reach the installed cluster's ignition endpoint for its pool.
+fn api_vip_connectivity_step(h: &HostSnapshot, c: &ClusterSnapshot) -> (StepType, Vec<String>) {
+    let pool = h.machine_config_pool.as_deref().unwrap_or("worker");
+    (
+        StepType::ApiVipConnectivityCheck,
+        vec![json(&ApiVipConnectivityRequest {
+            url: day2_ignition_url(c, pool),
+            ca_certificate: c.ignition_endpoint.ca_certificate.clone(),
+            ignition_endpoint_token: c.ignition_endpoint.token.clone(),
+        })],
+    )
+}
+
+/// The cluster's DNS names the host must resolve.
+fn domain_resolution_step(c: &ClusterSnapshot) -> Option<(StepType, Vec<String>)> {
     let names = domain_names(c);
-    if !names.is_empty() {
-        plan.push((
+    (!names.is_empty()).then(|| {
+        (
             StepType::DomainResolution,
             vec![json(&DomainResolutionRequest {
                 domains: names
@@ -636,26 +677,31 @@ fn discovery_steps(
                     .map(|domain_name| DomainResolutionRequestDomain { domain_name })
                     .collect(),
             })],
-        ));
+        )
+    })
+}
+
+/// Day-1 with cluster-managed networking: the API and Ingress VIPs must be free.
+fn verify_vips_step(c: &ClusterSnapshot) -> Option<(StepType, Vec<String>)> {
+    if c.umn() || (c.api_vips.is_empty() && c.ingress_vips.is_empty()) {
+        return None;
     }
-    if !day2 && !c.umn() && (!c.api_vips.is_empty() || !c.ingress_vips.is_empty()) {
-        let vips = c
-            .api_vips
-            .iter()
-            .map(|v| VerifyVip {
-                vip: v.clone(),
-                vip_type: "api".into(),
-            })
-            .chain(c.ingress_vips.iter().map(|v| VerifyVip {
-                vip: v.clone(),
-                vip_type: "ingress".into(),
-            }))
-            .collect();
-        plan.push((
-            StepType::VerifyVips,
-            vec![json(&VerifyVipsRequest { vips })],
-        ));
-    }
+    let vips = c
+        .api_vips
+        .iter()
+        .map(|v| VerifyVip {
+            vip: v.clone(),
+            vip_type: "api".into(),
+        })
+        .chain(c.ingress_vips.iter().map(|v| VerifyVip {
+            vip: v.clone(),
+            vip_type: "ingress".into(),
+        }))
+        .collect();
+    Some((
+        StepType::VerifyVips,
+        vec![json(&VerifyVipsRequest { vips })],
+    ))
 }
 
 /// Builds the install request for a host in `installing`.
