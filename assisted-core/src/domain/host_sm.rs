@@ -894,13 +894,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
         "unbind-pre-install",
         "A host released before anything touched its disk can go back to the pool at once",
         UnbindHost,
-        &[
-            S::Known,
-            S::Discovering,
-            S::Disconnected,
-            S::Insufficient,
-            S::PendingForInput
-        ],
+        PRE_INSTALL,
         always,
         To(S::Unbinding),
         Info::Text(INFO_UNBINDING),
@@ -940,13 +934,7 @@ pub static HOST_TRANSITIONS: &[HostTransition] = &[
         "reclaim-pre-install",
         "Reclaiming a host that never installed is just releasing it to the pool",
         ReclaimHost,
-        &[
-            S::Known,
-            S::Discovering,
-            S::Disconnected,
-            S::Insufficient,
-            S::PendingForInput
-        ],
+        PRE_INSTALL,
         always,
         To(S::Unbinding),
         Info::Text(INFO_UNBINDING),

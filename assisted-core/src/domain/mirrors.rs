@@ -476,6 +476,29 @@ fn insecure_mirrors(c: &MirrorConfig) -> Vec<String> {
     out
 }
 
+/// A mirror set (digest or tag) named [`MIRROR_SET_NAME`] with `sources` under `spec.<field>`,
+/// when there is any.
+fn mirror_set(
+    file: &str,
+    kind: &str,
+    field: &str,
+    sources: Vec<ImageDigestSource>,
+) -> Option<(String, Value)> {
+    if sources.is_empty() {
+        return None;
+    }
+    let entries = serde_json::to_value(sources).unwrap_or_default();
+    Some((
+        file.to_string(),
+        json!({
+            "apiVersion": CONFIG_API_VERSION,
+            "kind": kind,
+            "metadata": {"name": MIRROR_SET_NAME},
+            "spec": {field: entries},
+        }),
+    ))
+}
+
 /// The manifests CAPOA puts on the installed cluster, as `(file name, object)`, each only
 /// when it has content:
 /// - ImageDigestMirrorSet `additional-registry`: the digest mirrors;
@@ -485,31 +508,18 @@ fn insecure_mirrors(c: &MirrorConfig) -> Vec<String> {
 ///   `registrySources.insecureRegistries` (with insecure mirrors).
 pub fn cluster_manifests(c: &MirrorConfig) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    let entries = |list: Vec<ImageDigestSource>| serde_json::to_value(list).unwrap_or_default();
-    let digest = image_digest_sources(c);
-    if !digest.is_empty() {
-        out.push((
-            DIGEST_MIRROR_SET_FILE.to_string(),
-            json!({
-                "apiVersion": CONFIG_API_VERSION,
-                "kind": "ImageDigestMirrorSet",
-                "metadata": {"name": MIRROR_SET_NAME},
-                "spec": {"imageDigestMirrors": entries(digest)},
-            }),
-        ));
-    }
-    let tag = image_tag_sources(c);
-    if !tag.is_empty() {
-        out.push((
-            TAG_MIRROR_SET_FILE.to_string(),
-            json!({
-                "apiVersion": CONFIG_API_VERSION,
-                "kind": "ImageTagMirrorSet",
-                "metadata": {"name": MIRROR_SET_NAME},
-                "spec": {"imageTagMirrors": entries(tag)},
-            }),
-        ));
-    }
+    out.extend(mirror_set(
+        DIGEST_MIRROR_SET_FILE,
+        "ImageDigestMirrorSet",
+        "imageDigestMirrors",
+        image_digest_sources(c),
+    ));
+    out.extend(mirror_set(
+        TAG_MIRROR_SET_FILE,
+        "ImageTagMirrorSet",
+        "imageTagMirrors",
+        image_tag_sources(c),
+    ));
     if let Some(ca) = &c.ca_bundle {
         out.push((
             CA_CONFIG_MAP_FILE.to_string(),

@@ -11,12 +11,8 @@ use HostStatus as S;
 fn cl(cs: ClusterStatus, hs: HostStatus, f: impl FnOnce(&mut ClusterSnapshot)) -> ClusterSnapshot {
     let mut c = cluster_3_2_with_hosts(t0());
     c.status = cs;
+    masters_then_workers(&mut c);
     for (i, h) in c.hosts.iter_mut().enumerate() {
-        h.role = if i < 3 {
-            HostRole::Master
-        } else {
-            HostRole::Worker
-        };
         h.bootstrap = i == 2;
         h.status = hs;
     }

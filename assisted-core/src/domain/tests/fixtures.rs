@@ -158,6 +158,17 @@ pub fn cluster_3_2_with_hosts(now: Timestamp) -> ClusterSnapshot {
     c
 }
 
+/// Fixes the roles instead of auto-assigning them: the first three hosts masters, the rest workers.
+pub fn masters_then_workers(c: &mut ClusterSnapshot) {
+    for (i, h) in c.hosts.iter_mut().enumerate() {
+        h.role = if i < 3 {
+            HostRole::Master
+        } else {
+            HostRole::Worker
+        };
+    }
+}
+
 /// An SNO cluster (4.22, user-managed networking) with one host.
 pub fn sno_with_host(now: Timestamp) -> ClusterSnapshot {
     let mut c = cluster_3_2(now);

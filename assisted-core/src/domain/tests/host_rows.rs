@@ -36,13 +36,7 @@ fn case(
     let now = t0();
     let mut c = cluster_3_2_with_hosts(now);
     c.status = cs;
-    for (i, h) in c.hosts.iter_mut().enumerate() {
-        h.role = if i < 3 {
-            HostRole::Master
-        } else {
-            HostRole::Worker
-        };
-    }
+    masters_then_workers(&mut c);
     let mut h = c.hosts[0].clone();
     h.status = hs;
     f(&mut h, &mut c);

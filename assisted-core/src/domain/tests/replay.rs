@@ -223,6 +223,13 @@ fn start(sim: &mut Sim) {
     );
 }
 
+/// [`ready_3_2`] driven to `installing` by [`start`].
+fn installing_3_2() -> Sim {
+    let mut sim = ready_3_2();
+    start(&mut sim);
+    sim
+}
+
 #[test]
 fn replay_3_plus_2_to_installed() {
     let mut sim = ready_3_2();
@@ -325,8 +332,7 @@ fn replay_sno_4_21_needs_8_cores() {
 }
 
 fn installed_3_2() -> Sim {
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     for id in ids(&sim) {
         sim.walk(&id, HostStage::Done);
     }
@@ -393,8 +399,7 @@ fn replay_disconnect_and_return() {
 
 #[test]
 fn replay_wrong_boot_order() {
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     sim.walk("h4", HostStage::Rebooting);
     // The host boots the discovery ISO again and re-registers.
     let out = sim.host_event("h4", HostEvent::Register);
@@ -415,8 +420,7 @@ fn replay_wrong_boot_order() {
 
 #[test]
 fn replay_reboot_timeout_pending_user_action() {
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     for id in ["h1", "h2", "h3", "h4"] {
         sim.walk(id, HostStage::Installing);
     }
@@ -433,8 +437,7 @@ fn replay_reboot_timeout_pending_user_action() {
 
 #[test]
 fn replay_host_failure_fails_cluster() {
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     sim.walk("h1", HostStage::WritingImageToDisk);
     sim.progress("h1", HostStage::Failed).unwrap();
     assert_eq!(sim.host("h1").status, HostStatus::Error);
@@ -475,8 +478,7 @@ fn replay_host_failure_fails_cluster() {
 #[test]
 fn replay_worker_failure_with_two_workers_fails_cluster() {
     // Losing one of exactly two workers leaves fewer than 2 workers: the cluster fails.
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     sim.progress("h4", HostStage::Failed).unwrap();
     sim.tick();
     assert_eq!(sim.c.status, ClusterStatus::Error);
@@ -484,8 +486,7 @@ fn replay_worker_failure_with_two_workers_fails_cluster() {
 
 #[test]
 fn replay_cancel_and_reset() {
-    let mut sim = ready_3_2();
-    start(&mut sim);
+    let mut sim = installing_3_2();
     let out =
         apply_cluster_event(&sim.c, ClusterEvent::CancelInstallation, sim.now, &sim.cfg).unwrap();
     apply_cluster_outcome(&mut sim.c, &out, sim.now);
@@ -514,6 +515,18 @@ fn replay_cancel_and_reset() {
     });
 }
 
+/// The steps of a pool (unbound) host.
+fn pool_steps(h: &HostSnapshot, cfg: &Config) -> Steps {
+    next_steps(&NextStepsInput {
+        host: h,
+        cluster: None,
+        cfg,
+        seed: 3,
+        boot_artifacts: None,
+        connectivity_check: true,
+    })
+}
+
 #[test]
 fn replay_late_binding() {
     let now = t0();
@@ -530,14 +543,7 @@ fn replay_late_binding() {
             "Host is ready to be bound to a cluster"
         )
     );
-    let steps = next_steps(&NextStepsInput {
-        host: &h,
-        cluster: None,
-        cfg: &cfg,
-        seed: 3,
-        boot_artifacts: None,
-        connectivity_check: true,
-    });
+    let steps = pool_steps(&h, &cfg);
     assert_eq!(
         steps
             .instructions
@@ -557,14 +563,7 @@ fn replay_late_binding() {
     )
     .unwrap();
     apply_host_outcome(&mut h, &out, now);
-    let steps = next_steps(&NextStepsInput {
-        host: &h,
-        cluster: None,
-        cfg: &cfg,
-        seed: 3,
-        boot_artifacts: None,
-        connectivity_check: true,
-    });
+    let steps = pool_steps(&h, &cfg);
     assert_eq!(steps.post_step_action, PostStepAction::Exit);
     let mut sim = Sim::new(cluster_3_2(now));
     let out = apply_host_event(&h, Some(&sim.c), &HostEvent::Register, now, &cfg).unwrap();
