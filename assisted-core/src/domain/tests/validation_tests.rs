@@ -624,3 +624,19 @@ fn every_cluster_validation_row_says_why_and_covers_each_id_once() {
     ids.sort_by_key(|id| id.as_str());
     assert_eq!(ids, expected);
 }
+
+#[test]
+fn every_host_validation_row_says_why_once() {
+    for row in HOST_VALIDATIONS {
+        assert!(!row.why.trim().is_empty(), "row {} has no why", row.id);
+        assert!(!row.why.contains('\n'), "row {}: why is one line", row.id);
+    }
+    let mut ids: Vec<&str> = HOST_VALIDATIONS.iter().map(|r| r.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), HOST_VALIDATIONS.len(), "an id has two rows");
+    let mut whys: Vec<&str> = HOST_VALIDATIONS.iter().map(|r| r.why).collect();
+    whys.sort();
+    whys.dedup();
+    assert_eq!(whys.len(), HOST_VALIDATIONS.len(), "a why is copied");
+}

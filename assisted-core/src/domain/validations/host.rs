@@ -346,52 +346,223 @@ pub fn hostname_problem(name: &str) -> Option<String> {
     None
 }
 
-type HostValidationFn = fn(&HostCheck) -> Check;
-
-fn host_validations() -> &'static [(HostValidationId, HostValidationFn)] {
-    use HostValidationId::*;
-    &[
-        (Connected, v_connected),
-        (MediaConnected, v_media_connected),
-        (HasInventory, v_has_inventory),
-        (InventoryNotPartiallyTruncated, v_not_partially_truncated),
-        (InventoryNotFullyTruncated, v_not_fully_truncated),
-        (HasMinCpuCores, v_min_cpu),
-        (HasMinValidDisks, v_min_disks),
-        (HasMinMemory, v_min_memory),
-        (MachineCidrDefined, v_machine_cidr_defined),
-        (HasCpuCoresForRole, v_cpu_for_role),
-        (HasMemoryForRole, v_memory_for_role),
-        (HostnameUnique, v_hostname_unique),
-        (HostnameValid, v_hostname_valid),
-        (BelongsToMachineCidr, v_belongs_to_machine_cidr),
-        (IgnitionDownloadable, v_ignition_downloadable),
-        (BelongsToMajorityGroup, v_majority_group),
-        (ValidPlatformNetworkSettings, v_platform_network),
-        (NtpSynced, v_ntp_synced),
-        (TimeSyncedBetweenHostAndService, v_time_synced),
-        (ContainerImagesAvailable, v_images_available),
-        (SufficientNetworkLatencyRequirementForRole, v_latency),
-        (SufficientPacketLossRequirementForRole, v_packet_loss),
-        (HasDefaultRoute, v_default_route),
-        (ApiDomainNameResolvedCorrectly, v_dns_api),
-        (ApiIntDomainNameResolvedCorrectly, v_dns_api_int),
-        (AppsDomainNameResolvedCorrectly, v_dns_apps),
-        (ReleaseDomainNameResolvedCorrectly, v_dns_release),
-        (CompatibleWithClusterPlatform, v_platform_compatible),
-        (DnsWildcardNotConfigured, v_dns_wildcard),
-        (DiskEncryptionRequirementsSatisfied, v_disk_encryption),
-        (NonOverlappingSubnets, v_non_overlapping_subnets),
-        (VsphereDiskUuidEnabled, v_vsphere_disk_uuid),
-        (CompatibleAgent, v_compatible_agent),
-        (NoSkipInstallationDisk, v_no_skip_installation_disk),
-        (NoSkipMissingDisk, v_no_skip_missing_disk),
-        (NoIpCollisionsInNetwork, v_no_ip_collisions),
-        (NoIscsiNicBelongsToMachineCidr, v_iscsi_nic),
-        (MtuValid, v_mtu),
-        (SufficientInstallationDiskSpeed, v_disk_speed),
-    ]
+/// One row of the host validation table.
+pub struct HostValidation {
+    pub id: HostValidationId,
+    /// Why the check exists, in one sentence. Documentation only; the check never reads it.
+    pub why: &'static str,
+    check: fn(&HostCheck) -> Check,
 }
+
+use HostValidationId as Id;
+
+/// `row(id, why, check)`.
+const fn row(
+    id: HostValidationId,
+    why: &'static str,
+    check: fn(&HostCheck) -> Check,
+) -> HostValidation {
+    HostValidation { id, why, check }
+}
+
+/// The host validation table, in upstream's order (the order of the results).
+pub static HOST_VALIDATIONS: &[HostValidation] = &[
+    row(
+        Id::Connected,
+        "A host that stopped checking in receives no steps, so nothing can be installed on it",
+        v_connected,
+    ),
+    row(
+        Id::MediaConnected,
+        "The agent runs from the discovery image; steps fail once that media is gone",
+        v_media_connected,
+    ),
+    row(
+        Id::HasInventory,
+        "Every hardware check reads the inventory the agent reports",
+        v_has_inventory,
+    ),
+    row(
+        Id::InventoryNotPartiallyTruncated,
+        "A partly truncated inventory may hide disks or NICs the other checks read",
+        v_not_partially_truncated,
+    ),
+    row(
+        Id::InventoryNotFullyTruncated,
+        "Without a readable inventory no hardware detail of the host is known",
+        v_not_fully_truncated,
+    ),
+    row(
+        Id::HasMinCpuCores,
+        "A host below the smallest CPU minimum of any role can take no role",
+        v_min_cpu,
+    ),
+    row(
+        Id::HasMinValidDisks,
+        "The install needs at least one disk eligible as installation disk",
+        v_min_disks,
+    ),
+    row(
+        Id::HasMinMemory,
+        "A host below the smallest RAM minimum of any role can take no role",
+        v_min_memory,
+    ),
+    row(
+        Id::MachineCidrDefined,
+        "A day-1 host with cluster-managed networking is placed in the machine network, so it must be set",
+        v_machine_cidr_defined,
+    ),
+    row(
+        Id::HasCpuCoresForRole,
+        "The host's role may need more CPU cores than the any-role minimum",
+        v_cpu_for_role,
+    ),
+    row(
+        Id::HasMemoryForRole,
+        "The host's role may need more RAM than the any-role minimum",
+        v_memory_for_role,
+    ),
+    row(
+        Id::HostnameUnique,
+        "Nodes are named after their hostname, so two hosts with one name collide",
+        v_hostname_unique,
+    ),
+    row(
+        Id::HostnameValid,
+        "A node name must be a lowercase RFC 1123 subdomain",
+        v_hostname_valid,
+    ),
+    row(
+        Id::BelongsToMachineCidr,
+        "With cluster-managed networking the host needs an address in every machine network",
+        v_belongs_to_machine_cidr,
+    ),
+    row(
+        Id::IgnitionDownloadable,
+        "A day-2 host boots from the ignition the installed cluster's API serves",
+        v_ignition_downloadable,
+    ),
+    row(
+        Id::BelongsToMajorityGroup,
+        "A host that cannot reach most of its day-1 peers cannot join them in one cluster",
+        v_majority_group,
+    ),
+    row(
+        Id::ValidPlatformNetworkSettings,
+        "OpenStack Compute VMs are supported only for SNO or with user-managed networking",
+        v_platform_network,
+    ),
+    row(
+        Id::NtpSynced,
+        "Reports whether the host found an NTP source (it gates nothing)",
+        v_ntp_synced,
+    ),
+    row(
+        Id::TimeSyncedBetweenHostAndService,
+        "Certificates issued for the install are time-bound, so the host clock must agree with the service's",
+        v_time_synced,
+    ),
+    row(
+        Id::ContainerImagesAvailable,
+        "A host that cannot pull the release images during preparation would fail mid-install",
+        v_images_available,
+    ),
+    row(
+        Id::SufficientNetworkLatencyRequirementForRole,
+        "Hosts of one role (masters above all) need low latency between them",
+        v_latency,
+    ),
+    row(
+        Id::SufficientPacketLossRequirementForRole,
+        "Packet loss between hosts of one role destabilizes what they run together",
+        v_packet_loss,
+    ),
+    row(
+        Id::HasDefaultRoute,
+        "Without a default route the host reaches neither registries nor the outside",
+        v_default_route,
+    ),
+    row(
+        Id::ApiDomainNameResolvedCorrectly,
+        "Where the user runs DNS (user-managed networking, day 2) the API name must resolve, to the API VIP",
+        v_dns_api,
+    ),
+    row(
+        Id::ApiIntDomainNameResolvedCorrectly,
+        "With user-managed networking the nodes reach the internal API name during the install",
+        v_dns_api_int,
+    ),
+    row(
+        Id::AppsDomainNameResolvedCorrectly,
+        "With user-managed networking the routes under *.apps must resolve, to the Ingress VIP",
+        v_dns_apps,
+    ),
+    row(
+        Id::ReleaseDomainNameResolvedCorrectly,
+        "Upstream reports this validation; nothing here needs the release domain resolved",
+        v_dns_release,
+    ),
+    row(
+        Id::CompatibleWithClusterPlatform,
+        "A vSphere, Nutanix or OCI cluster needs hosts that run on that platform",
+        v_platform_compatible,
+    ),
+    row(
+        Id::DnsWildcardNotConfigured,
+        "A wildcard DNS record over the cluster domain would answer for names that must not resolve",
+        v_dns_wildcard,
+    ),
+    row(
+        Id::DiskEncryptionRequirementsSatisfied,
+        "Disk encryption needs a TPM 2.0, or reachable Tang servers, on the hosts whose role it covers",
+        v_disk_encryption,
+    ),
+    row(
+        Id::NonOverlappingSubnets,
+        "Two NICs in overlapping subnets make the host's routing ambiguous",
+        v_non_overlapping_subnets,
+    ),
+    row(
+        Id::VsphereDiskUuidEnabled,
+        "vSphere VMs need disk.EnableUUID for their disks to be mounted by id",
+        v_vsphere_disk_uuid,
+    ),
+    row(
+        Id::CompatibleAgent,
+        "An agent of another image than the service's may not speak its protocol",
+        v_compatible_agent,
+    ),
+    row(
+        Id::NoSkipInstallationDisk,
+        "The installation disk is always formatted, so skipping its formatting is refused",
+        v_no_skip_installation_disk,
+    ),
+    row(
+        Id::NoSkipMissingDisk,
+        "A disk named to skip formatting must exist, or the request is a mistake",
+        v_no_skip_missing_disk,
+    ),
+    row(
+        Id::NoIpCollisionsInNetwork,
+        "An address that answers from two MACs is used twice in the network",
+        v_no_ip_collisions,
+    ),
+    row(
+        Id::NoIscsiNicBelongsToMachineCidr,
+        "The NIC of an iSCSI installation disk must stay out of the machine network",
+        v_iscsi_nic,
+    ),
+    row(
+        Id::MtuValid,
+        "Packets of the configured MTU dropped between peers break cluster traffic",
+        v_mtu,
+    ),
+    row(
+        Id::SufficientInstallationDiskSpeed,
+        "A disk found too slow while preparing an earlier install would fail the install again",
+        v_disk_speed,
+    ),
+];
 
 /// Runs every host validation. `cluster` is `None` for unbound hosts.
 pub fn validate_host(
@@ -440,8 +611,9 @@ pub fn validate_host_in(
                     .any(|s| s == id.as_str() || s == "all")
             })
     };
-    let mut results = Vec::with_capacity(host_validations().len() + 29);
-    for (id, f) in host_validations() {
+    let mut results = Vec::with_capacity(HOST_VALIDATIONS.len() + 29);
+    for row in HOST_VALIDATIONS {
+        let id = row.id;
         let (status, message) = if cfg
             .disabled_host_validations
             .iter()
@@ -449,13 +621,13 @@ pub fn validate_host_in(
         {
             (Disabled, "Validation is disabled".to_string())
         } else {
-            f(&chk)
+            (row.check)(&chk)
         };
         results.push(ValidationResult {
-            id: *id,
+            id,
             status,
             message,
-            ignored: ignored(*id),
+            ignored: ignored(id),
         });
     }
     for id in HostValidationId::ALL
