@@ -10,7 +10,8 @@
 //! - cluster machine: [`refresh_cluster`], [`apply_cluster_event`], [`refresh_all`],
 //!   [`transform_to_day2`], table [`CLUSTER_TRANSITIONS`];
 //! - both machines run on one engine, [`state_machine`] (rows tried in order, first match wins);
-//! - validations: [`validate_host`], [`validate_cluster`];
+//! - validations: [`validate_host`], [`validate_cluster`], tables [`HOST_VALIDATIONS`] and
+//!   [`CLUSTER_VALIDATIONS`] (rows of id, why, check);
 //! - orchestration: [`auto_start_day1`], [`start_install`], [`suggest_roles`],
 //!   [`select_bootstrap`], [`day2_hosts_to_install`];
 //! - agent protocol: [`register_host`], [`next_steps`], [`apply_step_reply`],
