@@ -356,6 +356,26 @@ impl ProviderManifest {
 
     /// The manager Deployment and its Services.
     pub fn manager(&self) -> Vec<Value> {
+        let mut objects = vec![self.deployment()];
+        objects.extend(self.data_volume_claim());
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": self.meta("metrics-service"),
+            "spec": {
+                "selector": self.selector_labels(),
+                "ports": [{ "name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP" }]
+            }
+        }));
+        if self.webhooks {
+            objects.extend(self.webhook_objects());
+        }
+        objects.extend(self.extra_service_object());
+        objects.extend(self.extra_objects.iter().cloned());
+        objects
+    }
+
+    /// The container's ports: metrics, health, the extra Service's, then the webhook's.
+    fn container_ports(&self) -> Vec<Value> {
         let mut ports = vec![
             json!({ "name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP" }),
             json!({ "name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP" }),
@@ -367,12 +387,35 @@ impl ProviderManifest {
                     .map(|p| json!({ "name": p.name, "containerPort": p.port, "protocol": "TCP" })),
             );
         }
+        if self.webhooks {
+            ports.push(
+                json!({ "name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP" }),
+            );
+        }
+        ports
+    }
+
+    /// The pod's volumes and the container's mounts of them: `/tmp` (the root filesystem is
+    /// read-only), the data volume, the webhook certificate.
+    fn volumes_and_mounts(&self) -> (Vec<Value>, Vec<Value>) {
         let mut volumes = vec![json!({ "name": "tmp", "emptyDir": {} })];
         let mut mounts = vec![json!({ "name": "tmp", "mountPath": "/tmp" })];
         if let Some(data) = self.data_volume {
             volumes.push(json!({ "name": data.name, "persistentVolumeClaim": { "claimName": format!("{}{}", self.name_prefix, data.name) } }));
             mounts.push(json!({ "name": data.name, "mountPath": data.mount_path }));
         }
+        if self.webhooks {
+            volumes.push(json!({ "name": "webhook-cert", "secret": { "secretName": self.webhook_secret_name() } }));
+            mounts.push(
+                json!({ "name": "webhook-cert", "mountPath": WEBHOOK_CERT_DIR, "readOnly": true }),
+            );
+        }
+        (volumes, mounts)
+    }
+
+    /// The pod security context and the rollout strategy: a data volume (ReadWriteOnce) needs
+    /// its group set and the old pod gone before the new one starts.
+    fn pod_security_and_strategy(&self) -> (Value, Value) {
         let mut pod_security =
             json!({ "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } });
         let mut strategy = json!({ "type": "RollingUpdate" });
@@ -381,17 +424,16 @@ impl ProviderManifest {
             pod_security["fsGroupChangePolicy"] = json!("OnRootMismatch");
             strategy = json!({ "type": "Recreate" });
         }
-        if self.webhooks {
-            ports.push(
-                json!({ "name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP" }),
-            );
-            volumes.push(json!({ "name": "webhook-cert", "secret": { "secretName": self.webhook_secret_name() } }));
-            mounts.push(
-                json!({ "name": "webhook-cert", "mountPath": WEBHOOK_CERT_DIR, "readOnly": true }),
-            );
-        }
+        (pod_security, strategy)
+    }
+
+    /// The manager Deployment: one replica, non-root, read-only root, probes on `health`.
+    fn deployment(&self) -> Value {
+        let ports = self.container_ports();
+        let (volumes, mounts) = self.volumes_and_mounts();
+        let (pod_security, strategy) = self.pod_security_and_strategy();
         let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "health" }, "initialDelaySeconds": 5, "periodSeconds": 10 });
-        let deployment = json!({
+        json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": self.meta("controller-manager"),
             "spec": {
@@ -433,55 +475,54 @@ impl ProviderManifest {
                     }
                 }
             }
-        });
-        let mut objects = vec![deployment];
-        if let Some(data) = self.data_volume {
-            objects.push(json!({
+        })
+    }
+
+    /// The PersistentVolumeClaim of the data volume, if the manager has one.
+    fn data_volume_claim(&self) -> Option<Value> {
+        self.data_volume.map(|data| {
+            json!({
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": self.meta(data.name),
                 "spec": {
                     "accessModes": ["ReadWriteOnce"],
                     "resources": { "requests": { "storage": data.size.reference() } }
                 }
-            }));
-        }
-        objects.push(json!({
+            })
+        })
+    }
+
+    /// The webhook Service, its certificate and the admission webhook configurations.
+    fn webhook_objects(&self) -> Vec<Value> {
+        let mut objects = vec![json!({
             "apiVersion": "v1", "kind": "Service",
-            "metadata": self.meta("metrics-service"),
+            "metadata": self.meta("webhook-service"),
             "spec": {
                 "selector": self.selector_labels(),
-                "ports": [{ "name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP" }]
+                "ports": [{ "name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP" }]
             }
-        }));
-        if self.webhooks {
-            objects.push(json!({
-                "apiVersion": "v1", "kind": "Service",
-                "metadata": self.meta("webhook-service"),
-                "spec": {
-                    "selector": self.selector_labels(),
-                    "ports": [{ "name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP" }]
-                }
-            }));
-            objects.extend(self.webhook_certificates());
-            objects.extend(self.validating_webhook_configuration());
-            objects.extend(self.mutating_webhook_configuration());
-        }
-        if let Some((name, extra)) = self.extra_service {
-            let mut selector = self.selector_labels();
-            if let Some(label) = self.extra_service_leader_label {
-                selector[label] = json!("true");
-            }
-            objects.push(json!({
-                "apiVersion": "v1", "kind": "Service",
-                "metadata": self.meta(name),
-                "spec": {
-                    "selector": selector,
-                    "ports": extra.iter().map(|p| json!({ "name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP" })).collect::<Vec<_>>()
-                }
-            }));
-        }
-        objects.extend(self.extra_objects.iter().cloned());
+        })];
+        objects.extend(self.webhook_certificates());
+        objects.extend(self.validating_webhook_configuration());
+        objects.extend(self.mutating_webhook_configuration());
         objects
+    }
+
+    /// The extra Service (e.g. an API the manager serves), selecting only the leader when asked.
+    fn extra_service_object(&self) -> Option<Value> {
+        let (name, extra) = self.extra_service?;
+        let mut selector = self.selector_labels();
+        if let Some(label) = self.extra_service_leader_label {
+            selector[label] = json!("true");
+        }
+        Some(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": self.meta(name),
+            "spec": {
+                "selector": selector,
+                "ports": extra.iter().map(|p| json!({ "name": p.name, "port": p.port, "targetPort": p.name, "protocol": "TCP" })).collect::<Vec<_>>()
+            }
+        }))
     }
 
     /// The clusterctl components file: one Namespace, the CRDs, RBAC, Services and Deployment.

@@ -66,26 +66,49 @@ pub enum LogFormat {
     Text,
 }
 
+/// Why a manager could not read its flags or install its logging.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("invalid bind address {value:?} (expected host:port or :port): {source}")]
+    BindAddress {
+        value: String,
+        source: std::net::AddrParseError,
+    },
+    #[error("invalid log filter {filter:?}: {source}")]
+    LogFilter {
+        filter: String,
+        source: tracing_subscriber::filter::ParseError,
+    },
+    #[error("cannot install the log subscriber: {0}")]
+    LogSubscriber(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Parses a bind address; a leading `:` (the Go convention) means every interface.
-pub fn parse_bind_address(value: &str) -> Result<SocketAddr, String> {
+pub fn parse_bind_address(value: &str) -> Result<SocketAddr, StartupError> {
     let full = if value.starts_with(':') {
         format!("0.0.0.0{value}")
     } else {
         value.to_string()
     };
-    full.parse()
-        .map_err(|e| format!("invalid bind address {value:?} (expected host:port or :port): {e}"))
+    full.parse().map_err(|source| StartupError::BindAddress {
+        value: value.to_string(),
+        source,
+    })
 }
 
-pub fn init_tracing(format: LogFormat, filter: &str) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .map_err(|e| format!("invalid log filter {filter:?}: {e}"))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+pub fn init_tracing(format: LogFormat, filter: &str) -> Result<(), StartupError> {
+    let env_filter = tracing_subscriber::EnvFilter::try_new(filter).map_err(|source| {
+        StartupError::LogFilter {
+            filter: filter.to_string(),
+            source,
+        }
+    })?;
+    let builder = tracing_subscriber::fmt().with_env_filter(env_filter);
     let result = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
-    result.map_err(|e| format!("cannot install the log subscriber: {e}"))
+    result.map_err(StartupError::LogSubscriber)
 }
 
 /// Builds the client from `--kubeconfig`, or infers it ($KUBECONFIG, ~/.kube/config, in-cluster).
@@ -263,8 +286,50 @@ where
     let (ready_tx, ready_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
 
-    let mut registry = Registry::with_prefix("capoa");
     let leader_gauge = Gauge::<i64>::default();
+    let registry = manager_registry(&leader_gauge);
+    let scope = WatchScope {
+        namespace: args.namespace.clone(),
+        watch_filter: args.watch_filter.clone(),
+    };
+    let health = Arc::new(Health {
+        ready: ready_rx,
+        registry: registry.clone(),
+    });
+    let http_servers = spawn_probe_and_metrics_servers(name, &args, health, &shutdown_rx);
+    if let Some(router) = webhooks {
+        spawn_webhook_server(&args, router, &shutdown_rx).await?;
+    }
+    spawn_signal_listener(shutdown_tx.clone());
+    wait_for_apiserver(&client, &ready_tx).await?;
+
+    let leader = Leader {
+        client,
+        shutdown: shutdown_rx.clone(),
+        registry,
+        scope,
+    };
+    let result = if args.leader_elect {
+        let lease = LeaseSettings {
+            name,
+            lease_name,
+            namespace: &args.leader_election_namespace,
+            identity: args.leader_election_identity.clone(),
+        };
+        run_while_leader(lease, leader, &leader_gauge, run_leader).await
+    } else {
+        leader_gauge.set(1);
+        run_leader(leader).await
+    };
+
+    let _ = shutdown_tx.send(true);
+    join_http_servers(http_servers).await;
+    result
+}
+
+/// The registry every manager starts with: the leader gauge and the apiserver request counter.
+fn manager_registry(leader_gauge: &Gauge<i64>) -> SharedRegistry {
+    let mut registry = Registry::with_prefix("capoa");
     registry.register(
         "leader",
         "1 while this replica holds the leader Lease",
@@ -275,16 +340,18 @@ where
         "Requests sent to the apiserver, by verb and resource (every attempt)",
         crate::requests::family(),
     );
-    let registry: SharedRegistry = Arc::new(Mutex::new(registry));
-    let scope = WatchScope {
-        namespace: args.namespace.clone(),
-        watch_filter: args.watch_filter.clone(),
-    };
-    let health = Arc::new(Health {
-        ready: ready_rx,
-        registry: registry.clone(),
-    });
+    Arc::new(Mutex::new(registry))
+}
 
+type ServerTask = tokio::task::JoinHandle<anyhow::Result<()>>;
+
+/// `/healthz` and `/readyz` on the probe address, `/metrics` on the metrics address.
+fn spawn_probe_and_metrics_servers(
+    name: &str,
+    args: &ManagerArgs,
+    health: Arc<Health>,
+    shutdown: &watch::Receiver<bool>,
+) -> [ServerTask; 2] {
     let probes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -295,115 +362,151 @@ where
     let probe_server = tokio::spawn(serve(
         args.health_probe_bind_address,
         probes,
-        shutdown_rx.clone(),
+        shutdown.clone(),
     ));
     let metrics_server = tokio::spawn(serve(
         args.metrics_bind_address,
         metrics_router,
-        shutdown_rx.clone(),
+        shutdown.clone(),
     ));
     tracing::info!(manager = name, metrics = %args.metrics_bind_address, probes = %args.health_probe_bind_address, "serving metrics and probes");
-    if let Some(router) = webhooks {
-        let listener = tokio::net::TcpListener::bind(args.webhook_bind_address)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.webhook_bind_address))?;
-        tracing::info!(address = %args.webhook_bind_address, certificates = %args.webhook_cert_dir.display(), "serving webhooks");
-        tokio::spawn(crate::webhook::serve_tls(
-            listener,
-            args.webhook_cert_dir.clone(),
-            router,
-            shutdown_rx.clone(),
-        ));
-    }
+    [probe_server, metrics_server]
+}
 
-    let signal_tx = shutdown_tx.clone();
+/// Binds the webhook address now (so a taken port fails the start) and serves HTTPS behind it.
+async fn spawn_webhook_server(
+    args: &ManagerArgs,
+    router: Router,
+    shutdown: &watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.webhook_bind_address)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.webhook_bind_address))?;
+    tracing::info!(address = %args.webhook_bind_address, certificates = %args.webhook_cert_dir.display(), "serving webhooks");
+    tokio::spawn(crate::webhook::serve_tls(
+        listener,
+        args.webhook_cert_dir.clone(),
+        router,
+        shutdown.clone(),
+    ));
+    Ok(())
+}
+
+/// Turns SIGTERM/SIGINT into the shutdown signal.
+fn spawn_signal_listener(shutdown: watch::Sender<bool>) {
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutdown requested");
-        let _ = signal_tx.send(true);
+        let _ = shutdown.send(true);
     });
+}
 
-    // Ready once the API server answers; standby replicas are ready too.
+/// Ready once the API server answers; standby replicas are ready too.
+async fn wait_for_apiserver(client: &Client, ready: &watch::Sender<bool>) -> anyhow::Result<()> {
     let version = client
         .apiserver_version()
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach the API server: {e}"))?;
     tracing::info!(server = %version.git_version, "connected to the API server");
-    let _ = ready_tx.send(true);
+    let _ = ready.send(true);
+    Ok(())
+}
 
-    let result = if args.leader_elect {
-        let identity = args
-            .leader_election_identity
-            .clone()
-            .unwrap_or_else(|| format!("{name}-{}", std::process::id()));
-        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), lease_name)
-            .with_namespace(&args.leader_election_namespace)
+/// The leader Lease a replica competes for (`--leader-elect`).
+struct LeaseSettings<'a> {
+    /// The manager's name: the Lease's field manager and the default identity's prefix.
+    name: &'a str,
+    lease_name: &'a str,
+    namespace: &'a str,
+    identity: Option<String>,
+}
+
+/// Waits for the Lease, runs `run_leader` while it is held, then releases it. Losing the Lease
+/// stops the leader and is an error, so the process exits and a fresh one competes again.
+async fn run_while_leader<F, Fut>(
+    lease: LeaseSettings<'_>,
+    leader: Leader,
+    leader_gauge: &Gauge<i64>,
+    run_leader: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(Leader) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let identity = lease
+        .identity
+        .unwrap_or_else(|| format!("{}-{}", lease.name, std::process::id()));
+    let manager =
+        kube_lease_manager::LeaseManagerBuilder::new(leader.client.clone(), lease.lease_name)
+            .with_namespace(lease.namespace)
             .with_identity(identity.clone())
-            .with_field_manager(name)
+            .with_field_manager(lease.name)
             .build()
             .await?;
-        let (mut is_leader, lease_task) = manager.watch().await;
-        tracing::info!(lease = lease_name, namespace = %args.leader_election_namespace, %identity, "waiting for the leader Lease");
-        let mut stop = shutdown_rx.clone();
-        let won = tokio::select! {
-            result = is_leader.wait_for(|leader| *leader) => result.is_ok(),
-            _ = stop.wait_for(|stop| *stop) => false,
-        };
-        let result = if won {
-            tracing::info!("became leader");
-            leader_gauge.set(1);
-            let (leader_stop_tx, leader_stop_rx) = watch::channel(false);
-            let leader_future = run_leader(Leader {
-                client: client.clone(),
-                shutdown: leader_stop_rx,
-                registry: registry.clone(),
-                scope: scope.clone(),
-            });
-            tokio::pin!(leader_future);
-            let mut stop = shutdown_rx.clone();
-            tokio::select! {
-                result = &mut leader_future => result,
-                _ = is_leader.wait_for(|leader| !*leader) => {
-                    let _ = leader_stop_tx.send(true);
-                    let _ = leader_future.await;
-                    Err(anyhow::anyhow!("lost the leader Lease; exiting so a fresh process can compete for it"))
-                }
-                _ = stop.wait_for(|stop| *stop) => {
-                    let _ = leader_stop_tx.send(true);
-                    leader_future.await
-                }
-            }
-        } else {
-            Ok(())
-        };
-        // Dropping the receiver makes the lease task release the Lease, so a successor takes over at once.
-        drop(is_leader);
-        match lease_task.await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the leader Lease failed"),
-            Err(e) => tracing::warn!(error = %e, "leader election task failed"),
-            Ok(Ok(_)) => tracing::info!("released the leader Lease"),
-        }
-        result
-    } else {
-        leader_gauge.set(1);
-        run_leader(Leader {
-            client,
-            shutdown: shutdown_rx.clone(),
-            registry,
-            scope,
-        })
-        .await
+    let (mut is_leader, lease_task) = manager.watch().await;
+    tracing::info!(lease = lease.lease_name, namespace = %lease.namespace, %identity, "waiting for the leader Lease");
+    let mut stop = leader.shutdown.clone();
+    let won = tokio::select! {
+        result = is_leader.wait_for(|leader| *leader) => result.is_ok(),
+        _ = stop.wait_for(|stop| *stop) => false,
     };
+    let result = if won {
+        tracing::info!("became leader");
+        leader_gauge.set(1);
+        lead_until_lost_or_stopped(leader, &mut is_leader, run_leader).await
+    } else {
+        Ok(())
+    };
+    // Dropping the receiver makes the lease task release the Lease, so a successor takes over at once.
+    drop(is_leader);
+    match lease_task.await {
+        Ok(Err(e)) => tracing::warn!(error = %e, "releasing the leader Lease failed"),
+        Err(e) => tracing::warn!(error = %e, "leader election task failed"),
+        Ok(Ok(_)) => tracing::info!("released the leader Lease"),
+    }
+    result
+}
 
-    let _ = shutdown_tx.send(true);
-    for server in [probe_server, metrics_server] {
+/// Runs the leader's controllers with their own stop signal, sent when the Lease is lost or the
+/// manager shuts down; the controllers always finish before this returns.
+async fn lead_until_lost_or_stopped<F, Fut>(
+    leader: Leader,
+    is_leader: &mut watch::Receiver<bool>,
+    run_leader: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(Leader) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let mut stop = leader.shutdown.clone();
+    let (leader_stop_tx, leader_stop_rx) = watch::channel(false);
+    let leader_future = run_leader(Leader {
+        shutdown: leader_stop_rx,
+        ..leader
+    });
+    tokio::pin!(leader_future);
+    tokio::select! {
+        result = &mut leader_future => result,
+        _ = is_leader.wait_for(|leader| !*leader) => {
+            let _ = leader_stop_tx.send(true);
+            let _ = leader_future.await;
+            Err(anyhow::anyhow!("lost the leader Lease; exiting so a fresh process can compete for it"))
+        }
+        _ = stop.wait_for(|stop| *stop) => {
+            let _ = leader_stop_tx.send(true);
+            leader_future.await
+        }
+    }
+}
+
+async fn join_http_servers(servers: [ServerTask; 2]) {
+    for server in servers {
         match server.await {
             Ok(Err(e)) => tracing::error!(error = %e, "HTTP server failed"),
             Err(e) => tracing::error!(error = %e, "HTTP server task failed"),
             Ok(Ok(())) => {}
         }
     }
-    result
 }
 
 async fn wait_for_signal() {
@@ -475,7 +578,7 @@ mod tests {
 
     #[test]
     fn bind_address_rejects_garbage_with_a_clear_message() {
-        let error = parse_bind_address("localhost").unwrap_err();
+        let error = parse_bind_address("localhost").unwrap_err().to_string();
         assert!(error.contains("expected host:port or :port"), "{error}");
     }
 }

@@ -123,11 +123,16 @@ async fn validate_handler(
     State(validate): State<ValidateFn>,
     body: axum::body::Bytes,
 ) -> impl IntoResponse {
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(review) => (
-            StatusCode::OK,
-            axum::Json(admission_response(&review, validate)),
-        ),
+    answer_admission_review(&body, |review| admission_response(review, validate))
+}
+
+/// Parses an `AdmissionReview` body and answers it with `respond`, or 400 when it is not one.
+fn answer_admission_review(
+    body: &[u8],
+    respond: impl FnOnce(&Value) -> Value,
+) -> (StatusCode, axum::Json<Value>) {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(review) => (StatusCode::OK, axum::Json(respond(&review))),
         Err(e) => (
             StatusCode::BAD_REQUEST,
             axum::Json(json!({"message": format!("the body is not an AdmissionReview: {e}")})),
@@ -184,16 +189,7 @@ async fn mutate_handler(
     State(mutate): State<MutateFn>,
     body: axum::body::Bytes,
 ) -> impl IntoResponse {
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(review) => (
-            StatusCode::OK,
-            axum::Json(mutation_response(&review, mutate)),
-        ),
-        Err(e) => (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({"message": format!("the body is not an AdmissionReview: {e}")})),
-        ),
-    }
+    answer_admission_review(&body, |review| mutation_response(review, mutate))
 }
 
 /// `path` answering mutating `AdmissionReview`s with `mutate`.
@@ -239,14 +235,15 @@ impl CertificateFiles {
     }
 
     /// The current certificate: the cached one unless the files changed since it was read.
-    pub fn current(&self) -> Result<Arc<CertifiedKey>, String> {
-        let stamps = self
-            .stamps()
-            .map_err(|e| format!("reading {}: {e}", self.dir.display()))?;
+    pub fn current(&self) -> Result<Arc<CertifiedKey>, CertificateError> {
+        let stamps = self.stamps().map_err(|source| CertificateError::Stamps {
+            dir: self.dir.clone(),
+            source,
+        })?;
         let mut loaded = self
             .loaded
             .lock()
-            .map_err(|_| "certificate cache poisoned")?;
+            .map_err(|_| CertificateError::CachePoisoned)?;
         if let Some(l) = loaded.as_ref()
             && l.stamps == stamps
         {
@@ -262,38 +259,75 @@ impl CertificateFiles {
     }
 }
 
-fn load(dir: &Path) -> Result<CertifiedKey, String> {
+/// Why the webhook certificate in `--webhook-cert-dir` cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateError {
+    #[error("reading {}: {source}", dir.display())]
+    Stamps {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("certificate cache poisoned")]
+    CachePoisoned,
+    #[error("{}: {source}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", dir.display())]
+    Parse { dir: PathBuf, source: PemError },
+}
+
+/// Why a PEM certificate chain and key are not something rustls can serve.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    #[error("{}: {source}", CERT_FILE)]
+    Chain {
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{} holds no certificate", CERT_FILE)]
+    NoCertificate,
+    #[error("{}: {source}", KEY_FILE)]
+    Key {
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{}: {source}", KEY_FILE)]
+    KeyType { source: rustls::Error },
+}
+
+fn load(dir: &Path) -> Result<CertifiedKey, CertificateError> {
     let read = |f: &str| {
         let path = dir.join(f);
-        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::read(&path).map_err(|source| CertificateError::ReadFile { path, source })
     };
-    certified_key(&read(CERT_FILE)?, &read(KEY_FILE)?)
-        .map_err(|e| format!("{}: {e}", dir.display()))
+    certified_key(&read(CERT_FILE)?, &read(KEY_FILE)?).map_err(|source| CertificateError::Parse {
+        dir: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// A certificate chain and its private key, both PEM, as rustls serves them.
-pub fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+pub fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, PemError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{CERT_FILE}: {e}"))?;
+        .map_err(|source| PemError::Chain { source })?;
     if chain.is_empty() {
-        return Err(format!("{CERT_FILE} holds no certificate"));
+        return Err(PemError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("{KEY_FILE}: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|source| PemError::Key { source })?;
     let signing = rustls::crypto::ring::sign::any_supported_type(&key)
-        .map_err(|e| format!("{KEY_FILE}: {e}"))?;
+        .map_err(|source| PemError::KeyType { source })?;
     Ok(CertifiedKey::new(chain, signing))
 }
 
 /// An HTTP/1.1 TLS acceptor serving whatever certificate `resolver` gives (no client auth).
 pub fn tls_acceptor(
     resolver: Arc<dyn ResolvesServerCert>,
-) -> Result<tokio_rustls::TlsAcceptor, String> {
+) -> Result<tokio_rustls::TlsAcceptor, rustls::Error> {
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
+    .with_safe_default_protocol_versions()?
     .with_no_client_auth()
     .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -487,7 +521,7 @@ mod tests {
     fn the_certificate_is_reread_when_the_files_change() {
         let dir = tempfile::tempdir().unwrap();
         let files = CertificateFiles::new(dir.path());
-        assert!(files.current().unwrap_err().contains("reading"));
+        assert!(files.current().unwrap_err().to_string().contains("reading"));
         write_cert(dir.path(), "first.example");
         let first = files.current().unwrap();
         assert!(
