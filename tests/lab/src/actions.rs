@@ -6,12 +6,13 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, anyhow};
 use kube::Client;
 
-use crate::steps::{Failing, Step};
-use crate::{
-    ClusterRun, Day2Times, Options, control_plane_condition, control_plane_scaling, cvo,
-    etcd_operator, fail_hosts, machine_health_check, print_remediating, print_scaling,
-    request_upgrade, role_keyword, scale_workers, stamp, upgrade_to,
+use crate::cluster_ops::{
+    control_plane_condition, fail_hosts, machine_health_check, print_remediating, print_scaling,
+    request_upgrade, role_keyword, scale_workers, upgrade_to,
 };
+use crate::cluster_run::ClusterRun;
+use crate::steps::{Failing, Step};
+use crate::{Day2Times, Options, control_plane_scaling, cvo, etcd_operator, stamp};
 
 /// What every step's action may use besides the cluster's run.
 pub(crate) struct Env<'a> {

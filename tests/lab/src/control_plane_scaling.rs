@@ -84,7 +84,7 @@ pub fn scaled_up(spec: &ClusterSpec, s: &Snapshot, site: &Site, to: u32) -> bool
 pub fn refused(spec: &ClusterSpec, s: &Snapshot) -> bool {
     s.machines.len() == spec.hosts_day1()
         && s.control_plane.as_ref().is_some_and(|c| {
-            crate::control_plane_condition(c, "ScalingUp")
+            crate::cluster_ops::control_plane_condition(c, "ScalingUp")
                 .is_some_and(|(st, r, _)| st == "False" && r == "ScalingNotSupported")
         })
 }

@@ -3,12 +3,11 @@
 
 use kube::ResourceExt;
 
+use crate::cluster_ops::{control_plane_condition, topology_settled, upgrade_to};
 use crate::manifests::ClusterSpec;
 use crate::observe::Snapshot;
 use crate::site::Site;
-use crate::{
-    Upgrade, control_plane_condition, control_plane_scaling, cvo, topology_settled, upgrade_to,
-};
+use crate::{Upgrade, control_plane_scaling, cvo};
 
 /// The scenario's steps, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

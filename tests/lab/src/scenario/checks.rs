@@ -4,14 +4,17 @@
 
 use std::time::Duration;
 
+use kube::Client;
+
 use super::Scenario;
+use super::chaos_kills::{chaos_finish, describe_planned};
 use super::step_plan::StepPlan;
 use super::waiting::Waiting;
+use crate::cluster_run::ClusterRun;
+use crate::manifests::ClusterSpec;
 use crate::steps::Step;
-use crate::{
-    ChaosReport, ClusterRun, ImageModeRun, apimetrics, chaos, chaos_finish, clusterctl_describe,
-    describe_planned, managers, mco, read_api, secrets, stamp,
-};
+use crate::testbeds::Lab;
+use crate::{ChaosReport, ImageModeRun, apimetrics, chaos, managers, mco, secrets, stamp};
 
 /// What the checks found, for the summary and the report.
 pub(crate) struct Findings {
@@ -233,6 +236,56 @@ async fn check_secrets(
             if failure.is_none() {
                 *failure = Some(format!("secrets: could not check: {e:#}"));
             }
+            None
+        }
+    }
+}
+
+/// Both apiservers' request counters (management, workload); `None`, logged, when either
+/// cannot be read.
+pub(super) async fn read_api(
+    management: &Client,
+    workload: &Client,
+) -> Option<(apimetrics::Counts, apimetrics::Counts)> {
+    match tokio::try_join!(
+        apimetrics::Counts::read(management),
+        apimetrics::Counts::read(workload)
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!("reading the apiservers' metrics: {e:#}");
+            None
+        }
+    }
+}
+
+/// `clusterctl describe cluster --show-templates` of the cluster, as Cluster API sees it (its
+/// control plane's version, infrastructure template and conditions); `None` when it failed.
+pub(super) async fn clusterctl_describe(lab: &Lab, spec: &ClusterSpec) -> Option<String> {
+    let out = tokio::process::Command::new(lab.tb.cache.bin("clusterctl"))
+        .args([
+            "describe",
+            "cluster",
+            &spec.name,
+            "-n",
+            &spec.ns,
+            "--show-templates",
+        ])
+        .env("KUBECONFIG", &lab.tb.kubeconfig)
+        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
+        .output()
+        .await;
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(o) => {
+            tracing::warn!(
+                "clusterctl describe: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!("clusterctl describe: {e}");
             None
         }
     }

@@ -8,14 +8,15 @@ use anyhow::{Error, Result};
 use kube::ResourceExt;
 
 use super::Scenario;
+use super::chaos_kills::chaos_restart_due;
 use super::step_plan::StepPlan;
 use super::waiting::Waiting;
+use crate::cluster_ops::{install_cluster_version, installer_controller};
+use crate::cluster_run::ClusterRun;
+use crate::install_check::install_check;
 use crate::observe::{self, World};
 use crate::steps::Step;
-use crate::{
-    ClusterRun, ImageModeRun, LeaderKill, actions, chaos_restart_due, install_check,
-    install_cluster_version, installer_controller, managers, mco, node_ready, stamp,
-};
+use crate::{ImageModeRun, LeaderKill, actions, managers, mco, stamp};
 
 /// A failure of the run, as the console and the report say it.
 fn failed(message: String) -> Error {
@@ -329,4 +330,14 @@ fn observe_cluster(s: &Scenario<'_>, r: &mut ClusterRun, w: &World, pre: &str) {
             d.node_ready = Some(start.elapsed());
         }
     }
+}
+
+/// A Node whose Ready condition is True.
+pub(super) fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
 }

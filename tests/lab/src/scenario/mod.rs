@@ -11,8 +11,10 @@
 //!    bundle, RBAC, API requests, secrets);
 //! 5. [`summary`]: the console summary and the [`Report`].
 
+mod chaos_kills;
 mod checks;
 mod cluster_pass;
+mod keep;
 mod setup;
 mod step_plan;
 mod summary;
@@ -25,7 +27,10 @@ use kube::Client;
 
 use crate::manifests::ClusterSpec;
 use crate::memory::Memory;
-use crate::{Lab, Options, Report, keep_running, mirror, read_api};
+use crate::testbeds::Lab;
+use crate::{Options, Report, mirror};
+use checks::read_api;
+use keep::keep_running;
 
 /// What every phase of a run shares: the flags, the clock, the lab and what it started.
 pub(crate) struct Scenario<'a> {

@@ -6,11 +6,14 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use super::Scenario;
+use crate::cluster_run::ClusterRun;
 use crate::clusterfile::ClusterFile;
 use crate::memory::Memory;
+use crate::plans::{Plan, describe_file, plan_file, plan_generated};
+use crate::testbeds::start_lab;
 use crate::{
-    ClusterRun, Disconnected, ImageModeRun, MAX_CLUSTERS, Options, Plan, Topology, describe_file,
-    generate, managers, manifests, mco, mirror, plan_file, plan_generated, stamp, start_lab,
+    Disconnected, ImageModeRun, MAX_CLUSTERS, Options, Topology, generate, managers, manifests,
+    mco, mirror, stamp,
 };
 
 /// How many clusters run, once the flags that need one cluster (or a small one) are checked.

@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 
+use crate::cluster_ops::{failing, is_older};
+use crate::cluster_run::ClusterRun;
 use crate::steps::{Failing, Step};
-use crate::{
-    ClusterRun, Disconnected, ImageModeRun, Options, control_plane_scaling, failing, is_older,
-};
+use crate::{Disconnected, ImageModeRun, Options, control_plane_scaling};
 
 pub(crate) struct StepPlan {
     pub steps: Vec<Step>,

@@ -7,8 +7,10 @@ use super::Scenario;
 use super::checks::Findings;
 use super::step_plan::StepPlan;
 use super::waiting::Waiting;
+use crate::cluster_run::{ClusterRun, shape};
 use crate::steps::Step;
-use crate::{ClusterRun, Day2Times, Disconnected, Report, fleet, mirror, shape, stuck_objects};
+use crate::stuck::stuck_objects;
+use crate::{Day2Times, Disconnected, Report, fleet, mirror};
 
 pub(super) fn print_and_report(
     s: &mut Scenario<'_>,

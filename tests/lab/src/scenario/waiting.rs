@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Error, Result};
 
 use super::Scenario;
+use super::chaos_kills::{chaos_pass, describe_planned};
 use super::step_plan::StepPlan;
+use crate::cluster_ops::scale_workers;
+use crate::cluster_run::ClusterRun;
 use crate::observe::{self, World};
 use crate::{
-    ClusterRun, Disconnected, LeaderKill, SITES_AT_ONCE, actions, chaos, chaos_pass, cvo,
-    describe_planned, fleet, live, mco, scale_workers, stamp,
+    Disconnected, LeaderKill, SITES_AT_ONCE, actions, chaos, cvo, fleet, live, mco, stamp,
 };
 
 /// What the passes share and leave behind for the checks and the summary.
