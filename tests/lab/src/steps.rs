@@ -225,6 +225,8 @@ impl Step {
         }
     }
 
+    // One match over every step, each arm the step's condition: splitting it would scatter
+    // the table (the long conditions are functions below).
     pub(crate) fn done(
         self,
         spec: &ClusterSpec,
@@ -262,30 +264,7 @@ impl Step {
                     && s.bmhs_in("available") == servers - n
             }
             Step::UpgradeRequested => true,
-            Step::Upgraded => {
-                let to = upgrade_to(spec);
-                let cp = s.control_plane.as_ref();
-                let status = |f: &str| {
-                    cp.and_then(|c| c["status"][f].as_str())
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                // Every control-plane Node on the new release: one entry in status.versions.
-                let versions = cp.map(|c| c["status"]["versions"].clone());
-                status("distributionVersion") == to
-                    && status("version") == cvo::kubernetes_of(to)
-                    && (!spec.cluster_class || topology_settled(s, &cvo::kubernetes_of(to)))
-                    && versions
-                        .as_ref()
-                        .and_then(|v| v.as_array())
-                        .is_some_and(|v| {
-                            v.len() == 1 && v[0]["version"] == cvo::kubernetes_of(to).as_str()
-                        })
-                    && cp.is_some_and(|c| {
-                        control_plane_condition(c, "UpgradeCompleted")
-                            .is_some_and(|(st, _, _)| st == "True")
-                    })
-            }
+            Step::Upgraded => upgraded(spec, s),
             // The edit was refused (the action checked the answer); nothing moved.
             Step::DowngradeRefused => s.control_plane.as_ref().is_some_and(|c| {
                 c["spec"]["distributionVersion"] == spec.installed_version.as_str()
@@ -337,40 +316,8 @@ impl Step {
             Step::ControlPlaneScaledBack => {
                 control_plane_scaling::scaled_back(spec, s, site, servers)
             }
-            Step::Remediated => site.failed.first().is_some_and(|f| {
-                let bmh_state = |name: &str| {
-                    s.bmhs
-                        .iter()
-                        .find(|b| b.name_any() == name)
-                        .and_then(|b| b.status.as_ref())
-                        .map(|st| st.provisioning.state.clone())
-                        .unwrap_or_default()
-                };
-                !s.machines
-                    .iter()
-                    .any(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
-                    && !s.nodes.iter().any(|node| node.name_any() == f.node)
-                    && !s.agents.iter().any(|a| a.name_any() == f.agent)
-                    && bmh_state(&f.host) != "provisioned"
-                    && !f.etcd_member.is_some_and(|id| site.etcd.has(id))
-            }),
-            Step::Replaced => {
-                // A master's replacement may take the failed Node's name, never its member.
-                let etcd_back = site.failed.first().is_none_or(|f| {
-                    !f.master
-                        || (site.etcd.names().len() == spec.masters as usize
-                            && !f.etcd_member.is_some_and(|id| site.etcd.has(id)))
-                });
-                s.machines.len() == n
-                    && s.machines_running() == n
-                    && s.agents.len() == n
-                    && s.nodes_ready() == n
-                    && s.agents.iter().any(|a| {
-                        Snapshot::is_day2(a)
-                            && Snapshot::agent_state(a) == "added-to-existing-cluster"
-                    })
-                    && etcd_back
-            }
+            Step::Remediated => remediated(s, site),
+            Step::Replaced => replaced(spec, s, site),
             Step::RemediationHeld => {
                 s.machines.len() == n
                     && site.etcd.names().len() == spec.masters as usize
@@ -379,19 +326,7 @@ impl Step {
                             .is_some_and(|(st, r, _)| st == "True" && r == "EtcdQuorumAtRisk")
                     })
             }
-            Step::RemediationReported => {
-                let failed_machine = site.failed.first().and_then(|f| {
-                    s.machines
-                        .iter()
-                        .find(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
-                        .map(|m| m.name_any())
-                });
-                s.control_plane.as_ref().is_some_and(|c| {
-                    control_plane_condition(c, "Remediating").is_some_and(|(st, _, m)| {
-                        st == "True" && failed_machine.is_some_and(|name| m.contains(&name))
-                    })
-                })
-            }
+            Step::RemediationReported => remediation_reported(s, site),
             Step::UpgradeFailed => s.control_plane.as_ref().is_some_and(|c| {
                 control_plane_condition(c, "UpgradeCompleted").is_some_and(|(st, r, m)| {
                     st == "False" && r == "UpgradeFailed" && m.contains(cvo::FAILURE_MESSAGE)
@@ -399,6 +334,87 @@ impl Step {
             }),
         }
     }
+}
+
+/// `--upgrade-to` done: the control plane on the new release (every control-plane Node on it:
+/// one entry in status.versions), over a ClusterClass the topology settled, and
+/// `UpgradeCompleted` True.
+fn upgraded(spec: &ClusterSpec, s: &Snapshot) -> bool {
+    let to = upgrade_to(spec);
+    let cp = s.control_plane.as_ref();
+    let status = |f: &str| {
+        cp.and_then(|c| c["status"][f].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let versions = cp.map(|c| c["status"]["versions"].clone());
+    status("distributionVersion") == to
+        && status("version") == cvo::kubernetes_of(to)
+        && (!spec.cluster_class || topology_settled(s, &cvo::kubernetes_of(to)))
+        && versions
+            .as_ref()
+            .and_then(|v| v.as_array())
+            .is_some_and(|v| v.len() == 1 && v[0]["version"] == cvo::kubernetes_of(to).as_str())
+        && cp.is_some_and(|c| {
+            control_plane_condition(c, "UpgradeCompleted").is_some_and(|(st, _, _)| st == "True")
+        })
+}
+
+/// The failed host's Machine, Node and Agent gone, its BareMetalHost no longer provisioned
+/// and its etcd member removed.
+fn remediated(s: &Snapshot, site: &Site) -> bool {
+    site.failed.first().is_some_and(|f| {
+        let bmh_state = |name: &str| {
+            s.bmhs
+                .iter()
+                .find(|b| b.name_any() == name)
+                .and_then(|b| b.status.as_ref())
+                .map(|st| st.provisioning.state.clone())
+                .unwrap_or_default()
+        };
+        !s.machines
+            .iter()
+            .any(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
+            && !s.nodes.iter().any(|node| node.name_any() == f.node)
+            && !s.agents.iter().any(|a| a.name_any() == f.agent)
+            && bmh_state(&f.host) != "provisioned"
+            && !f.etcd_member.is_some_and(|id| site.etcd.has(id))
+    })
+}
+
+/// The failed host replaced by the spare: every Machine running, a day-2 Agent added, and a
+/// master's replacement a new etcd member (it may take the failed Node's name, never its
+/// member).
+fn replaced(spec: &ClusterSpec, s: &Snapshot, site: &Site) -> bool {
+    let n = spec.hosts_day1();
+    let etcd_back = site.failed.first().is_none_or(|f| {
+        !f.master
+            || (site.etcd.names().len() == spec.masters as usize
+                && !f.etcd_member.is_some_and(|id| site.etcd.has(id)))
+    });
+    s.machines.len() == n
+        && s.machines_running() == n
+        && s.agents.len() == n
+        && s.nodes_ready() == n
+        && s.agents.iter().any(|a| {
+            Snapshot::is_day2(a) && Snapshot::agent_state(a) == "added-to-existing-cluster"
+        })
+        && etcd_back
+}
+
+/// The control plane's `Remediating` True naming the failed host's Machine.
+fn remediation_reported(s: &Snapshot, site: &Site) -> bool {
+    let failed_machine = site.failed.first().and_then(|f| {
+        s.machines
+            .iter()
+            .find(|m| Snapshot::node_of(m) == Some(f.node.as_str()))
+            .map(|m| m.name_any())
+    });
+    s.control_plane.as_ref().is_some_and(|c| {
+        control_plane_condition(c, "Remediating").is_some_and(|(st, _, m)| {
+            st == "True" && failed_machine.is_some_and(|name| m.contains(&name))
+        })
+    })
 }
 
 /// The control plane's `ImageMode` True/RolledOut with every master and `workers` workers
