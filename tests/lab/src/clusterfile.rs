@@ -242,195 +242,25 @@ impl ClusterFile {
 
     /// Parses and checks the manifests; `source` names them in messages.
     pub fn parse(text: &str, source: &str) -> Result<ClusterFile> {
-        let docs = testbed::resources::parse_yaml(text)
-            .map_err(|e| anyhow!("{source} is not valid YAML: {:#}", e))?;
-        let mut notes = Vec::new();
-        let mut objects = Vec::new();
-        for (i, d) in docs.into_iter().enumerate() {
-            if !d.is_object() || kind_of(&d).is_empty() || d.get("apiVersion").is_none() {
-                bail!(
-                    "{source}: document {} is not a Kubernetes object (it needs apiVersion and kind)",
-                    i + 1
-                );
-            }
-            if name_of(&d).is_empty() {
-                bail!(
-                    "{source}: the {} in document {} has no metadata.name",
-                    kind_of(&d),
-                    i + 1
-                );
-            }
-            if kind_of(&d) == "BareMetalHost" {
-                notes.push(format!(
-                    "left out BareMetalHost {}: the lab registers its own simulated hosts",
-                    name_of(&d)
-                ));
-                continue;
-            }
-            objects.push(d);
-        }
-        let find = |group: &str, kind: &str| -> Vec<&Value> {
-            objects
-                .iter()
-                .filter(|o| group_of(o) == group && kind_of(o) == kind)
-                .collect()
+        let (objects, notes) = documents(text, source)?;
+        let file = FileObjects {
+            source,
+            objects: &objects,
         };
-        let named = |group: &str, kind: &str, name: &str| -> Option<&Value> {
-            find(group, kind).into_iter().find(|o| name_of(o) == name)
-        };
-
-        let cluster = match find(CAPI, "Cluster")[..] {
-            [] => bail!(
-                "{source} has no Cluster (cluster.x-k8s.io): the lab installs the cluster the file defines"
-            ),
-            [c] => c,
-            ref many => bail!(
-                "{source} defines {} Clusters ({}): the lab installs one cluster per file",
-                many.len(),
-                many.iter()
-                    .map(|c| name_of(c))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
+        let cluster = file.the_cluster()?;
         let name = name_of(cluster).to_string();
         let namespace = str_at(cluster, "/metadata/namespace")
             .unwrap_or("default")
             .to_string();
-        if cluster
+        let topology = cluster
             .pointer("/spec/topology")
-            .is_some_and(|t| !t.is_null())
-        {
-            let parts = topology_parts(source, cluster, &objects)?;
-            return ClusterFile::from_parts(source, objects, namespace, name, parts, notes, true);
-        }
-        if find(CONTROLPLANE, OACP).is_empty() {
-            bail!("{source} has no OpenshiftAssistedControlPlane ({CONTROLPLANE})");
-        }
-        let cp_ref_kind = str_at(cluster, "/spec/controlPlaneRef/kind");
-        let cp_name = match (cp_ref_kind, str_at(cluster, "/spec/controlPlaneRef/name")) {
-            (Some(OACP), Some(n)) => n.to_string(),
-            (None, _) | (_, None) => {
-                bail!("{source}: Cluster {name} has no spec.controlPlaneRef (kind and name)")
-            }
-            (Some(other), _) => bail!(
-                "{source}: Cluster {name}'s controlPlaneRef is a {other}; the lab installs clusters whose control plane is an {OACP}"
-            ),
+            .is_some_and(|t| !t.is_null());
+        let parts = if topology {
+            topology_parts(source, cluster, &objects)?
+        } else {
+            file.plain_parts(cluster, &name)?
         };
-        let oacp = named(CONTROLPLANE, OACP, &cp_name).with_context(|| {
-            format!("{source}: OpenshiftAssistedControlPlane {cp_name} (Cluster {name}'s controlPlaneRef) is not in the file")
-        })?;
-        match (
-            str_at(cluster, "/spec/infrastructureRef/kind"),
-            str_at(cluster, "/spec/infrastructureRef/name"),
-        ) {
-            (Some("Metal3Cluster"), Some(m3c)) => {
-                if named(INFRA, "Metal3Cluster", m3c).is_none() {
-                    bail!(
-                        "{source}: Metal3Cluster {m3c} (Cluster {name}'s infrastructureRef) is not in the file"
-                    );
-                }
-            }
-            (Some(other), _) => bail!(
-                "{source}: Cluster {name}'s infrastructureRef is a {other}; the lab's hosts are Metal3 BareMetalHosts (Metal3Cluster)"
-            ),
-            _ => bail!("{source}: Cluster {name} has no spec.infrastructureRef (kind and name)"),
-        }
-
-        // A Metal3MachineTemplate, its Metal3DataTemplate, its host selector.
-        let template = |tname: &str, user: &str| -> Result<HostSelector> {
-            let t = named(INFRA, M3MT, tname).with_context(|| {
-                format!("{source}: Metal3MachineTemplate {tname} (the infrastructureRef of {user}) is not in the file")
-            })?;
-            if let Some(dt) = str_at(t, "/spec/template/spec/dataTemplate/name")
-                && named(INFRA, "Metal3DataTemplate", dt).is_none()
-            {
-                bail!(
-                    "{source}: Metal3DataTemplate {dt} (the dataTemplate of Metal3MachineTemplate {tname}) is not in the file"
-                );
-            }
-            HostSelector::parse(
-                t.pointer("/spec/template/spec/hostSelector"),
-                &format!("{source}: Metal3MachineTemplate {tname}"),
-            )
-        };
-        let infra_ref = |obj: &Value, pointer: &str, user: &str| -> Result<String> {
-            let kind = str_at(obj, &format!("{pointer}/kind"));
-            let tname = str_at(obj, &format!("{pointer}/name"));
-            match (kind, tname) {
-                (Some(M3MT), Some(t)) => Ok(t.to_string()),
-                (Some(other), _) => bail!(
-                    "{source}: {user}'s infrastructureRef is a {other}; the lab's hosts are Metal3 BareMetalHosts (Metal3MachineTemplate)"
-                ),
-                _ => bail!("{source}: {user} has no infrastructureRef (kind and name)"),
-            }
-        };
-
-        let cp_user = format!("{OACP} {cp_name}");
-        let masters = replicas(oacp, "/spec/replicas", &cp_user)?;
-        if masters == 0 {
-            bail!("{source}: {cp_user} has 0 replicas");
-        }
-        let control_plane_template =
-            infra_ref(oacp, "/spec/machineTemplate/infrastructureRef", &cp_user)?;
-        let control_plane_hosts = template(&control_plane_template, &cp_user)?;
-
-        let mut pools = Vec::new();
-        for md in find(CAPI, "MachineDeployment") {
-            let md_name = name_of(md);
-            let user = format!("MachineDeployment {md_name}");
-            let owner = str_at(md, "/spec/clusterName").unwrap_or_default();
-            if owner != name {
-                bail!(
-                    "{source}: {user} belongs to cluster {owner:?}, not to Cluster {name} (spec.clusterName)"
-                );
-            }
-            let replicas = replicas(md, "/spec/replicas", &user)?;
-            let tname = infra_ref(md, "/spec/template/spec/infrastructureRef", &user)?;
-            let hosts = template(&tname, &user)?;
-            match (
-                str_at(md, "/spec/template/spec/bootstrap/configRef/kind"),
-                str_at(md, "/spec/template/spec/bootstrap/configRef/name"),
-            ) {
-                (Some(OACT), Some(c)) => {
-                    if named(BOOTSTRAP, OACT, c).is_none() {
-                        bail!(
-                            "{source}: {OACT} {c} (the bootstrap configRef of {user}) is not in the file"
-                        );
-                    }
-                }
-                (Some(other), _) => bail!(
-                    "{source}: {user}'s bootstrap configRef is a {other}; workers of an OpenShift cluster need an {OACT}"
-                ),
-                _ => bail!("{source}: {user} has no spec.template.spec.bootstrap.configRef"),
-            }
-            pools.push(WorkerPool {
-                name: md_name.to_string(),
-                replicas,
-                template: tname,
-                hosts,
-            });
-        }
-
-        let api_vips = strings(oacp, "/spec/config/apiVIPs", &cp_user)?;
-        let ingress_vips = strings(oacp, "/spec/config/ingressVIPs", &cp_user)?;
-        let parts = Parts {
-            control_plane: cp_name,
-            masters,
-            control_plane_template,
-            control_plane_hosts,
-            pools,
-            api_vips,
-            ingress_vips,
-            pull_secret_holders: vec![
-                (oacp.clone(), "/spec/config/pullSecretRef/name"),
-                (
-                    oacp.clone(),
-                    "/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
-                ),
-            ],
-        };
-        ClusterFile::from_parts(source, objects, namespace, name, parts, notes, false)
+        ClusterFile::from_parts(source, objects, namespace, name, parts, notes, topology)
     }
 
     /// The rest of [`ClusterFile::parse`], shared by plain and topology clusters: the machine
@@ -583,6 +413,234 @@ impl ClusterFile {
             })
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// The file's documents as Kubernetes objects, each with a name; its BareMetalHosts left out
+/// (with a note: the lab registers its own simulated hosts).
+fn documents(text: &str, source: &str) -> Result<(Vec<Value>, Vec<String>)> {
+    let docs = testbed::resources::parse_yaml(text)
+        .map_err(|e| anyhow!("{source} is not valid YAML: {:#}", e))?;
+    let mut notes = Vec::new();
+    let mut objects = Vec::new();
+    for (i, d) in docs.into_iter().enumerate() {
+        if !d.is_object() || kind_of(&d).is_empty() || d.get("apiVersion").is_none() {
+            bail!(
+                "{source}: document {} is not a Kubernetes object (it needs apiVersion and kind)",
+                i + 1
+            );
+        }
+        if name_of(&d).is_empty() {
+            bail!(
+                "{source}: the {} in document {} has no metadata.name",
+                kind_of(&d),
+                i + 1
+            );
+        }
+        if kind_of(&d) == "BareMetalHost" {
+            notes.push(format!(
+                "left out BareMetalHost {}: the lab registers its own simulated hosts",
+                name_of(&d)
+            ));
+            continue;
+        }
+        objects.push(d);
+    }
+    Ok((objects, notes))
+}
+
+/// The file's objects, looked up by group, kind and name; `source` names the file in messages.
+struct FileObjects<'a> {
+    source: &'a str,
+    objects: &'a [Value],
+}
+
+impl<'a> FileObjects<'a> {
+    fn find(&self, group: &str, kind: &str) -> Vec<&'a Value> {
+        self.objects
+            .iter()
+            .filter(|o| group_of(o) == group && kind_of(o) == kind)
+            .collect()
+    }
+
+    fn named(&self, group: &str, kind: &str, name: &str) -> Option<&'a Value> {
+        self.find(group, kind)
+            .into_iter()
+            .find(|o| name_of(o) == name)
+    }
+
+    /// The one Cluster of the file.
+    fn the_cluster(&self) -> Result<&'a Value> {
+        let source = self.source;
+        match self.find(CAPI, "Cluster")[..] {
+            [] => bail!(
+                "{source} has no Cluster (cluster.x-k8s.io): the lab installs the cluster the file defines"
+            ),
+            [c] => Ok(c),
+            ref many => bail!(
+                "{source} defines {} Clusters ({}): the lab installs one cluster per file",
+                many.len(),
+                many.iter()
+                    .map(|c| name_of(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// A Cluster without a topology: its OpenshiftAssistedControlPlane, Metal3Cluster and
+    /// MachineDeployments, all in the file.
+    fn plain_parts(&self, cluster: &Value, name: &str) -> Result<Parts> {
+        let source = self.source;
+        if self.find(CONTROLPLANE, OACP).is_empty() {
+            bail!("{source} has no OpenshiftAssistedControlPlane ({CONTROLPLANE})");
+        }
+        let (cp_name, oacp) = self.control_plane_of(cluster, name)?;
+        self.check_infrastructure_of(cluster, name)?;
+        let cp_user = format!("{OACP} {cp_name}");
+        let masters = replicas(oacp, "/spec/replicas", &cp_user)?;
+        if masters == 0 {
+            bail!("{source}: {cp_user} has 0 replicas");
+        }
+        let control_plane_template =
+            self.infra_ref(oacp, "/spec/machineTemplate/infrastructureRef", &cp_user)?;
+        let control_plane_hosts = self.template(&control_plane_template, &cp_user)?;
+        let pools = self.worker_pools(name)?;
+        let api_vips = strings(oacp, "/spec/config/apiVIPs", &cp_user)?;
+        let ingress_vips = strings(oacp, "/spec/config/ingressVIPs", &cp_user)?;
+        Ok(Parts {
+            control_plane: cp_name,
+            masters,
+            control_plane_template,
+            control_plane_hosts,
+            pools,
+            api_vips,
+            ingress_vips,
+            pull_secret_holders: vec![
+                (oacp.clone(), "/spec/config/pullSecretRef/name"),
+                (
+                    oacp.clone(),
+                    "/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
+                ),
+            ],
+        })
+    }
+
+    /// The Cluster's controlPlaneRef: an OpenshiftAssistedControlPlane of the file.
+    fn control_plane_of(&self, cluster: &Value, name: &str) -> Result<(String, &'a Value)> {
+        let source = self.source;
+        let cp_ref_kind = str_at(cluster, "/spec/controlPlaneRef/kind");
+        let cp_name = match (cp_ref_kind, str_at(cluster, "/spec/controlPlaneRef/name")) {
+            (Some(OACP), Some(n)) => n.to_string(),
+            (None, _) | (_, None) => {
+                bail!("{source}: Cluster {name} has no spec.controlPlaneRef (kind and name)")
+            }
+            (Some(other), _) => bail!(
+                "{source}: Cluster {name}'s controlPlaneRef is a {other}; the lab installs clusters whose control plane is an {OACP}"
+            ),
+        };
+        let oacp = self.named(CONTROLPLANE, OACP, &cp_name).with_context(|| {
+            format!("{source}: OpenshiftAssistedControlPlane {cp_name} (Cluster {name}'s controlPlaneRef) is not in the file")
+        })?;
+        Ok((cp_name, oacp))
+    }
+
+    /// The Cluster's infrastructureRef: a Metal3Cluster of the file.
+    fn check_infrastructure_of(&self, cluster: &Value, name: &str) -> Result<()> {
+        let source = self.source;
+        match (
+            str_at(cluster, "/spec/infrastructureRef/kind"),
+            str_at(cluster, "/spec/infrastructureRef/name"),
+        ) {
+            (Some("Metal3Cluster"), Some(m3c)) => {
+                if self.named(INFRA, "Metal3Cluster", m3c).is_none() {
+                    bail!(
+                        "{source}: Metal3Cluster {m3c} (Cluster {name}'s infrastructureRef) is not in the file"
+                    );
+                }
+                Ok(())
+            }
+            (Some(other), _) => bail!(
+                "{source}: Cluster {name}'s infrastructureRef is a {other}; the lab's hosts are Metal3 BareMetalHosts (Metal3Cluster)"
+            ),
+            _ => bail!("{source}: Cluster {name} has no spec.infrastructureRef (kind and name)"),
+        }
+    }
+
+    /// A Metal3MachineTemplate, its Metal3DataTemplate, its host selector.
+    fn template(&self, tname: &str, user: &str) -> Result<HostSelector> {
+        let source = self.source;
+        let t = self.named(INFRA, M3MT, tname).with_context(|| {
+            format!("{source}: Metal3MachineTemplate {tname} (the infrastructureRef of {user}) is not in the file")
+        })?;
+        if let Some(dt) = str_at(t, "/spec/template/spec/dataTemplate/name")
+            && self.named(INFRA, "Metal3DataTemplate", dt).is_none()
+        {
+            bail!(
+                "{source}: Metal3DataTemplate {dt} (the dataTemplate of Metal3MachineTemplate {tname}) is not in the file"
+            );
+        }
+        HostSelector::parse(
+            t.pointer("/spec/template/spec/hostSelector"),
+            &format!("{source}: Metal3MachineTemplate {tname}"),
+        )
+    }
+
+    /// The Metal3MachineTemplate an object's infrastructureRef at `pointer` names.
+    fn infra_ref(&self, obj: &Value, pointer: &str, user: &str) -> Result<String> {
+        let source = self.source;
+        let kind = str_at(obj, &format!("{pointer}/kind"));
+        let tname = str_at(obj, &format!("{pointer}/name"));
+        match (kind, tname) {
+            (Some(M3MT), Some(t)) => Ok(t.to_string()),
+            (Some(other), _) => bail!(
+                "{source}: {user}'s infrastructureRef is a {other}; the lab's hosts are Metal3 BareMetalHosts (Metal3MachineTemplate)"
+            ),
+            _ => bail!("{source}: {user} has no infrastructureRef (kind and name)"),
+        }
+    }
+
+    /// The Cluster's MachineDeployments: each its replicas, Metal3MachineTemplate and
+    /// OpenshiftAssistedConfigTemplate, all in the file.
+    fn worker_pools(&self, name: &str) -> Result<Vec<WorkerPool>> {
+        let source = self.source;
+        let mut pools = Vec::new();
+        for md in self.find(CAPI, "MachineDeployment") {
+            let md_name = name_of(md);
+            let user = format!("MachineDeployment {md_name}");
+            let owner = str_at(md, "/spec/clusterName").unwrap_or_default();
+            if owner != name {
+                bail!(
+                    "{source}: {user} belongs to cluster {owner:?}, not to Cluster {name} (spec.clusterName)"
+                );
+            }
+            let replicas = replicas(md, "/spec/replicas", &user)?;
+            let tname = self.infra_ref(md, "/spec/template/spec/infrastructureRef", &user)?;
+            let hosts = self.template(&tname, &user)?;
+            match (
+                str_at(md, "/spec/template/spec/bootstrap/configRef/kind"),
+                str_at(md, "/spec/template/spec/bootstrap/configRef/name"),
+            ) {
+                (Some(OACT), Some(c)) => {
+                    if self.named(BOOTSTRAP, OACT, c).is_none() {
+                        bail!(
+                            "{source}: {OACT} {c} (the bootstrap configRef of {user}) is not in the file"
+                        );
+                    }
+                }
+                (Some(other), _) => bail!(
+                    "{source}: {user}'s bootstrap configRef is a {other}; workers of an OpenShift cluster need an {OACT}"
+                ),
+                _ => bail!("{source}: {user} has no spec.template.spec.bootstrap.configRef"),
+            }
+            pools.push(WorkerPool {
+                name: md_name.to_string(),
+                replicas,
+                template: tname,
+                hosts,
+            });
+        }
+        Ok(pools)
     }
 }
 
