@@ -450,6 +450,7 @@ fn documents(text: &str, source: &str) -> Result<(Vec<Value>, Vec<String>)> {
 }
 
 /// The file's objects, looked up by group, kind and name; `source` names the file in messages.
+#[derive(Clone, Copy)]
 struct FileObjects<'a> {
     source: &'a str,
     objects: &'a [Value],
@@ -649,29 +650,97 @@ impl<'a> FileObjects<'a> {
 /// Metal3MachineTemplates, and the VIPs of the variables `apiVIP` and `ingressVIP` (the lab does
 /// not run the class's patches; templates/cluster-template-topology.yaml has these variables).
 fn topology_parts(source: &str, cluster: &Value, objects: &[Value]) -> Result<Parts> {
+    let file = FileObjects { source, objects };
     let name = name_of(cluster);
-    let named = |group: &str, kind: &str, n: &str| -> Option<&Value> {
-        objects
-            .iter()
-            .find(|o| group_of(o) == group && kind_of(o) == kind && name_of(o) == n)
-    };
     let class_name = str_at(cluster, "/spec/topology/classRef/name")
         .with_context(|| format!("{source}: Cluster {name} has no spec.topology.classRef.name"))?;
-    let class = named(CAPI, "ClusterClass", class_name).with_context(|| {
-        format!(
-            "{source}: ClusterClass {class_name} (Cluster {name}'s classRef) is not in the file"
-        )
-    })?;
-    let class_user = format!("ClusterClass {class_name}");
-    // A name from a naming template; the lab must know it before Cluster API makes the object.
-    let render = |pointer: &str, what: &str, md: Option<&str>| -> Result<String> {
-        let template = str_at(class, pointer).with_context(|| {
+    let class = file
+        .named(CAPI, "ClusterClass", class_name)
+        .with_context(|| {
+            format!(
+                "{source}: ClusterClass {class_name} (Cluster {name}'s classRef) is not in the file"
+            )
+        })?;
+    let topology = ClassTopology {
+        file,
+        cluster,
+        name,
+        class,
+        class_user: format!("ClusterClass {class_name}"),
+    };
+    let class_user = &topology.class_user;
+    let cp_template_name = topology.template_ref(
+        class,
+        "/spec/controlPlane/templateRef",
+        "OpenshiftAssistedControlPlaneTemplate",
+        class_user,
+    )?;
+    let cp_template = file
+        .named(CONTROLPLANE, "OpenshiftAssistedControlPlaneTemplate", &cp_template_name)
+        .with_context(|| {
+            format!("{source}: OpenshiftAssistedControlPlaneTemplate {cp_template_name} ({class_user}'s control plane) is not in the file")
+        })?;
+    let control_plane_template = topology.template_ref(
+        class,
+        "/spec/controlPlane/machineInfrastructure/templateRef",
+        M3MT,
+        class_user,
+    )?;
+    let control_plane =
+        topology.render("/spec/controlPlane/naming/template", "control plane", None)?;
+    let control_plane_hosts = topology.hosts_of(&control_plane_template, class_user)?;
+    let masters = replicas(
+        cluster,
+        "/spec/topology/controlPlane/replicas",
+        &format!("Cluster {name}'s control plane"),
+    )?;
+    if masters == 0 {
+        bail!("{source}: Cluster {name}'s control plane has 0 replicas");
+    }
+    let pools = topology.worker_pools()?;
+    Ok(Parts {
+        control_plane,
+        masters,
+        control_plane_template,
+        control_plane_hosts,
+        pools,
+        api_vips: topology.variable("apiVIP"),
+        ingress_vips: topology.variable("ingressVIP"),
+        pull_secret_holders: vec![
+            (
+                cp_template.clone(),
+                "/spec/template/spec/config/pullSecretRef/name",
+            ),
+            (
+                cp_template.clone(),
+                "/spec/template/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
+            ),
+        ],
+    })
+}
+
+/// A Cluster with `spec.topology` and its ClusterClass, both of the file.
+struct ClassTopology<'a> {
+    file: FileObjects<'a>,
+    cluster: &'a Value,
+    /// The Cluster's name.
+    name: &'a str,
+    class: &'a Value,
+    /// `ClusterClass <name>`, for messages.
+    class_user: String,
+}
+
+impl ClassTopology<'_> {
+    /// A name from a naming template; the lab must know it before Cluster API makes the object.
+    fn render(&self, pointer: &str, what: &str, md: Option<&str>) -> Result<String> {
+        let (source, class_user) = (self.file.source, &self.class_user);
+        let template = str_at(self.class, pointer).with_context(|| {
             format!(
                 "{source}: {class_user} has no {}: the lab needs the {what}'s name fixed by a naming template (e.g. \"{{{{ .cluster.name }}}}-cp\")",
                 pointer.trim_start_matches('/').replace('/', ".")
             )
         })?;
-        let mut out = template.replace("{{ .cluster.name }}", name);
+        let mut out = template.replace("{{ .cluster.name }}", self.name);
         if let Some(md) = md {
             out = out.replace("{{ .machineDeployment.topologyName }}", md);
         }
@@ -686,17 +755,21 @@ fn topology_parts(source: &str, cluster: &Value, objects: &[Value]) -> Result<Pa
             );
         }
         Ok(out)
-    };
-    let hosts_of = |template: &str, user: &str| -> Result<HostSelector> {
-        let t = named(INFRA, M3MT, template).with_context(|| {
+    }
+
+    fn hosts_of(&self, template: &str, user: &str) -> Result<HostSelector> {
+        let source = self.file.source;
+        let t = self.file.named(INFRA, M3MT, template).with_context(|| {
             format!("{source}: Metal3MachineTemplate {template} (of {user}) is not in the file")
         })?;
         HostSelector::parse(
             t.pointer("/spec/template/spec/hostSelector"),
             &format!("{source}: Metal3MachineTemplate {template}"),
         )
-    };
-    let template_ref = |obj: &Value, pointer: &str, kind: &str, user: &str| -> Result<String> {
+    }
+
+    fn template_ref(&self, obj: &Value, pointer: &str, kind: &str, user: &str) -> Result<String> {
+        let source = self.file.source;
         match (
             str_at(obj, &format!("{pointer}/kind")),
             str_at(obj, &format!("{pointer}/name")),
@@ -708,71 +781,52 @@ fn topology_parts(source: &str, cluster: &Value, objects: &[Value]) -> Result<Pa
                 pointer.trim_start_matches('/').replace('/', ".")
             ),
         }
-    };
-
-    let cp_template_name = template_ref(
-        class,
-        "/spec/controlPlane/templateRef",
-        "OpenshiftAssistedControlPlaneTemplate",
-        &class_user,
-    )?;
-    let cp_template = named(CONTROLPLANE, "OpenshiftAssistedControlPlaneTemplate", &cp_template_name)
-        .with_context(|| {
-            format!("{source}: OpenshiftAssistedControlPlaneTemplate {cp_template_name} ({class_user}'s control plane) is not in the file")
-        })?;
-    let control_plane_template = template_ref(
-        class,
-        "/spec/controlPlane/machineInfrastructure/templateRef",
-        M3MT,
-        &class_user,
-    )?;
-    let control_plane = render("/spec/controlPlane/naming/template", "control plane", None)?;
-    let control_plane_hosts = hosts_of(&control_plane_template, &class_user)?;
-    let masters = replicas(
-        cluster,
-        "/spec/topology/controlPlane/replicas",
-        &format!("Cluster {name}'s control plane"),
-    )?;
-    if masters == 0 {
-        bail!("{source}: Cluster {name}'s control plane has 0 replicas");
     }
 
-    let classes = class
-        .pointer("/spec/workers/machineDeployments")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut pools = Vec::new();
-    for md in cluster
-        .pointer("/spec/topology/workers/machineDeployments")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let topology_name = str_at(md, "/name").unwrap_or_default();
-        let md_class = str_at(md, "/class").unwrap_or_default();
-        let user = format!("Cluster {name}'s MachineDeployment {topology_name:?}");
-        let (i, c) = classes
-            .iter()
-            .enumerate()
-            .find(|(_, c)| str_at(c, "/class") == Some(md_class))
-            .with_context(|| {
-                format!("{source}: {user}'s class {md_class:?} is not in {class_user}")
-            })?;
-        let pointer = format!("/spec/workers/machineDeployments/{i}/naming/template");
-        let md_name = render(&pointer, "MachineDeployment", Some(topology_name))?;
-        template_ref(c, "/bootstrap/templateRef", OACT, &user)?;
-        let template = template_ref(c, "/infrastructure/templateRef", M3MT, &user)?;
-        pools.push(WorkerPool {
-            name: md_name,
-            replicas: replicas(md, "/replicas", &user)?,
-            hosts: hosts_of(&template, &user)?,
-            template,
-        });
+    /// The topology's MachineDeployments, each from its class of the ClusterClass.
+    fn worker_pools(&self) -> Result<Vec<WorkerPool>> {
+        let (source, name, class_user) = (self.file.source, self.name, &self.class_user);
+        let classes = self
+            .class
+            .pointer("/spec/workers/machineDeployments")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut pools = Vec::new();
+        for md in self
+            .cluster
+            .pointer("/spec/topology/workers/machineDeployments")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let topology_name = str_at(md, "/name").unwrap_or_default();
+            let md_class = str_at(md, "/class").unwrap_or_default();
+            let user = format!("Cluster {name}'s MachineDeployment {topology_name:?}");
+            let (i, c) = classes
+                .iter()
+                .enumerate()
+                .find(|(_, c)| str_at(c, "/class") == Some(md_class))
+                .with_context(|| {
+                    format!("{source}: {user}'s class {md_class:?} is not in {class_user}")
+                })?;
+            let pointer = format!("/spec/workers/machineDeployments/{i}/naming/template");
+            let md_name = self.render(&pointer, "MachineDeployment", Some(topology_name))?;
+            self.template_ref(c, "/bootstrap/templateRef", OACT, &user)?;
+            let template = self.template_ref(c, "/infrastructure/templateRef", M3MT, &user)?;
+            pools.push(WorkerPool {
+                name: md_name,
+                replicas: replicas(md, "/replicas", &user)?,
+                hosts: self.hosts_of(&template, &user)?,
+                template,
+            });
+        }
+        Ok(pools)
     }
 
-    let variable = |wanted: &str| -> Vec<String> {
-        cluster
+    /// The values of the topology's variable `wanted`.
+    fn variable(&self, wanted: &str) -> Vec<String> {
+        self.cluster
             .pointer("/spec/topology/variables")
             .and_then(Value::as_array)
             .into_iter()
@@ -780,26 +834,7 @@ fn topology_parts(source: &str, cluster: &Value, objects: &[Value]) -> Result<Pa
             .filter(|v| str_at(v, "/name") == Some(wanted))
             .filter_map(|v| v.get("value").and_then(scalar))
             .collect()
-    };
-    Ok(Parts {
-        control_plane,
-        masters,
-        control_plane_template,
-        control_plane_hosts,
-        pools,
-        api_vips: variable("apiVIP"),
-        ingress_vips: variable("ingressVIP"),
-        pull_secret_holders: vec![
-            (
-                cp_template.clone(),
-                "/spec/template/spec/config/pullSecretRef/name",
-            ),
-            (
-                cp_template.clone(),
-                "/spec/template/spec/openshiftAssistedConfigSpec/pullSecretRef/name",
-            ),
-        ],
-    })
+    }
 }
 
 /// The /24 around the first VIP; every VIP must be an IPv4 address in it.
