@@ -11,6 +11,20 @@
 //! printing progress and, at the end, a timeline, the managers' peak memory ([`memory`]), the
 //! API requests the apiservers counted ([`apimetrics`]), the day-2 scale-up time and the wall
 //! time; `--report` writes it all as JSON ([`Report::to_json`]).
+//!
+//! The map:
+//!
+//! - the run: `scenario` (its phases, one module each: setup, step plan, the passes, one
+//!   cluster's pass, the checks after the run, the summary), `steps` (the milestones and when
+//!   each is done), `actions` (what the lab does once a step is reached), `cluster_ops` (the
+//!   edits and reads those actions make), `chaos` and `fleet` (many clusters at once);
+//! - before it: `options` (the flags), `plans` (each cluster's hosts and manifests, from
+//!   [`generate`] or [`clusterfile`]), `testbeds` (the testbeds and our managers, [`managers`]
+//!   as processes or [`pods`]), `cluster_run` (one cluster's state during the run);
+//! - the simulated world: [`site`] (servers, kubelets), [`kubelet_api`], [`etcd_operator`],
+//!   [`cvo`], [`mco`], [`mirror`];
+//! - what is observed and reported: [`observe`], [`live`], [`memory`], [`apimetrics`],
+//!   [`secrets`], `install_check`, `stuck`, `report`.
 
 mod actions;
 pub mod apimetrics;

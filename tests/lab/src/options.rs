@@ -8,7 +8,7 @@ use crate::chaos;
 /// `--disconnected`: how the clusters reach their images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Disconnected {
-    /// Through the site's mirror registry ([`mirror`]): the release and the assisted images
+    /// Through the site's mirror registry ([`crate::mirror`]): the release and the assisted images
     /// only there, every host pulling through its discovery ignition's mirrors.
     Mirror,
     /// The mirror ConfigMap has a typo in its `registries.conf`: the run ends when the
@@ -89,7 +89,7 @@ impl Speed {
 
 pub struct Options {
     pub topology: Topology,
-    /// Day-1 workers of a 3+N cluster (0..=[`manifests::MAX_WORKERS`]; 0: no day-2 step);
+    /// Day-1 workers of a 3+N cluster (0..=[`crate::manifests::MAX_WORKERS`]; 0: no day-2 step);
     /// ignored for SNO and with a cluster file.
     pub workers: u32,
     /// How fast the simulated hosts and installer-controller go.
@@ -100,7 +100,7 @@ pub struct Options {
     /// Install the cluster of this file (manifests written for CAPOA) instead of generating
     /// `topology` from the templates; `topology` and `clusters` are then ignored.
     pub cluster_file: Option<PathBuf>,
-    /// Write the JSON report ([`Report::to_json`]) here at the end.
+    /// Write the JSON report ([`crate::Report::to_json`]) here at the end.
     pub report: Option<PathBuf>,
     /// The lab directory (must exist): logs, the core's data, certificates.
     pub dir: PathBuf,
@@ -133,7 +133,7 @@ pub struct Options {
     pub upgrade: Option<Upgrade>,
     /// `--fail-host HOST[,HOST]`: once the cluster is installed (and its day-2 step done), a
     /// MachineHealthCheck is applied over HOST's Machines and HOST's kubelet stops; the run
-    /// follows the remediation ([`Step::HostFailed`] and after).
+    /// follows the remediation ([`crate::steps::Step::HostFailed`] and after).
     pub fail_host: Option<String>,
     /// `--cluster-class`: the cluster as a topology over a ClusterClass
     /// (templates/cluster-template-topology.yaml): three masters installed day-1, the workers'
@@ -141,7 +141,7 @@ pub struct Options {
     /// step scaling it through the Cluster's topology.
     pub cluster_class: bool,
     /// `--scale-control-plane N`: once the cluster is installed (and its day-2 step done), its
-    /// control plane is scaled to N masters and back ([`control_plane_scaling`]); N−masters
+    /// control plane is scaled to N masters and back ([`crate::control_plane_scaling`]); N−masters
     /// spare control-plane hosts are added to the site.
     pub scale_control_plane: Option<u32>,
     /// `--disconnected`: the clusters install from the site's mirror registry.
@@ -151,7 +151,7 @@ pub struct Options {
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
-/// walked by the simulated cluster-version operator ([`cvo`]).
+/// walked by the simulated cluster-version operator ([`crate::cvo`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upgrade {
     pub to: String,
