@@ -60,6 +60,8 @@ impl Scenario<'_> {
     }
 }
 
+/// One run: the phases of this module's list, in order; `Ok` with the report even when a
+/// cluster did not finish (the report says why), `Err` when the lab could not run at all.
 pub(crate) async fn run_scenario(opts: &Options, start: Instant) -> Result<Report> {
     let n = setup::clusters_to_run(opts)?;
     // The clusters' manifests first: a file the lab cannot use fails before anything starts.
