@@ -31,19 +31,16 @@ fn refused(e: &Error) -> bool {
 }
 
 impl Waiting {
-    /// Cluster `i`'s part of the pass; `events` are what its site did. Clusters whose hosts
-    /// became available go to `to_apply` (applied together after the pass).
-    #[allow(clippy::too_many_arguments)]
+    /// One cluster's part of the pass; `events` are what its site did. `true` when its hosts
+    /// became available: it is applied after the pass, with the others.
     pub(super) async fn follow_cluster(
         &mut self,
         s: &mut Scenario<'_>,
         plan: &StepPlan,
-        i: usize,
         r: &mut ClusterRun,
         events: Result<Vec<String>>,
         world: Option<&World>,
-        to_apply: &mut Vec<usize>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let (start, n) = (s.start, s.n);
         let pre = s.prefix(&r.spec);
         let say = |line: String| crate::fleet::say(n, line);
@@ -65,6 +62,7 @@ impl Waiting {
                 Err(e) => return Err(failed(format!("{pre}installer-controller panicked: {e}"))),
             }
         }
+        let mut apply_after_the_pass = false;
         while let Some(&step) = plan.steps.get(r.next) {
             if !step.done(&r.spec, &r.snap, &r.site, r.servers.len()) {
                 break;
@@ -82,13 +80,13 @@ impl Waiting {
                 n,
             };
             if step == Step::HostsAvailable && n > 1 {
-                to_apply.push(i);
+                apply_after_the_pass = true;
                 continue;
             }
             actions::after_step(step, r, &pre, &action_env).await?;
         }
         self.print_progress(s, plan, r);
-        Ok(())
+        Ok(apply_after_the_pass)
     }
 
     /// The installer-controller runs in the new cluster once its masters are up; with it the

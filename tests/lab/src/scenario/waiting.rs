@@ -146,8 +146,12 @@ impl Waiting {
         // Clusters whose hosts became available in this pass: applied together after it.
         let mut to_apply: Vec<usize> = Vec::new();
         for (i, (r, events)) in runs.iter_mut().zip(ticks).enumerate() {
-            self.follow_cluster(s, plan, i, r, events, world.as_ref(), &mut to_apply)
-                .await?;
+            if self
+                .follow_cluster(s, plan, r, events, world.as_ref())
+                .await?
+            {
+                to_apply.push(i);
+            }
         }
         apply_clusters(s, runs, &to_apply).await?;
         self.print_fleet_progress(s, runs, plan);
