@@ -5,7 +5,7 @@ use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     EVENTS, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE, Resources, Rule, UPDATE,
-    ValidatingWebhook, Variable, WRITE_STATUS, with_webhook_conversion,
+    ValidatingWebhook, Variable, WRITE_STATUS, common_args, with_webhook_conversion,
 };
 use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigTemplate};
 use provider_api::bootstrap::v1alpha1;
@@ -132,27 +132,7 @@ pub fn provider_manifest() -> ProviderManifest {
             name: "OPENSHIFT_ASSISTED_BOOTSTRAP_IMAGE",
             default: "ghcr.io/openshift-assisted/capoa-rs/bootstrap-provider:v0.1.0",
         },
-        args: vec![
-            "--leader-elect".into(),
-            "--metrics-bind-address=:8080".into(),
-            "--health-probe-bind-address=:8081".into(),
-            format!(
-                "--log-format={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_LOG_FORMAT",
-                    default: "json"
-                }
-                .reference()
-            ),
-            format!(
-                "--log-level={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_LOG_LEVEL",
-                    default: "info"
-                }
-                .reference()
-            ),
-        ],
+        args: common_args(),
         crds: crds(),
         rules: RBAC_RULES,
         extra_service: None,

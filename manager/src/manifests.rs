@@ -60,6 +60,27 @@ pub fn required_variable(name: &str) -> String {
     format!("${{{name}}}")
 }
 
+/// The arguments every manager's Deployment starts with: leader election, the metrics (8080) and
+/// health (8081) ports the manifests expose, and the log format and level as clusterctl
+/// variables a user sets at `clusterctl init`.
+pub fn common_args() -> Vec<String> {
+    let log_format = Variable {
+        name: "OPENSHIFT_ASSISTED_LOG_FORMAT",
+        default: "json",
+    };
+    let log_level = Variable {
+        name: "OPENSHIFT_ASSISTED_LOG_LEVEL",
+        default: "info",
+    };
+    vec![
+        "--leader-elect".into(),
+        "--metrics-bind-address=:8080".into(),
+        "--health-probe-bind-address=:8081".into(),
+        format!("--log-format={}", log_format.reference()),
+        format!("--log-level={}", log_level.reference()),
+    ]
+}
+
 /// What a provider's release is made of.
 pub struct ProviderManifest {
     /// Short name used in file names, e.g. `bootstrap`.
