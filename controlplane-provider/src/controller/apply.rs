@@ -16,8 +16,9 @@ use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 use serde_json::json;
 
+use super::context::{Context, FIELD_MANAGER, FINALIZER};
 use super::plan::{Cleanup, Plan};
-use super::{Context, Error, FIELD_MANAGER, FINALIZER};
+use manager::controller::Error;
 
 fn params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()

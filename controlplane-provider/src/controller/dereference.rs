@@ -17,7 +17,6 @@ use manager::cache::{self, Recent};
 use provider_api::bootstrap::api::OpenshiftAssistedConfig;
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
-use super::Error;
 use super::etcd;
 use super::hooks;
 use super::kubeconfig;
@@ -27,6 +26,7 @@ use super::registry::ImageRegistry;
 use super::release_lookup::{self, Lookup};
 use super::remediation::{self, Members};
 use super::upgrade::{self, WorkloadClusterVersion};
+use manager::controller::Error;
 
 /// The CAPI contract this provider speaks; CAPI picks a referenced kind's version from the CRD
 /// label of the same name (its `internal/contract` package), so do we.

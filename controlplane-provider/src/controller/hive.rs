@@ -16,7 +16,6 @@ use assisted_api::hive::{
     ClusterImageSetSpec, ClusterInstallLocalReference, Platform,
 };
 use external_types::capi::{Cluster, MachineDeployment};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use manager::names::capi_label_value;
 use provider_api::controlplane::api::{
@@ -26,6 +25,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::labels::{CLUSTER_NAME_LABEL, labels};
+use super::owner::{self, MissingMetadata, OACP_KIND};
 use super::release::cluster_image_set_name;
 
 /// Tells assisted which kind of object drives this AgentClusterInstall.
@@ -39,8 +39,6 @@ pub const IMAGE_SET_NAME_LABEL: &str =
 /// Host prefix of every pod network, as CAPOA sets it (a /23 per node: 510 pods).
 pub const CLUSTER_NETWORK_HOST_PREFIX: i32 = 23;
 
-const OACP_API_VERSION: &str = "controlplane.cluster.x-k8s.io/v1alpha3";
-const OACP_KIND: &str = "OpenshiftAssistedControlPlane";
 const ACI_GROUP: &str = "extensions.hive.openshift.io";
 const ACI_VERSION: &str = "v1beta1";
 const ACI_KIND: &str = "AgentClusterInstall";
@@ -84,6 +82,12 @@ pub enum HiveError {
     UnpairedVips,
 }
 
+impl From<MissingMetadata> for HiveError {
+    fn from(MissingMetadata { kind, field }: MissingMetadata) -> Self {
+        HiveError::MissingMetadata { kind, field }
+    }
+}
+
 /// The desired ClusterDeployment: named like the control plane, installed by the
 /// AgentClusterInstall of the same name on the agent bare-metal platform.
 ///
@@ -113,7 +117,7 @@ pub fn cluster_deployment(inputs: &HiveInputs) -> Result<ClusterDeployment, Hive
     let mut cd = ClusterDeployment::new(name, spec);
     cd.metadata.namespace = Some(namespace.to_string());
     cd.metadata.labels = Some(labels(inputs.oacp, capi_name));
-    cd.metadata.owner_references = Some(vec![owner_reference(inputs.oacp)?]);
+    cd.metadata.owner_references = Some(vec![owner::controller_reference(inputs.oacp)?]);
     Ok(cd)
 }
 
@@ -179,7 +183,7 @@ pub fn agent_cluster_install(inputs: &HiveInputs) -> Result<AgentClusterInstall,
     let mut labels = labels(inputs.oacp, capi_name);
     labels.insert(ACI_CONSUMER_LABEL.into(), ACI_CONSUMER.into());
     aci.metadata.labels = Some(labels);
-    aci.metadata.owner_references = Some(vec![owner_reference(inputs.oacp)?]);
+    aci.metadata.owner_references = Some(vec![owner::controller_reference(inputs.oacp)?]);
     if let Some(overrides) = inputs.install_config_override {
         aci.metadata.annotations = Some(BTreeMap::from([(
             assisted_api::agentclusterinstall::INSTALL_CONFIG_OVERRIDES_ANNOTATION.to_string(),
@@ -234,23 +238,6 @@ pub fn platform_type(oacp: &OpenshiftAssistedControlPlane) -> PlatformType {
         Some(c) if !c.api_vips.is_empty() && !c.ingress_vips.is_empty() => PlatformType::BareMetal,
         _ => PlatformType::None,
     }
-}
-
-/// The controller owner reference to the control plane: the ClusterDeployment and
-/// AgentClusterInstall go when it goes, and watches on them map back to it.
-pub fn owner_reference(oacp: &OpenshiftAssistedControlPlane) -> Result<OwnerReference, HiveError> {
-    let missing = |field| HiveError::MissingMetadata {
-        kind: OACP_KIND,
-        field,
-    };
-    Ok(OwnerReference {
-        api_version: OACP_API_VERSION.into(),
-        kind: OACP_KIND.into(),
-        name: oacp.meta().name.clone().ok_or(missing("name"))?,
-        uid: oacp.meta().uid.clone().ok_or(missing("uid"))?,
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    })
 }
 
 /// The OpenShift cluster name: `config.clusterName`, else the CAPI Cluster's name.
@@ -342,6 +329,7 @@ fn capi_cluster_name(cluster: &Cluster) -> Result<&str, HiveError> {
 mod tests {
     use super::*;
     use assisted_api::agentclusterinstall::{DiskEncryptionEnableOn, DiskEncryptionMode};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use serde_json::json;
 
     /// The control plane of docs/examples/capoa-multinode.yaml, with a uid.

@@ -14,7 +14,7 @@ use kube::api::ObjectMeta;
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 use super::labels::CLUSTER_NAME_LABEL;
-use super::machines::owner_reference;
+use super::owner;
 
 /// The key of the kubeconfig in the core's (and Hive's) admin kubeconfig Secret.
 pub const SOURCE_KEY: &str = "kubeconfig";
@@ -59,7 +59,7 @@ pub fn desired_secret(
                 CLUSTER_NAME_LABEL.to_string(),
                 cluster_name.to_string(),
             )])),
-            owner_references: Some(vec![owner_reference(oacp, true)?]),
+            owner_references: Some(vec![owner::reference(oacp, true)?]),
             ..Default::default()
         },
         type_: Some(CAPI_SECRET_TYPE.to_string()),

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use external_types::capi::{Cluster, Machine};
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
 use provider_api::controlplane::api::{
     ContractVersionedObjectReference, OpenshiftAssistedControlPlane,
@@ -22,6 +22,7 @@ use provider_api::controlplane::api::{
 use serde_json::{Value, json};
 
 use super::labels::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, CONTROL_PLANE_NAME_LABEL};
+use super::owner;
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 /// Never copied from a control plane onto its configs: it holds the control plane's own
@@ -357,8 +358,8 @@ pub fn control_plane_machine(
 ) -> Result<ControlPlaneMachine, TemplateError> {
     let oacp = inputs.oacp;
     let namespace = oacp.namespace().unwrap_or_default();
-    let owner = owner_reference(oacp, false).ok_or(TemplateError::NoUid)?;
-    let controller_owner = owner_reference(oacp, true).ok_or(TemplateError::NoUid)?;
+    let owner = owner::reference(oacp, false).ok_or(TemplateError::NoUid)?;
+    let controller_owner = owner::reference(oacp, true).ok_or(TemplateError::NoUid)?;
     let labels = control_plane_labels(oacp, inputs.cluster_name);
     let template_metadata = oacp
         .spec
@@ -477,20 +478,6 @@ pub fn control_plane_machine(
         infra,
         infra_resource,
     })
-}
-
-/// An owner reference to the control plane (controller for Machines only: CAPI makes the
-/// Machine the controller of its config and infrastructure machine).
-pub fn owner_reference(
-    oacp: &OpenshiftAssistedControlPlane,
-    controller: bool,
-) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
-    let mut reference = oacp.controller_owner_ref(&())?;
-    if !controller {
-        reference.controller = None;
-        reference.block_owner_deletion = None;
-    }
-    Some(reference)
 }
 
 /// A kind's plural as CAPI's `CalculateCRDName` derives it (flect's rules for the kinds we meet).

@@ -15,14 +15,15 @@ use provider_api::controlplane::api::{
 };
 
 use super::blocked::Blocked;
+use super::context::{FINALIZER, RESYNC};
 use super::dereference::{Dereferenced, PullSecret, Template, WorkloadVersion};
 use super::install::Install;
 use super::machines::{self, ControlPlaneMachine, MachineInputs, Scaling};
 use super::release_lookup::Lookup;
 use super::status::{self, StatusInputs};
 use super::{
-    FINALIZER, RESYNC, hive, hooks, image_mode, install_config, kubeconfig, labels, registry,
-    release, remediation, upgrade,
+    hive, hooks, image_mode, install_config, kubeconfig, labels, owner, registry, release,
+    remediation, upgrade,
 };
 use assisted_core::service::controllers::cluster::{
     RELEASE_ARCHITECTURE_ANNOTATION, RELEASE_VERSION_ANNOTATION, release_from_tag,
@@ -320,7 +321,7 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         &d.image_mode_rollout,
         image_mode_condition.as_ref(),
         d.aci.as_ref(),
-        hive::owner_reference(oacp),
+        owner::controller_reference(oacp),
     ) {
         plan.image_mode_logs = Some(image_mode::logs_attachment(
             oacp,
@@ -598,13 +599,13 @@ fn desired(
     let registry = registry::desired(
         oacp,
         &d.image_registry,
-        hive::owner_reference(oacp).map_err(invalid)?,
+        owner::controller_reference(oacp).map_err(|e| invalid(e.into()))?,
         labels::labels(oacp, &cluster.name_any()),
     )?;
     let image_mode = image_mode::desired(
         oacp,
         &d.image_mode_push_secrets,
-        hive::owner_reference(oacp).map_err(invalid)?,
+        owner::controller_reference(oacp).map_err(|e| invalid(e.into()))?,
         labels::labels(oacp, &cluster.name_any()),
     )?;
     let generated_manifests: Vec<String> = [
@@ -894,7 +895,7 @@ pub fn placeholder_pull_secret(oacp: &OpenshiftAssistedControlPlane) -> Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(format!("{}-placeholder-pull-secret", oacp.name_any())),
             namespace: oacp.namespace(),
-            owner_references: machines::owner_reference(oacp, true).map(|o| vec![o]),
+            owner_references: owner::reference(oacp, true).map(|o| vec![o]),
             ..Default::default()
         },
         type_: Some("kubernetes.io/dockerconfigjson".into()),
