@@ -207,12 +207,12 @@ pub async fn apply(
     if let Some(r) = plan.remediation.clone()
         && let Err(message) = remove_master(client, &ns, workload, &r).await
     {
-        remediation_failed(oacp, &mut plan, &r, message);
+        remediation_failed(oacp, &mut plan, &r, message.to_string());
     }
     if let Some(r) = plan.scale_down.clone()
         && let Err(message) = remove_master(client, &ns, workload, &r).await
     {
-        scale_down_failed(&mut plan, &r, message);
+        scale_down_failed(&mut plan, &r, message.to_string());
     }
     set_hooks(client, &ns, &plan.hooks.add, true).await?;
     set_hooks(client, &ns, &plan.hooks.release, false).await?;
@@ -260,11 +260,23 @@ async fn remove_master(
     ns: &str,
     workload: Option<&kube::Client>,
     r: &super::remediation::Removal,
-) -> Result<(), String> {
+) -> Result<(), RemoveError> {
     remove_member(workload, r).await?;
     manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), &r.machine)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(RemoveError::Machine)
+}
+
+/// Why removing a control-plane Machine (or its etcd member) failed; the text goes into the
+/// step's event and condition.
+#[derive(Debug, thiserror::Error)]
+enum RemoveError {
+    #[error("no client of the installed cluster (its admin kubeconfig)")]
+    NoWorkloadClient,
+    #[error(transparent)]
+    Etcd(#[from] super::etcd::EtcdError),
+    #[error("{0}")]
+    Machine(Error),
 }
 
 /// The etcd part of [`remove_master`]: the member, its certificate Secrets, and when asked the
@@ -272,8 +284,8 @@ async fn remove_master(
 async fn remove_member(
     workload: Option<&kube::Client>,
     r: &super::remediation::Removal,
-) -> Result<(), String> {
-    let workload = workload.ok_or("no client of the installed cluster (its admin kubeconfig)")?;
+) -> Result<(), RemoveError> {
+    let workload = workload.ok_or(RemoveError::NoWorkloadClient)?;
     if let (Some(member), Some(exec_node)) = (&r.member, &r.exec_node) {
         super::etcd::member_remove(workload, exec_node, member.id).await?;
     }

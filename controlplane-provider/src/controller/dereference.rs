@@ -343,6 +343,7 @@ pub async fn dereference(
     {
         match workload_client(kc).await {
             Err(why) => {
+                let why = why.to_string();
                 workload_version = WorkloadVersion::Unreachable(why.clone());
                 if installed {
                     cluster_version = WorkloadClusterVersion::Unreachable(why);
@@ -454,23 +455,34 @@ async fn read_etcd_members(
     };
     match etcd::member_list(workload, &node).await {
         Ok(members) => Members::Read(members),
-        Err(why) => Members::Unreadable(why),
+        Err(why) => Members::Unreadable(why.to_string()),
     }
 }
 
 /// A client of the cluster the admin kubeconfig points at, with short timeouts so an
 /// unreachable cluster does not hold the reconcile up.
-async fn workload_client(kubeconfig: &[u8]) -> Result<Client, String> {
-    let text =
-        std::str::from_utf8(kubeconfig).map_err(|_| "the kubeconfig is not UTF-8".to_string())?;
-    let parsed =
-        Kubeconfig::from_yaml(text).map_err(|e| format!("the kubeconfig does not parse: {e}"))?;
+async fn workload_client(kubeconfig: &[u8]) -> Result<Client, WorkloadClientError> {
+    let text = std::str::from_utf8(kubeconfig).map_err(|_| WorkloadClientError::NotUtf8)?;
+    let parsed = Kubeconfig::from_yaml(text).map_err(WorkloadClientError::Parse)?;
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
-        .map_err(|e| format!("the kubeconfig is not usable: {e}"))?;
+        .map_err(WorkloadClientError::Unusable)?;
     config.connect_timeout = Some(Duration::from_secs(5));
     config.read_timeout = Some(Duration::from_secs(5));
-    Client::try_from(config).map_err(|e| format!("cannot build a client from the kubeconfig: {e}"))
+    Client::try_from(config).map_err(WorkloadClientError::Client)
+}
+
+/// Why the admin kubeconfig gave no client; shown as the workload's unreachable reason.
+#[derive(Debug, thiserror::Error)]
+enum WorkloadClientError {
+    #[error("the kubeconfig is not UTF-8")]
+    NotUtf8,
+    #[error("the kubeconfig does not parse: {0}")]
+    Parse(kube::config::KubeconfigError),
+    #[error("the kubeconfig is not usable: {0}")]
+    Unusable(kube::config::KubeconfigError),
+    #[error("cannot build a client from the kubeconfig: {0}")]
+    Client(kube::Error),
 }
 
 /// `/version` of the installed cluster.
@@ -623,7 +635,7 @@ async fn infrastructure_template(
 ) -> Result<Template, Error> {
     let reference = match machines::infrastructure_reference(oacp) {
         Ok(reference) => reference,
-        Err(message) => return Ok(Template::NotFound(message)),
+        Err(message) => return Ok(Template::NotFound(message.to_string())),
     };
     let crd_name = format!("{}.{}", plural(&reference.kind), reference.api_group);
     // The CRD and the template, as read in the last 30 s: the reconciles that make one

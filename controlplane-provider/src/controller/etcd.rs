@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, AttachParams};
 use serde::Deserialize;
+use thiserror::Error;
 use tokio::io::AsyncReadExt;
 
 use super::remediation::{Member, member_secrets};
@@ -35,9 +36,47 @@ struct JsonMember {
     name: String,
 }
 
-pub fn parse_member_list(stdout: &str) -> Result<Vec<Member>, String> {
-    let list: MemberList = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("etcdctl member list printed no member list ({e})"))?;
+/// What went wrong editing the membership; the texts end up in events and conditions.
+#[derive(Debug, Error)]
+pub enum EtcdError {
+    #[error("etcdctl member list printed no member list ({0})")]
+    MemberList(serde_json::Error),
+    #[error("{0} (namespace {ETCD_NAMESPACE})")]
+    DeleteSecret(manager::controller::Error),
+    #[error("{0}")]
+    DeleteNode(manager::controller::Error),
+    #[error("`{command}` in {ETCD_NAMESPACE}/{pod}: {cause}")]
+    Etcdctl {
+        command: String,
+        pod: String,
+        cause: Box<ExecError>,
+    },
+    #[error("`{command}` in {ETCD_NAMESPACE}/{pod} did not finish in {}s", EXEC_TIMEOUT.as_secs())]
+    Timeout { command: String, pod: String },
+}
+
+/// Why one exec of `etcdctl` failed.
+#[derive(Debug, Error)]
+pub enum ExecError {
+    #[error("exec in {ETCD_NAMESPACE}/{pod}: {source}")]
+    Exec { pod: String, source: kube::Error },
+    #[error("the exec has no {0}")]
+    NoStream(&'static str),
+    #[error("reading {stream}: {source}")]
+    Read {
+        stream: &'static str,
+        source: std::io::Error,
+    },
+    #[error("exec in {ETCD_NAMESPACE}/{pod}: {message}")]
+    Join { pod: String, message: String },
+    #[error("{message}: {stderr}")]
+    Failed { message: String, stderr: String },
+    #[error("no exit status reported; stderr: {stderr}")]
+    NoExitStatus { stderr: String },
+}
+
+pub fn parse_member_list(stdout: &str) -> Result<Vec<Member>, EtcdError> {
+    let list: MemberList = serde_json::from_str(stdout.trim()).map_err(EtcdError::MemberList)?;
     Ok(list
         .members
         .into_iter()
@@ -49,90 +88,106 @@ pub fn parse_member_list(stdout: &str) -> Result<Vec<Member>, String> {
 }
 
 /// `etcdctl member list` in the etcd pod on `node`.
-pub async fn member_list(workload: &Client, node: &str) -> Result<Vec<Member>, String> {
+pub async fn member_list(workload: &Client, node: &str) -> Result<Vec<Member>, EtcdError> {
     let out = etcdctl(workload, node, &["member", "list", "-w", "json"]).await?;
     parse_member_list(&out)
 }
 
 /// `etcdctl member remove <hex id>` in the etcd pod on `node`; a member already gone is done.
-pub async fn member_remove(workload: &Client, node: &str, id: u64) -> Result<(), String> {
+pub async fn member_remove(workload: &Client, node: &str, id: u64) -> Result<(), EtcdError> {
     let hex = format!("{id:x}");
     match etcdctl(workload, node, &["member", "remove", &hex]).await {
         Ok(_) => Ok(()),
-        Err(e) if e.contains("member not found") => Ok(()),
+        Err(e) if e.to_string().contains("member not found") => Ok(()),
         Err(e) => Err(e),
     }
 }
 
 /// Deletes the etcd operator's certificate Secrets of `node`'s member; absent ones are done.
-pub async fn delete_member_secrets(workload: &Client, node: &str) -> Result<(), String> {
+pub async fn delete_member_secrets(workload: &Client, node: &str) -> Result<(), EtcdError> {
     let secrets: Api<Secret> = Api::namespaced(workload.clone(), ETCD_NAMESPACE);
     for name in member_secrets(node) {
         manager::controller::delete(&secrets, &name)
             .await
-            .map_err(|e| format!("{e} (namespace {ETCD_NAMESPACE})"))?;
+            .map_err(EtcdError::DeleteSecret)?;
     }
     Ok(())
 }
 
 /// Deletes `node`'s Node object; an absent one is done.
-pub async fn delete_node(workload: &Client, node: &str) -> Result<(), String> {
+pub async fn delete_node(workload: &Client, node: &str) -> Result<(), EtcdError> {
     manager::controller::delete(&Api::<Node>::all(workload.clone()), node)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(EtcdError::DeleteNode)
 }
 
 /// Runs `etcdctl <args>` in `etcd-<node>`; stdout, or what went wrong (stderr and the exit
 /// status the kubelet reported).
-async fn etcdctl(workload: &Client, node: &str, args: &[&str]) -> Result<String, String> {
+async fn etcdctl(workload: &Client, node: &str, args: &[&str]) -> Result<String, EtcdError> {
     let pod = format!("etcd-{node}");
     let command: Vec<&str> = std::iter::once("etcdctl")
         .chain(args.iter().copied())
         .collect();
     let shown = command.join(" ");
-    let run = async {
-        let pods: Api<Pod> = Api::namespaced(workload.clone(), ETCD_NAMESPACE);
-        let params = AttachParams::default()
-            .container(ETCDCTL_CONTAINER)
-            .stdin(false)
-            .stdout(true)
-            .stderr(true);
-        let mut process = pods
-            .exec(&pod, command.clone(), &params)
-            .await
-            .map_err(|e| format!("exec in {ETCD_NAMESPACE}/{pod}: {e}"))?;
-        let mut stdout = process.stdout().ok_or("the exec has no stdout")?;
-        let mut stderr = process.stderr().ok_or("the exec has no stderr")?;
-        let status = process.take_status().ok_or("the exec has no status")?;
-        let (mut out, mut err) = (String::new(), String::new());
-        let (read_out, read_err) = tokio::join!(
-            stdout.read_to_string(&mut out),
-            stderr.read_to_string(&mut err)
-        );
-        read_out.map_err(|e| format!("reading stdout: {e}"))?;
-        read_err.map_err(|e| format!("reading stderr: {e}"))?;
-        let status = status.await;
-        process
-            .join()
-            .await
-            .map_err(|e| format!("exec in {ETCD_NAMESPACE}/{pod}: {e}"))?;
-        match status {
-            Some(s) if s.status.as_deref() == Some("Success") => Ok(out),
-            Some(s) => Err(format!(
-                "{}: {}",
-                s.message.unwrap_or_else(|| "failed".into()),
-                err.trim()
-            )),
-            None => Err(format!("no exit status reported; stderr: {}", err.trim())),
-        }
-    };
-    match tokio::time::timeout(EXEC_TIMEOUT, run).await {
+    match tokio::time::timeout(EXEC_TIMEOUT, exec(workload, &pod, command)).await {
         Ok(Ok(out)) => Ok(out),
-        Ok(Err(e)) => Err(format!("`{shown}` in {ETCD_NAMESPACE}/{pod}: {e}")),
-        Err(_) => Err(format!(
-            "`{shown}` in {ETCD_NAMESPACE}/{pod} did not finish in {}s",
-            EXEC_TIMEOUT.as_secs()
-        )),
+        Ok(Err(cause)) => Err(EtcdError::Etcdctl {
+            command: shown,
+            pod,
+            cause: Box::new(cause),
+        }),
+        Err(_) => Err(EtcdError::Timeout {
+            command: shown,
+            pod,
+        }),
+    }
+}
+
+/// One exec of `command` in the etcdctl container of `pod`: its stdout when it succeeded.
+async fn exec(workload: &Client, pod: &str, command: Vec<&str>) -> Result<String, ExecError> {
+    let pods: Api<Pod> = Api::namespaced(workload.clone(), ETCD_NAMESPACE);
+    let params = AttachParams::default()
+        .container(ETCDCTL_CONTAINER)
+        .stdin(false)
+        .stdout(true)
+        .stderr(true);
+    let mut process = pods
+        .exec(pod, command, &params)
+        .await
+        .map_err(|source| ExecError::Exec {
+            pod: pod.to_string(),
+            source,
+        })?;
+    let mut stdout = process.stdout().ok_or(ExecError::NoStream("stdout"))?;
+    let mut stderr = process.stderr().ok_or(ExecError::NoStream("stderr"))?;
+    let status = process.take_status().ok_or(ExecError::NoStream("status"))?;
+    let (mut out, mut err) = (String::new(), String::new());
+    let (read_out, read_err) = tokio::join!(
+        stdout.read_to_string(&mut out),
+        stderr.read_to_string(&mut err)
+    );
+    read_out.map_err(|source| ExecError::Read {
+        stream: "stdout",
+        source,
+    })?;
+    read_err.map_err(|source| ExecError::Read {
+        stream: "stderr",
+        source,
+    })?;
+    let status = status.await;
+    process.join().await.map_err(|e| ExecError::Join {
+        pod: pod.to_string(),
+        message: e.to_string(),
+    })?;
+    match status {
+        Some(s) if s.status.as_deref() == Some("Success") => Ok(out),
+        Some(s) => Err(ExecError::Failed {
+            message: s.message.unwrap_or_else(|| "failed".into()),
+            stderr: err.trim().to_string(),
+        }),
+        None => Err(ExecError::NoExitStatus {
+            stderr: err.trim().to_string(),
+        }),
     }
 }
 

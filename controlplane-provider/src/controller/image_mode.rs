@@ -205,27 +205,36 @@ fn condition_true(object: &Value, type_: &str) -> Option<(bool, String)> {
         })
 }
 
-/// How one pool stands: `Err` a failure (a degraded pool, a failed build), else whether it is
-/// done and what to say.
-fn pool_progress(
-    spec: &ImageModePool,
-    state: Option<&PoolState>,
-) -> Result<(bool, String), String> {
+/// How one pool stands.
+enum PoolProgress {
+    /// A degraded pool or a failed build, named.
+    Failed(String),
+    /// Whether the pool is done, and its line of the condition's message.
+    Rolling { done: bool, line: String },
+}
+
+/// How one pool stands, from what was read of it.
+fn pool_progress(spec: &ImageModePool, state: Option<&PoolState>) -> PoolProgress {
     let pool = &spec.pool;
     let Some(state) = state else {
-        return Ok((false, format!("{pool}: not read yet")));
+        return PoolProgress::Rolling {
+            done: false,
+            line: format!("{pool}: not read yet"),
+        };
     };
     if let Some((true, message)) = state
         .machine_config_pool
         .as_ref()
         .and_then(|p| condition_true(p, "Degraded"))
     {
-        return Err(format!("{pool}: MachineConfigPool degraded: {message}"));
+        return PoolProgress::Failed(format!("{pool}: MachineConfigPool degraded: {message}"));
     }
     for build in &state.builds {
         if let Some((true, message)) = condition_true(build, "Failed") {
             let name = build["metadata"]["name"].as_str().unwrap_or_default();
-            return Err(format!("{pool}: MachineOSBuild {name} failed: {message}"));
+            return PoolProgress::Failed(format!(
+                "{pool}: MachineOSBuild {name} failed: {message}"
+            ));
         }
     }
     let seeded = state.machine_os_config.as_ref().is_some_and(|m| {
@@ -243,13 +252,13 @@ fn pool_progress(
     } else {
         ", MachineOSConfig not seeded yet"
     };
-    Ok((
-        seeded && total > 0 && on_image == total,
-        format!(
+    PoolProgress::Rolling {
+        done: seeded && total > 0 && on_image == total,
+        line: format!(
             "{pool}: {on_image}/{total} nodes on {}{seeded_text}",
             spec.image
         ),
-    ))
+    }
 }
 
 /// The `ImageMode` condition, or `None` without image mode. Before the install it waits; after,
@@ -299,11 +308,14 @@ pub fn condition(
     let mut failures = Vec::new();
     for spec in specs {
         match pool_progress(spec, states.iter().find(|s| s.pool == spec.pool)) {
-            Ok((pool_done, line)) => {
+            PoolProgress::Rolling {
+                done: pool_done,
+                line,
+            } => {
                 done &= pool_done;
                 lines.push(line);
             }
-            Err(failure) => failures.push(failure),
+            PoolProgress::Failed(failure) => failures.push(failure),
         }
     }
     Some(if !failures.is_empty() {

@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 
 use external_types::capi::{Cluster, Machine};
-use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::ResourceExt;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
 use provider_api::controlplane::api::{
     ContractVersionedObjectReference, OpenshiftAssistedControlPlane,
@@ -98,15 +98,11 @@ pub fn size_supported(
     installed_masters: i32,
     wanted: i32,
     version: Option<(u64, u64)>,
-) -> Result<(), String> {
+) -> Result<(), SizeRefused> {
     if installed_masters <= 1 {
         return match wanted {
             1 => Ok(()),
-            _ => Err(format!(
-                "a single-node OpenShift cluster keeps its one control-plane node (OpenShift \
-                 cannot add control-plane nodes to it); set spec.replicas back to 1, or \
-                 reinstall with {wanted}"
-            )),
+            _ => Err(SizeRefused::SingleNode { wanted }),
         };
     }
     let (major, minor) = super::release::MANY_MASTERS_SINCE;
@@ -115,22 +111,43 @@ pub fn size_supported(
         _ => 3,
     };
     match wanted {
-        w if w < 3 => Err(format!(
-            "an installed highly available control plane keeps at least 3 control-plane nodes \
-             (etcd quorum); spec.replicas {w} is not supported"
-        )),
-        w if w > most && most == 5 => Err(format!(
-            "OpenShift supports at most 5 control-plane nodes; spec.replicas {w} is not supported"
-        )),
-        w if w > most => Err(format!(
-            "OpenShift {} supports 3 control-plane nodes; 4 and 5 need {major}.{minor} or later \
-             (spec.replicas {w})",
-            version.map_or("of unknown version".to_string(), |(a, b)| format!(
-                "{a}.{b}"
-            ))
-        )),
+        w if w < 3 => Err(SizeRefused::BelowQuorum { wanted: w }),
+        w if w > most && most == 5 => Err(SizeRefused::AboveFive { wanted: w }),
+        w if w > most => Err(SizeRefused::NeedsNewerRelease {
+            version: version.map_or("of unknown version".to_string(), |(a, b)| {
+                format!("{a}.{b}")
+            }),
+            wanted: w,
+        }),
         _ => Ok(()),
     }
+}
+
+/// Why an installed cluster cannot have the control-plane size asked for (the Scaling
+/// condition's message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeRefused {
+    #[error(
+        "a single-node OpenShift cluster keeps its one control-plane node (OpenShift cannot add \
+         control-plane nodes to it); set spec.replicas back to 1, or reinstall with {wanted}"
+    )]
+    SingleNode { wanted: i32 },
+    #[error(
+        "an installed highly available control plane keeps at least 3 control-plane nodes \
+         (etcd quorum); spec.replicas {wanted} is not supported"
+    )]
+    BelowQuorum { wanted: i32 },
+    #[error(
+        "OpenShift supports at most 5 control-plane nodes; spec.replicas {wanted} is not supported"
+    )]
+    AboveFive { wanted: i32 },
+    #[error(
+        "OpenShift {version} supports 3 control-plane nodes; 4 and 5 need {}.{} or later \
+         (spec.replicas {wanted})",
+        super::release::MANY_MASTERS_SINCE.0,
+        super::release::MANY_MASTERS_SINCE.1
+    )]
+    NeedsNewerRelease { version: String, wanted: i32 },
 }
 
 /// Decides the Machines to create or delete. `existing` are the names of this control plane's
@@ -338,17 +355,22 @@ pub fn selector(oacp: &OpenshiftAssistedControlPlane, cluster_name: &str) -> Str
 /// without the admission webhook names none.
 pub fn infrastructure_reference(
     oacp: &OpenshiftAssistedControlPlane,
-) -> Result<&ContractVersionedObjectReference, String> {
+) -> Result<&ContractVersionedObjectReference, NoInfrastructureTemplate> {
     oacp.spec
         .machine_template
         .infrastructure_ref()
-        .ok_or_else(|| {
-            "the machine template names no infrastructure template: set \
-         spec.machineTemplate.spec.infrastructureRef (or CAPOA's \
-         spec.machineTemplate.infrastructureRef)"
-                .to_string()
-        })
+        .ok_or(NoInfrastructureTemplate)
 }
+
+/// The machine template names no infrastructure template (a control plane written without
+/// the admission webhook).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the machine template names no infrastructure template: set \
+     spec.machineTemplate.spec.infrastructureRef (or CAPOA's \
+     spec.machineTemplate.infrastructureRef)"
+)]
+pub struct NoInfrastructureTemplate;
 
 /// Builds the Machine, its config and its infrastructure machine.
 pub fn control_plane_machine(
@@ -772,7 +794,7 @@ spec:
                 "{masters} -> {wanted} on {version:?}: {got:?}"
             );
             if let Err(why) = got {
-                assert!(why.contains(words), "{why}");
+                assert!(why.to_string().contains(words), "{why}");
             }
         }
     }

@@ -801,7 +801,8 @@ fn installed_control_plane(d: &Dereferenced, live: &[Machine]) -> machines::Inst
     machines::Installed {
         masters,
         refused: machines::size_supported(masters, machines::desired_replicas(&d.oacp), version)
-            .err(),
+            .err()
+            .map(|why| why.to_string()),
         joining: live
             .iter()
             .find(|m| remediation::node_of(m).is_none())
@@ -1412,7 +1413,9 @@ spec: {template: {spec: {image: {url: "http://x/y.iso", checksum: "", diskFormat
     fn a_control_plane_without_an_infrastructure_reference_is_blocked_not_a_panic() {
         let mut oacp = oacp("");
         oacp.spec.machine_template = Default::default();
-        let message = machines::infrastructure_reference(&oacp).unwrap_err();
+        let message = machines::infrastructure_reference(&oacp)
+            .unwrap_err()
+            .to_string();
         let mut d = dereferenced(oacp);
         d.template = Template::NotFound(message.clone());
         let p = plan(&d, t0());
