@@ -228,6 +228,9 @@ fn not_rolling_out() -> Desired {
     Desired::new(ROLLING_OUT, Status::False, "NotRollingOut", "")
 }
 
+/// What this reconcile does about upgrades: the checks in order (spec parses, install done,
+/// ClusterVersion read and settled), then one upgrade at a time, then the spec against the
+/// running version.
 pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
     let Ok(spec) = inputs.spec_version.parse::<Version>() else {
         // Refused elsewhere (Available says why); nothing to upgrade to.
@@ -239,101 +242,21 @@ pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
             ..Default::default()
         };
     }
-    let cv = match inputs.cluster_version {
-        WorkloadClusterVersion::NotRead => return Upgrade::default(),
-        WorkloadClusterVersion::Unreachable(why) => {
-            return Upgrade {
-                conditions: vec![Desired::unknown(
-                    UPGRADE_COMPLETED,
-                    "WorkloadAPIUnreachable",
-                    format!(
-                        "cannot read the cluster's ClusterVersion: {why}; trying again in a minute"
-                    ),
-                )],
-                requeue: Some(FAILED_RECHECK),
-                ..Default::default()
-            };
-        }
-        WorkloadClusterVersion::Absent => {
-            return Upgrade {
-                conditions: vec![
-                    Desired::unknown(
-                        UPGRADE_COMPLETED,
-                        "ClusterVersionNotFound",
-                        "the cluster has no ClusterVersion `version` yet (its cluster-version \
-                         operator writes it); upgrades wait for it",
-                    ),
-                    not_rolling_out(),
-                ],
-                requeue: Some(FAILED_RECHECK),
-                ..Default::default()
-            };
-        }
-        WorkloadClusterVersion::Read(cv) => cv,
+    let cv = match read_cluster_version(inputs.cluster_version) {
+        Ok(cv) => cv,
+        Err(wait) => return *wait,
     };
     let Some(running) = cv.completed_version().map(str::to_string) else {
-        // The CVO is still rolling out the installed release.
-        return Upgrade {
-            conditions: vec![
-                Desired::unknown(
-                    UPGRADE_COMPLETED,
-                    "WaitingForClusterVersion",
-                    "the cluster-version operator has not completed the installed release yet",
-                ),
-                not_rolling_out(),
-            ],
-            requeue: Some(UPGRADE_RECHECK),
-            ..Default::default()
-        };
+        return waiting_for_installed_release();
     };
     let mut out = Upgrade {
         running: Some(running.clone()),
         ..Default::default()
     };
-
-    // An upgrade in progress runs to its end first: one at a time. A failing one may be
-    // retargeted to another, newer release (as `oc adm upgrade --to` does): then it is asked
-    // for below, once.
-    let retargeted = |to: &str| {
-        cv.failing.is_some()
-            && to != spec.to_string()
-            && running
-                .parse::<Version>()
-                .is_ok_and(|r| compare(&spec, &r) == Ordering::Greater)
-    };
-    if let Some(to) = cv.upgrading_to().filter(|to| !retargeted(to)) {
-        let waiting = if to == spec.to_string() {
-            String::new()
-        } else {
-            format!("; distributionVersion {spec} waits until it is done (one upgrade at a time)")
-        };
-        let progress = cv
-            .progressing
-            .as_ref()
-            .map(|p| p.message.clone())
-            .unwrap_or_default();
-        let (reason, message) = match &cv.failing {
-            Some(f) => (
-                UPGRADE_FAILED,
-                format!("upgrade to {to} has failed: {}{waiting}", f.message),
-            ),
-            None => (
-                UPGRADE_IN_PROGRESS,
-                format!("upgrade to {to} in progress: {progress}{waiting}"),
-            ),
-        };
-        out.conditions = vec![
-            Desired::false_(UPGRADE_COMPLETED, reason, message),
-            rolling_out(to, progress),
-        ];
-        out.requeue = Some(if cv.failing.is_some() {
-            FAILED_RECHECK
-        } else {
-            UPGRADE_RECHECK
-        });
+    if let Some(to) = upgrade_running(cv, &spec, &running) {
+        follow_running_upgrade(&mut out, cv, to, &spec);
         return out;
     }
-
     let Ok(running_version) = running.parse::<Version>() else {
         // Never upgrade from a version we cannot compare.
         out.conditions = vec![
@@ -369,81 +292,193 @@ pub fn decide(inputs: &UpgradeInputs) -> Upgrade {
                 not_rolling_out(),
             ];
         }
-        Ordering::Greater => {
-            let from = running.clone();
-            let asked = cv.desired_update.as_deref();
-            let already_asked =
-                asked.is_some_and(|a| a == spec.to_string() || a == inputs.release_image);
-            if already_asked {
-                // Asked before; the CVO has not started (or refused the release). Never asked
-                // again: that would be a retry storm on a refused release.
-                // A `Failing` of the upgrade this one retargets is not about this release.
-                let failing = cv
-                    .failing
-                    .as_ref()
-                    .filter(|_| cv.upgrading_to().is_none_or(|t| t == spec.to_string()));
-                let (reason, message) = match cv.release_refused.as_ref().or(failing) {
-                    Some(refusal) => (
-                        UPGRADE_FAILED,
-                        format!(
-                            "upgrade to {spec} has failed: the cluster-version operator did not \
-                             accept the release: {}",
-                            refusal.message
-                        ),
-                    ),
-                    None => (
-                        UPGRADE_IN_PROGRESS,
-                        format!(
-                            "upgrade from {from} to {spec} requested; waiting for the \
-                             cluster-version operator to start it"
-                        ),
-                    ),
-                };
-                out.requeue = Some(if reason == UPGRADE_FAILED {
-                    FAILED_RECHECK
-                } else {
-                    UPGRADE_RECHECK
-                });
-                out.conditions = vec![
-                    Desired::false_(UPGRADE_COMPLETED, reason, message),
-                    rolling_out(&spec.to_string(), "requested".into()),
-                ];
-            } else if let Some((reason, message)) = inputs.release_problem {
-                out.conditions = vec![
-                    Desired::false_(UPGRADE_COMPLETED, reason, message),
-                    not_rolling_out(),
-                ];
-                out.requeue = Some(FAILED_RECHECK);
-            } else {
-                let request = desired_update(&spec, inputs.release_image);
-                out.event = Some(PlannedEvent {
-                    warning: false,
-                    reason: "UpgradeRequested",
-                    note: format!(
-                        "Upgrading from {from} to {spec}: ClusterVersion desiredUpdate set{}",
-                        if request.image.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" to image {}", request.image)
-                        }
-                    ),
-                });
-                out.conditions = vec![
-                    Desired::false_(
-                        UPGRADE_COMPLETED,
-                        UPGRADE_IN_PROGRESS,
-                        format!(
-                            "upgrade from {from} to {spec} requested from the cluster-version operator"
-                        ),
-                    ),
-                    rolling_out(&spec.to_string(), "requested".into()),
-                ];
-                out.request = Some(request);
-                out.requeue = Some(UPGRADE_RECHECK);
-            }
-        }
+        Ordering::Greater => upgrade_to_spec(&mut out, inputs, cv, &spec, &running),
     }
     out
+}
+
+/// The cluster's ClusterVersion, or what to do while it cannot be had: nothing before it is
+/// read, wait a minute when the cluster is unreachable or has none yet.
+fn read_cluster_version(
+    cluster_version: &WorkloadClusterVersion,
+) -> Result<&ClusterVersion, Box<Upgrade>> {
+    match cluster_version {
+        WorkloadClusterVersion::NotRead => Err(Box::default()),
+        WorkloadClusterVersion::Unreachable(why) => Err(Box::new(Upgrade {
+            conditions: vec![Desired::unknown(
+                UPGRADE_COMPLETED,
+                "WorkloadAPIUnreachable",
+                format!(
+                    "cannot read the cluster's ClusterVersion: {why}; trying again in a minute"
+                ),
+            )],
+            requeue: Some(FAILED_RECHECK),
+            ..Default::default()
+        })),
+        WorkloadClusterVersion::Absent => Err(Box::new(Upgrade {
+            conditions: vec![
+                Desired::unknown(
+                    UPGRADE_COMPLETED,
+                    "ClusterVersionNotFound",
+                    "the cluster has no ClusterVersion `version` yet (its cluster-version \
+                     operator writes it); upgrades wait for it",
+                ),
+                not_rolling_out(),
+            ],
+            requeue: Some(FAILED_RECHECK),
+            ..Default::default()
+        })),
+        WorkloadClusterVersion::Read(cv) => Ok(cv),
+    }
+}
+
+/// The CVO is still rolling out the installed release.
+fn waiting_for_installed_release() -> Upgrade {
+    Upgrade {
+        conditions: vec![
+            Desired::unknown(
+                UPGRADE_COMPLETED,
+                "WaitingForClusterVersion",
+                "the cluster-version operator has not completed the installed release yet",
+            ),
+            not_rolling_out(),
+        ],
+        requeue: Some(UPGRADE_RECHECK),
+        ..Default::default()
+    }
+}
+
+/// The upgrade the CVO is running, which runs to its end first: one at a time. A failing one
+/// may be retargeted to another, newer release (as `oc adm upgrade --to` does): then it is not
+/// followed, and the spec's release is asked for, once.
+fn upgrade_running<'a>(cv: &'a ClusterVersion, spec: &Version, running: &str) -> Option<&'a str> {
+    let retargeted = |to: &str| {
+        cv.failing.is_some()
+            && to != spec.to_string()
+            && running
+                .parse::<Version>()
+                .is_ok_and(|r| compare(spec, &r) == Ordering::Greater)
+    };
+    cv.upgrading_to().filter(|to| !retargeted(to))
+}
+
+/// Reports the running upgrade to `to` (failed or in progress); a different spec waits.
+fn follow_running_upgrade(out: &mut Upgrade, cv: &ClusterVersion, to: &str, spec: &Version) {
+    let waiting = if to == spec.to_string() {
+        String::new()
+    } else {
+        format!("; distributionVersion {spec} waits until it is done (one upgrade at a time)")
+    };
+    let progress = cv
+        .progressing
+        .as_ref()
+        .map(|p| p.message.clone())
+        .unwrap_or_default();
+    let (reason, message) = match &cv.failing {
+        Some(f) => (
+            UPGRADE_FAILED,
+            format!("upgrade to {to} has failed: {}{waiting}", f.message),
+        ),
+        None => (
+            UPGRADE_IN_PROGRESS,
+            format!("upgrade to {to} in progress: {progress}{waiting}"),
+        ),
+    };
+    out.conditions = vec![
+        Desired::false_(UPGRADE_COMPLETED, reason, message),
+        rolling_out(to, progress),
+    ];
+    out.requeue = Some(if cv.failing.is_some() {
+        FAILED_RECHECK
+    } else {
+        UPGRADE_RECHECK
+    });
+}
+
+/// The spec is newer than the running release: already asked (wait, or report the CVO's
+/// refusal), blocked by the release lookup, or asked for now.
+fn upgrade_to_spec(
+    out: &mut Upgrade,
+    inputs: &UpgradeInputs,
+    cv: &ClusterVersion,
+    spec: &Version,
+    from: &str,
+) {
+    let asked = cv.desired_update.as_deref();
+    if asked.is_some_and(|a| a == spec.to_string() || a == inputs.release_image) {
+        already_requested(out, cv, spec, from);
+    } else if let Some((reason, message)) = inputs.release_problem {
+        out.conditions = vec![
+            Desired::false_(UPGRADE_COMPLETED, reason, message),
+            not_rolling_out(),
+        ];
+        out.requeue = Some(FAILED_RECHECK);
+    } else {
+        request_upgrade(out, inputs, spec, from);
+    }
+}
+
+/// Asked before; the CVO has not started (or refused the release). Never asked again: that
+/// would be a retry storm on a refused release.
+fn already_requested(out: &mut Upgrade, cv: &ClusterVersion, spec: &Version, from: &str) {
+    // A `Failing` of the upgrade this one retargets is not about this release.
+    let failing = cv
+        .failing
+        .as_ref()
+        .filter(|_| cv.upgrading_to().is_none_or(|t| t == spec.to_string()));
+    let (reason, message) = match cv.release_refused.as_ref().or(failing) {
+        Some(refusal) => (
+            UPGRADE_FAILED,
+            format!(
+                "upgrade to {spec} has failed: the cluster-version operator did not \
+                 accept the release: {}",
+                refusal.message
+            ),
+        ),
+        None => (
+            UPGRADE_IN_PROGRESS,
+            format!(
+                "upgrade from {from} to {spec} requested; waiting for the \
+                 cluster-version operator to start it"
+            ),
+        ),
+    };
+    out.requeue = Some(if reason == UPGRADE_FAILED {
+        FAILED_RECHECK
+    } else {
+        UPGRADE_RECHECK
+    });
+    out.conditions = vec![
+        Desired::false_(UPGRADE_COMPLETED, reason, message),
+        rolling_out(&spec.to_string(), "requested".into()),
+    ];
+}
+
+/// Asks the CVO for the spec's release, with an event saying so.
+fn request_upgrade(out: &mut Upgrade, inputs: &UpgradeInputs, spec: &Version, from: &str) {
+    let request = desired_update(spec, inputs.release_image);
+    out.event = Some(PlannedEvent {
+        warning: false,
+        reason: "UpgradeRequested",
+        note: format!(
+            "Upgrading from {from} to {spec}: ClusterVersion desiredUpdate set{}",
+            if request.image.is_empty() {
+                String::new()
+            } else {
+                format!(" to image {}", request.image)
+            }
+        ),
+    });
+    out.conditions = vec![
+        Desired::false_(
+            UPGRADE_COMPLETED,
+            UPGRADE_IN_PROGRESS,
+            format!("upgrade from {from} to {spec} requested from the cluster-version operator"),
+        ),
+        rolling_out(&spec.to_string(), "requested".into()),
+    ];
+    out.request = Some(request);
+    out.requeue = Some(UPGRADE_RECHECK);
 }
 
 #[cfg(test)]
