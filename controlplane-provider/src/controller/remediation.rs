@@ -180,77 +180,149 @@ pub const RETRY_PERIOD: &str = "WaitingForRetryPeriod";
 pub const ETCD_UNKNOWN: &str = "EtcdMembersUnknown";
 pub const ETCD_QUORUM: &str = "EtcdQuorumAtRisk";
 
+/// Whether to replace the first unhealthy Machine left to us: the waits below in order (the
+/// first that holds says why), then etcd's quorum ([`removal`]).
 pub fn decide(inputs: &Inputs) -> Decision {
     let Some(target) = candidate(inputs.machines) else {
         return Decision::Nothing;
     };
     let machine = target.metadata.name.clone().unwrap_or_default();
-    let wait = |reason: &'static str, message: String| Decision::Wait {
+    let wait = |(reason, message): (&'static str, String)| Decision::Wait {
         machine: machine.clone(),
         reason,
         message,
     };
-    if !inputs.installed {
-        return wait(
+    let case = Case {
+        inputs,
+        target,
+        machine: &machine,
+        live: inputs
+            .machines
+            .iter()
+            .filter(|m| m.metadata.deletion_timestamp.is_none())
+            .collect(),
+        retry_count: retry_count(target, inputs),
+    };
+    if let Some(why) = WAITS.iter().find_map(|check| check(&case)) {
+        return wait(why);
+    }
+    match removal(target, inputs.machines, inputs.members) {
+        Ok(removal) => Decision::Remediate(Removal {
+            delete_node: true,
+            retry_count: case.retry_count,
+            ..removal
+        }),
+        Err(why) => wait(why),
+    }
+}
+
+/// What the waits look at: the Machine to replace and the control plane around it.
+struct Case<'a> {
+    inputs: &'a Inputs<'a>,
+    target: &'a Machine,
+    machine: &'a str,
+    /// The Machines not being deleted.
+    live: Vec<&'a Machine>,
+    /// How many times in a row this replacement failed soon after the one before.
+    retry_count: i32,
+}
+
+/// A reason to wait, with its message.
+type Wait = Option<(&'static str, String)>;
+
+/// The waits, in the order they are checked.
+const WAITS: [fn(&Case) -> Wait; 7] = [
+    before_install,
+    single_node,
+    another_being_deleted,
+    another_without_node,
+    machines_missing,
+    max_retry_reached,
+    within_retry_period,
+];
+
+/// The install needs every master it started with.
+fn before_install(c: &Case) -> Wait {
+    (!c.inputs.installed).then(|| {
+        (
             WAITING_FOR_INSTALL,
             format!(
-                "{machine} is not replaced before the cluster is installed: the install needs \
-                 every master it started with"
+                "{} is not replaced before the cluster is installed: the install needs \
+                 every master it started with",
+                c.machine
             ),
-        );
-    }
-    let live: Vec<&Machine> = inputs
-        .machines
-        .iter()
-        .filter(|m| m.metadata.deletion_timestamp.is_none())
-        .collect();
-    if inputs.replicas <= 1 || live.len() <= 1 {
-        return wait(
+        )
+    })
+}
+
+/// A single-node cluster cannot replace its one master.
+fn single_node(c: &Case) -> Wait {
+    (c.inputs.replicas <= 1 || c.live.len() <= 1).then(|| {
+        (
             SINGLE_NODE,
             format!(
-                "{machine} is the only control-plane Machine: a single-node cluster cannot \
-                 replace it (repair the host, or reinstall the cluster)"
+                "{} is the only control-plane Machine: a single-node cluster cannot \
+                 replace it (repair the host, or reinstall the cluster)",
+                c.machine
             ),
-        );
-    }
-    if let Some(deleting) = inputs
+        )
+    })
+}
+
+/// One at a time: another control-plane Machine is being deleted.
+fn another_being_deleted(c: &Case) -> Wait {
+    let deleting = c
+        .inputs
         .machines
         .iter()
-        .find(|m| m.metadata.deletion_timestamp.is_some())
-    {
-        return wait(
-            ONE_AT_A_TIME,
-            format!(
-                "{machine} waits: {} is being deleted, and control-plane Machines are \
-                 replaced one at a time",
-                deleting.metadata.name.clone().unwrap_or_default()
-            ),
-        );
-    }
-    if let Some(provisioning) = live.iter().find(|m| !left_to_us(m) && node_of(m).is_none()) {
-        return wait(
-            ONE_AT_A_TIME,
-            format!(
-                "{machine} waits: {} has no Node yet, and control-plane Machines are \
-                 replaced one at a time",
-                provisioning.metadata.name.clone().unwrap_or_default()
-            ),
-        );
-    }
-    if (live.len() as i32) < inputs.replicas {
-        return wait(
-            ONE_AT_A_TIME,
-            format!(
-                "{machine} waits: {} of {} control-plane Machines exist, the missing ones \
-                 (a replacement, or a scale-up) are made first",
-                live.len(),
-                inputs.replicas
-            ),
-        );
-    }
+        .find(|m| m.metadata.deletion_timestamp.is_some())?;
+    Some((
+        ONE_AT_A_TIME,
+        format!(
+            "{} waits: {} is being deleted, and control-plane Machines are \
+             replaced one at a time",
+            c.machine,
+            deleting.metadata.name.clone().unwrap_or_default()
+        ),
+    ))
+}
 
-    // A replacement that fails soon after its predecessor's remediation is a retry of it.
-    let retry_count = match remediation_for(target) {
+/// One at a time: another control-plane Machine is still provisioning (no Node yet).
+fn another_without_node(c: &Case) -> Wait {
+    let provisioning = c
+        .live
+        .iter()
+        .find(|m| !left_to_us(m) && node_of(m).is_none())?;
+    Some((
+        ONE_AT_A_TIME,
+        format!(
+            "{} waits: {} has no Node yet, and control-plane Machines are \
+             replaced one at a time",
+            c.machine,
+            provisioning.metadata.name.clone().unwrap_or_default()
+        ),
+    ))
+}
+
+/// One at a time: a replacement or a scale-up is still to be made.
+fn machines_missing(c: &Case) -> Wait {
+    ((c.live.len() as i32) < c.inputs.replicas).then(|| {
+        (
+            ONE_AT_A_TIME,
+            format!(
+                "{} waits: {} of {} control-plane Machines exist, the missing ones \
+                 (a replacement, or a scale-up) are made first",
+                c.machine,
+                c.live.len(),
+                c.inputs.replicas
+            ),
+        )
+    })
+}
+
+/// A replacement that fails soon after its predecessor's remediation is a retry of it.
+fn retry_count(target: &Machine, inputs: &Inputs) -> i32 {
+    match remediation_for(target) {
         Some(previous)
             if elapsed_since(&previous.timestamp, inputs.now)
                 .is_some_and(|e| e < inputs.policy.min_healthy_period) =>
@@ -258,49 +330,49 @@ pub fn decide(inputs: &Inputs) -> Decision {
             previous.retry_count + 1
         }
         _ => 0,
-    };
-    if retry_count > 0 {
-        if let Some(max) = inputs.policy.max_retry
-            && retry_count > max
-        {
-            return wait(
-                MAX_RETRY,
-                format!(
-                    "{machine} replaced {} already failed again within minHealthyPeriodSeconds \
-                     ({}s); spec.remediation.maxRetry ({max}) reached: repair the hosts, then \
-                     delete the Machine by hand",
-                    remediation_for(target)
-                        .map(|p| p.machine)
-                        .unwrap_or_default(),
-                    inputs.policy.min_healthy_period.as_secs()
-                ),
-            );
-        }
-        if let Some(last) = inputs.last
-            && let Some(since) = elapsed_since(&last.time, inputs.now)
-            && since < inputs.policy.retry_period
-        {
-            return wait(
-                RETRY_PERIOD,
-                format!(
-                    "{machine} waits {}s more: spec.remediation.retryPeriodSeconds is {}s \
-                     since the remediation of {}",
-                    (inputs.policy.retry_period - since).as_secs(),
-                    inputs.policy.retry_period.as_secs(),
-                    last.machine
-                ),
-            );
-        }
     }
+}
 
-    match removal(target, inputs.machines, inputs.members) {
-        Ok(removal) => Decision::Remediate(Removal {
-            delete_node: true,
-            retry_count,
-            ..removal
-        }),
-        Err((reason, message)) => wait(reason, message),
+/// A retry beyond `spec.remediation.maxRetry` is left to a human.
+fn max_retry_reached(c: &Case) -> Wait {
+    let max = c.inputs.policy.max_retry?;
+    (c.retry_count > 0 && c.retry_count > max).then(|| {
+        (
+            MAX_RETRY,
+            format!(
+                "{} replaced {} already failed again within minHealthyPeriodSeconds \
+                 ({}s); spec.remediation.maxRetry ({max}) reached: repair the hosts, then \
+                 delete the Machine by hand",
+                c.machine,
+                remediation_for(c.target)
+                    .map(|p| p.machine)
+                    .unwrap_or_default(),
+                c.inputs.policy.min_healthy_period.as_secs()
+            ),
+        )
+    })
+}
+
+/// A retry waits `spec.remediation.retryPeriodSeconds` after the last remediation.
+fn within_retry_period(c: &Case) -> Wait {
+    if c.retry_count == 0 {
+        return None;
     }
+    let last = c.inputs.last?;
+    let since = elapsed_since(&last.time, c.inputs.now)?;
+    (since < c.inputs.policy.retry_period).then(|| {
+        (
+            RETRY_PERIOD,
+            format!(
+                "{} waits {}s more: spec.remediation.retryPeriodSeconds is {}s \
+                 since the remediation of {}",
+                c.machine,
+                (c.inputs.policy.retry_period - since).as_secs(),
+                c.inputs.policy.retry_period.as_secs(),
+                last.machine
+            ),
+        )
+    })
 }
 
 /// How `target` can be removed without losing etcd's quorum, given the member list; or why it
