@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use external_types::capi::{Cluster, Machine};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use provider_api::bootstrap::api::{OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec};
@@ -164,76 +165,98 @@ pub fn scaling(
     if have == replicas {
         return Scaling::Steady;
     }
-    let free_names = |count: usize| -> Vec<String> {
-        (0..)
-            .map(|i| machine_name(oacp_name, i))
-            .filter(|n| !existing.contains(n) && !taken.contains(n))
-            .take(count)
-            .collect()
-    };
-    let deleting = taken.iter().find(|n| !existing.contains(n));
-    // The newest names go first: highest index, then the rest in reverse name order.
-    let by_age = || {
-        let mut by_age: Vec<&String> = existing.iter().collect();
-        by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
-        by_age
-    };
     match phase {
-        InstallPhase::NotStarted if have < replicas => {
-            Scaling::Up(free_names((replicas - have) as usize))
-        }
+        InstallPhase::NotStarted if have < replicas => Scaling::Up(free_names(
+            oacp_name,
+            existing,
+            taken,
+            (replicas - have) as usize,
+        )),
         InstallPhase::NotStarted => {
             let extra = (have - replicas) as usize;
-            Scaling::Down(by_age().into_iter().take(extra).cloned().collect())
+            Scaling::Down(
+                newest_first(oacp_name, existing)
+                    .into_iter()
+                    .take(extra)
+                    .cloned()
+                    .collect(),
+            )
         }
         InstallPhase::Running => Scaling::Frozen {
             wanted: replicas,
             have,
         },
         InstallPhase::Installed(installed) => {
-            // While spec.replicas is refused, a remediated Machine is still replaced, up to the
-            // count the cluster was installed with.
-            let target = match &installed.refused {
-                None => replicas,
-                Some(_) if have < installed.masters => installed.masters,
-                Some(why) => {
-                    return Scaling::NotSupported {
-                        wanted: replicas,
-                        have,
-                        why: why.clone(),
-                    };
-                }
-            };
-            // One at a time, as KubeadmControlPlane: each step waits for the one before it.
-            let paced = |waiting_for: String| Scaling::Paced {
-                wanted: replicas,
-                have,
-                waiting_for,
-            };
-            if let Some(name) = deleting {
-                return paced(format!("{name} is being deleted"));
-            }
-            if have < target {
-                match &installed.joining {
-                    Some(name) => paced(format!("{name} has no Node yet")),
-                    None => Scaling::Up(free_names(1)),
-                }
-            } else if have > target {
-                // A Machine that never got its Node (no free host, say) goes first after the
-                // marked ones: waiting for it would keep the control plane from scaling back.
-                let pick = installed
-                    .marked
-                    .iter()
-                    .filter(|n| existing.contains(n))
-                    .min()
-                    .or(installed.joining.as_ref())
-                    .or_else(|| by_age().first().copied());
-                Scaling::Down(pick.cloned().into_iter().collect())
-            } else {
-                Scaling::Steady
-            }
+            installed_scaling(oacp_name, existing, taken, replicas, installed)
         }
     }
+}
+
+/// Scaling an installed cluster: one Machine at a time, as KubeadmControlPlane (each step waits
+/// for the one before it). While spec.replicas is refused, a remediated Machine is still
+/// replaced, up to the count the cluster was installed with.
+fn installed_scaling(
+    oacp_name: &str,
+    existing: &[String],
+    taken: &[String],
+    replicas: i32,
+    installed: &Installed,
+) -> Scaling {
+    let have = existing.len() as i32;
+    let target = match &installed.refused {
+        None => replicas,
+        Some(_) if have < installed.masters => installed.masters,
+        Some(why) => {
+            return Scaling::NotSupported {
+                wanted: replicas,
+                have,
+                why: why.clone(),
+            };
+        }
+    };
+    let paced = |waiting_for: String| Scaling::Paced {
+        wanted: replicas,
+        have,
+        waiting_for,
+    };
+    if let Some(name) = taken.iter().find(|n| !existing.contains(n)) {
+        return paced(format!("{name} is being deleted"));
+    }
+    if have < target {
+        match &installed.joining {
+            Some(name) => paced(format!("{name} has no Node yet")),
+            None => Scaling::Up(free_names(oacp_name, existing, taken, 1)),
+        }
+    } else if have > target {
+        // A Machine that never got its Node (no free host, say) goes first after the
+        // marked ones: waiting for it would keep the control plane from scaling back.
+        let pick = installed
+            .marked
+            .iter()
+            .filter(|n| existing.contains(n))
+            .min()
+            .or(installed.joining.as_ref())
+            .or_else(|| newest_first(oacp_name, existing).first().copied());
+        Scaling::Down(pick.cloned().into_iter().collect())
+    } else {
+        Scaling::Steady
+    }
+}
+
+/// The first `count` Machine names neither in use nor still going.
+fn free_names(oacp_name: &str, existing: &[String], taken: &[String], count: usize) -> Vec<String> {
+    (0..)
+        .map(|i| machine_name(oacp_name, i))
+        .filter(|n| !existing.contains(n) && !taken.contains(n))
+        .take(count)
+        .collect()
+}
+
+/// The newest names first: highest index, then the rest in reverse name order.
+fn newest_first<'a>(oacp_name: &str, existing: &'a [String]) -> Vec<&'a String> {
+    let mut by_age: Vec<&String> = existing.iter().collect();
+    by_age.sort_by_key(|n| std::cmp::Reverse(index_of(oacp_name, n)));
+    by_age
 }
 
 /// Whether an installed control plane is about to remove a Machine to scale down (nothing else
@@ -383,14 +406,51 @@ pub fn control_plane_machine(
     let owner = owner::reference(oacp, false).ok_or(TemplateError::NoUid)?;
     let controller_owner = owner::reference(oacp, true).ok_or(TemplateError::NoUid)?;
     let labels = control_plane_labels(oacp, inputs.cluster_name);
-    let template_metadata = oacp
+    let template_annotations = oacp
         .spec
         .machine_template
         .metadata
-        .clone()
+        .as_ref()
+        .map(|m| m.annotations.clone())
         .unwrap_or_default();
+    let parts = Parts {
+        name,
+        namespace: &namespace,
+        labels: &labels,
+        template_annotations: &template_annotations,
+    };
+    let (infra, infra_resource) = infrastructure_machine(inputs, &parts, owner.clone())?;
+    let config = bootstrap_config(oacp, &parts, owner);
+    let machine = machine(
+        inputs,
+        &parts,
+        controller_owner,
+        &infra_resource,
+        failure_domain,
+    )?;
+    Ok(ControlPlaneMachine {
+        machine,
+        config,
+        infra,
+        infra_resource,
+    })
+}
 
-    // Infrastructure machine: the template's spec.template, as CAPI's clone does.
+/// What the three objects of one control-plane Machine share.
+struct Parts<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    labels: &'a BTreeMap<String, String>,
+    /// `spec.machineTemplate.metadata.annotations`.
+    template_annotations: &'a BTreeMap<String, String>,
+}
+
+/// The infrastructure machine: the template's spec.template, as CAPI's clone does.
+fn infrastructure_machine(
+    inputs: &MachineInputs,
+    parts: &Parts,
+    owner: OwnerReference,
+) -> Result<(DynamicObject, ApiResource), TemplateError> {
     let template_kind = &inputs.template_resource.kind;
     let infra_kind = template_kind
         .strip_suffix("Template")
@@ -412,12 +472,12 @@ pub fn control_plane_machine(
         .pointer("/metadata/labels")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    infra_labels.extend(labels.clone());
+    infra_labels.extend(parts.labels.clone());
     let mut infra_annotations: BTreeMap<String, String> = template_body
         .pointer("/metadata/annotations")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    infra_annotations.extend(template_metadata.annotations.clone());
+    infra_annotations.extend(parts.template_annotations.clone());
     infra_annotations.insert(CLONED_FROM_NAME.into(), inputs.template.name_any());
     infra_annotations.insert(
         CLONED_FROM_GROUPKIND.into(),
@@ -430,45 +490,64 @@ pub fn control_plane_machine(
         kind: infra_kind.to_string(),
         plural: plural(infra_kind),
     };
-    let mut infra = DynamicObject::new(name, &infra_resource).within(&namespace);
+    let mut infra = DynamicObject::new(parts.name, &infra_resource).within(parts.namespace);
     infra.metadata.labels = Some(infra_labels);
     infra.metadata.annotations = Some(infra_annotations);
-    infra.metadata.owner_references = Some(vec![owner.clone()]);
+    infra.metadata.owner_references = Some(vec![owner]);
     infra.data = json!({ "spec": infra_spec });
+    Ok((infra, infra_resource))
+}
 
-    // Config: the control plane's config spec; its annotations (ignition overrides) follow.
+/// The bootstrap config: the control plane's config spec; its annotations (ignition
+/// overrides) follow.
+fn bootstrap_config(
+    oacp: &OpenshiftAssistedControlPlane,
+    parts: &Parts,
+    owner: OwnerReference,
+) -> OpenshiftAssistedConfig {
     let mut config_annotations: BTreeMap<String, String> = oacp
         .annotations()
         .iter()
         .filter(|(k, _)| k.as_str() != CONVERSION_DATA_ANNOTATION)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    config_annotations.extend(template_metadata.annotations.clone());
-    let config = OpenshiftAssistedConfig {
+    config_annotations.extend(parts.template_annotations.clone());
+    OpenshiftAssistedConfig {
         metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.clone()),
-            labels: Some(labels.clone()),
+            name: Some(parts.name.to_string()),
+            namespace: Some(parts.namespace.to_string()),
+            labels: Some(parts.labels.clone()),
             annotations: Some(config_annotations),
             owner_references: Some(vec![owner]),
             ..Default::default()
         },
         spec: oacp.spec.openshift_assisted_config_spec.clone(),
         status: None,
-    };
+    }
+}
 
-    let template = &oacp.spec.machine_template;
+/// The Machine: the bootstrap config and infrastructure machine of its name, the machine
+/// template's deletion timeouts, readiness gates and taints, and our pre-terminate hook.
+fn machine(
+    inputs: &MachineInputs,
+    parts: &Parts,
+    controller_owner: OwnerReference,
+    infra_resource: &ApiResource,
+    failure_domain: Option<String>,
+) -> Result<Machine, TemplateError> {
+    let name = parts.name;
+    let template = &inputs.oacp.spec.machine_template;
     let deletion = template.deletion().cloned().unwrap_or_default();
     let (readiness_gates, taints) = (template.readiness_gates(), template.taints());
-    let mut annotations = template_metadata.annotations.clone();
+    let mut annotations = parts.template_annotations.clone();
     annotations.insert(super::hooks::PRE_TERMINATE_HOOK.into(), String::new());
-    let machine: Machine = serde_json::from_value(json!({
+    serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "Machine",
         "metadata": {
             "name": name,
-            "namespace": namespace,
-            "labels": labels,
+            "namespace": parts.namespace,
+            "labels": parts.labels,
             "annotations": annotations,
             "ownerReferences": [controller_owner],
         },
@@ -478,7 +557,7 @@ pub fn control_plane_machine(
                 "apiGroup": BOOTSTRAP_GROUP, "kind": CONFIG_KIND, "name": name,
             }},
             "infrastructureRef": {
-                "apiGroup": infra_resource.group, "kind": infra_kind, "name": name,
+                "apiGroup": infra_resource.group, "kind": infra_resource.kind, "name": name,
             },
             "failureDomain": failure_domain,
             "deletion": {
@@ -493,12 +572,6 @@ pub fn control_plane_machine(
     .map_err(|e| TemplateError::Machine {
         name: name.to_string(),
         reason: e.to_string(),
-    })?;
-    Ok(ControlPlaneMachine {
-        machine,
-        config,
-        infra,
-        infra_resource,
     })
 }
 
