@@ -76,48 +76,103 @@ pub async fn run(
     registry: SharedRegistry,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    // One cache and one backoff per watched kind (manager::cache): a failing watch never
-    // pauses another, and each re-lists at once after an apiserver restart. The reconcile
-    // reads these stores, not the API server (`dereference::Caches`).
+    let (mut watched, caches) = watch_all(&client, &scope, &shutdown);
+    caches.wait_until_ready().await;
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
+        metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
+        install: InstallMetrics::register(&registry),
+        releases: release_lookup::Resolver::new(),
+        client: client.clone(),
+        applied: Applied::new(RESYNC),
+        status_pace: manager::pace::Pace::new(STATUS_EVERY),
+        caches,
+    });
+    let store = watched.oacps.store.clone();
+    let md_store = store.clone();
+    Controller::for_stream(watched.oacps.triggers.remove(0), store)
+        .watches_stream(watched.machines.triggers.remove(0), |m| {
+            cache::controller_owner::<OpenshiftAssistedControlPlane>(&m)
+        })
+        .watches_stream(watched.acis.triggers.remove(0), |aci| {
+            cache::controller_owner::<OpenshiftAssistedControlPlane>(&aci)
+        })
+        .watches_stream(watched.clusters.triggers.remove(0), |cluster| {
+            control_plane_of(&cluster)
+        })
+        .watches_stream(watched.deployments.triggers.remove(0), move |md| {
+            control_planes_of_deployment(&md_store, &md)
+        })
+        .graceful_shutdown_on(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}
+
+/// The watches whose changes start a reconcile.
+struct Watched {
+    oacps: cache::Cached<OpenshiftAssistedControlPlane>,
+    machines: cache::Cached<Machine>,
+    acis: cache::Cached<AgentClusterInstall>,
+    clusters: cache::Cached<Cluster>,
+    deployments: cache::Cached<MachineDeployment>,
+}
+
+/// One cache and one backoff per watched kind (manager::cache): a failing watch never pauses
+/// another, and each re-lists at once after an apiserver restart. The reconcile reads these
+/// stores, not the API server (`dereference::Caches`).
+fn watch_all(
+    client: &Client,
+    scope: &WatchScope,
+    shutdown: &watch::Receiver<bool>,
+) -> (Watched, dereference::Caches) {
     let all = kube::runtime::watcher::Config::default().any_semantic();
-    let mut oacps = cache::watch(
-        scope.api::<OpenshiftAssistedControlPlane>(&client),
-        scope.watcher_config(),
-        1,
-        cache::keep,
-        shutdown.clone(),
-    );
-    let mut machines = cache::watch(
-        scope.api::<Machine>(&client),
-        all.clone(),
-        1,
-        cache::keep,
-        shutdown.clone(),
-    );
-    let mut acis = cache::watch(
-        scope.api::<AgentClusterInstall>(&client),
-        all.clone(),
-        1,
-        cache::keep,
-        shutdown.clone(),
-    );
-    let mut clusters = cache::watch(
-        scope.api::<Cluster>(&client),
-        all.clone(),
-        1,
-        cache::keep,
-        shutdown.clone(),
-    );
-    let mut deployments = cache::watch(
-        scope.api::<MachineDeployment>(&client),
-        all.clone(),
-        1,
-        |md: &mut MachineDeployment| md.status = None,
-        shutdown.clone(),
-    );
+    let watched = Watched {
+        oacps: cache::watch(
+            scope.api::<OpenshiftAssistedControlPlane>(client),
+            scope.watcher_config(),
+            1,
+            cache::keep,
+            shutdown.clone(),
+        ),
+        machines: cache::watch(
+            scope.api::<Machine>(client),
+            all.clone(),
+            1,
+            cache::keep,
+            shutdown.clone(),
+        ),
+        acis: cache::watch(
+            scope.api::<AgentClusterInstall>(client),
+            all.clone(),
+            1,
+            cache::keep,
+            shutdown.clone(),
+        ),
+        clusters: cache::watch(
+            scope.api::<Cluster>(client),
+            all.clone(),
+            1,
+            cache::keep,
+            shutdown.clone(),
+        ),
+        deployments: cache::watch(
+            scope.api::<MachineDeployment>(client),
+            all.clone(),
+            1,
+            |md: &mut MachineDeployment| md.status = None,
+            shutdown.clone(),
+        ),
+    };
     // Read, never a trigger: a config's status says why its discovery image fails.
     let configs = cache::watch(
-        scope.api::<provider_api::bootstrap::api::OpenshiftAssistedConfig>(&client),
+        scope.api::<provider_api::bootstrap::api::OpenshiftAssistedConfig>(client),
         all,
         0,
         cache::keep,
@@ -132,64 +187,36 @@ pub async fn run(
         shutdown.clone(),
     );
     let caches = dereference::Caches {
-        clusters: clusters.store.clone(),
-        deployments: deployments.store.clone(),
-        machines: machines.store.clone(),
-        configs: configs.store.clone(),
-        acis: acis.store.clone(),
-        image_sets: image_sets.store.clone(),
+        clusters: watched.clusters.store.clone(),
+        deployments: watched.deployments.store.clone(),
+        machines: watched.machines.store.clone(),
+        configs: configs.store,
+        acis: watched.acis.store.clone(),
+        image_sets: image_sets.store,
         recent: cache::Recent::new(dereference::RECENT_FOR),
     };
-    caches.wait_until_ready().await;
-    let ctx = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
-        metrics: ControllerMetrics::register(&registry, "openshiftassistedcontrolplane"),
-        install: InstallMetrics::register(&registry),
-        releases: release_lookup::Resolver::new(),
-        client: client.clone(),
-        applied: Applied::new(RESYNC),
-        status_pace: manager::pace::Pace::new(STATUS_EVERY),
-        caches,
-    });
-    let store = oacps.store.clone();
-    let md_store = store.clone();
-    Controller::for_stream(oacps.triggers.remove(0), store)
-        .watches_stream(machines.triggers.remove(0), |m| {
-            cache::controller_owner::<OpenshiftAssistedControlPlane>(&m)
+    (watched, caches)
+}
+
+/// A MachineDeployment changes the worker count of its cluster's control plane.
+fn control_planes_of_deployment(
+    control_planes: &kube::runtime::reflector::Store<OpenshiftAssistedControlPlane>,
+    md: &MachineDeployment,
+) -> Vec<ObjectRef<OpenshiftAssistedControlPlane>> {
+    let namespace = md.namespace();
+    let cluster = &md.spec.cluster_name;
+    control_planes
+        .state()
+        .into_iter()
+        .filter(|cp| {
+            cp.namespace() == namespace
+                && cp
+                    .owner_references()
+                    .iter()
+                    .any(|o| o.kind == "Cluster" && &o.name == cluster)
         })
-        .watches_stream(acis.triggers.remove(0), |aci| {
-            cache::controller_owner::<OpenshiftAssistedControlPlane>(&aci)
-        })
-        .watches_stream(clusters.triggers.remove(0), |cluster| {
-            control_plane_of(&cluster)
-        })
-        .watches_stream(deployments.triggers.remove(0), move |md| {
-            // A MachineDeployment changes the worker count of its cluster's control plane.
-            let namespace = md.namespace();
-            let cluster = md.spec.cluster_name.clone();
-            md_store
-                .state()
-                .into_iter()
-                .filter(|cp| {
-                    cp.namespace() == namespace
-                        && cp
-                            .owner_references()
-                            .iter()
-                            .any(|o| o.kind == "Cluster" && o.name == cluster)
-                })
-                .map(|cp| ObjectRef::from_obj(&*cp))
-                .collect::<Vec<_>>()
-        })
-        .graceful_shutdown_on(async move {
-            let _ = shutdown.wait_for(|stop| *stop).await;
-        })
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
-            }
-        })
-        .await;
+        .map(|cp| ObjectRef::from_obj(&*cp))
+        .collect()
 }
 
 /// The control plane a Cluster references, if it is one of ours.
