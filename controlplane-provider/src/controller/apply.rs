@@ -24,14 +24,16 @@ fn params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
 }
 
+/// Writes the plan in a fixed order: the control plane's own fields, the objects the install
+/// reads (pull secret, Hive objects), the Machines, the kubeconfig, conditions on Machines, the
+/// upgrade request, etcd removals and hooks, then status and events.
 pub async fn apply(
     ctx: &Context,
     oacp: &OpenshiftAssistedControlPlane,
-    plan: Plan,
+    mut plan: Plan,
     workload: Option<&kube::Client>,
 ) -> Result<Action, Error> {
     let ns = oacp.namespace().unwrap_or_default();
-    let name = oacp.name_any();
     let client = &ctx.client;
 
     if let Some(cleanup) = &plan.cleanup {
@@ -39,7 +41,49 @@ pub async fn apply(
         set_hooks(client, &ns, &plan.hooks.release, false).await?;
         return delete(ctx, oacp, cleanup, &plan).await;
     }
+    apply_control_plane_fields(ctx, oacp, &plan).await?;
+    apply_install_inputs(ctx, oacp, &plan).await?;
+    if let Some(hive) = &plan.hive {
+        apply_hive(ctx, oacp, hive, workload).await?;
+    }
+    apply_machines(ctx, &ns, &plan).await?;
+    if let Some(secret) = &plan.kubeconfig {
+        apply_changed(
+            ctx,
+            oacp,
+            Api::<Secret>::namespaced(client.clone(), &ns),
+            secret,
+            "kubeconfig Secret",
+        )
+        .await?;
+    }
+    for (machine, condition) in &plan.machine_conditions {
+        write_machine_condition(ctx, &ns, machine, condition, FIELD_MANAGER).await?;
+    }
+    if let Some((machine, condition)) = &plan.owner_remediated {
+        write_machine_condition(ctx, &ns, machine, condition, REMEDIATION_FIELD_MANAGER).await?;
+    }
+    if let (Some(update), Some(workload)) = (&plan.upgrade_request, workload) {
+        request_upgrade(workload, update).await?;
+    }
+    remove_masters(oacp, &mut plan, client, &ns, workload).await;
+    apply_hooks(&mut plan, client, &ns, workload).await?;
+    let status_turn = write_status(ctx, oacp, &plan).await?;
+    publish_events(ctx, oacp, &plan).await;
+    tracing::debug!(namespace = %ns, name = %oacp.name_any(), "reconciled");
+    Ok(action(plan.requeue, status_turn))
+}
 
+/// The control plane's own metadata: the finalizer, and when image mode rolled out the
+/// annotation that says so.
+async fn apply_control_plane_fields(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: &Plan,
+) -> Result<(), Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let name = oacp.name_any();
+    let client = &ctx.client;
     if plan.write_finalizer {
         manager::controller::set_finalizer(&ctx.client, oacp, FIELD_MANAGER, FINALIZER, true)
             .await?;
@@ -56,6 +100,18 @@ pub async fn apply(
                 source,
             })?;
     }
+    Ok(())
+}
+
+/// The objects the install reads beside the Hive ones: the image-mode logs ConfigMap and the
+/// placeholder pull secret.
+async fn apply_install_inputs(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: &Plan,
+) -> Result<(), Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let client = &ctx.client;
     if let Some(cm) = &plan.image_mode_logs {
         apply_changed(
             ctx,
@@ -76,75 +132,93 @@ pub async fn apply(
         )
         .await?;
     }
-    if let Some(hive) = &plan.hive {
+    Ok(())
+}
+
+/// The ClusterImageSet, the generated manifests, the ClusterDeployment and the
+/// AgentClusterInstall (each sent only when changed), then the push Secrets to the installed
+/// cluster.
+async fn apply_hive(
+    ctx: &Context,
+    oacp: &OpenshiftAssistedControlPlane,
+    hive: &super::plan::HiveObjects,
+    workload: Option<&kube::Client>,
+) -> Result<(), Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let client = &ctx.client;
+    apply_changed(
+        ctx,
+        oacp,
+        Api::<ClusterImageSet>::all(client.clone()),
+        &hive.image_set,
+        "ClusterImageSet",
+    )
+    .await?;
+    if let Some(manifests) = &hive.registry_manifests {
         apply_changed(
             ctx,
             oacp,
-            Api::<ClusterImageSet>::all(client.clone()),
-            &hive.image_set,
-            "ClusterImageSet",
+            Api::<ConfigMap>::namespaced(client.clone(), &ns),
+            manifests,
+            "mirror manifests ConfigMap",
         )
         .await?;
-        if let Some(manifests) = &hive.registry_manifests {
-            apply_changed(
-                ctx,
-                oacp,
-                Api::<ConfigMap>::namespaced(client.clone(), &ns),
-                manifests,
-                "mirror manifests ConfigMap",
-            )
-            .await?;
-        }
-        if let Some(manifests) = &hive.image_mode_manifests {
-            apply_changed(
-                ctx,
-                oacp,
-                Api::<ConfigMap>::namespaced(client.clone(), &ns),
-                manifests,
-                "image mode manifests ConfigMap",
-            )
-            .await?;
-        }
-        // Without `spec.installed`, which the core sets once the cluster is installed.
-        let cd_name = hive.cluster_deployment.name_any();
-        let cd_body = super::hive::cluster_deployment_apply_body(&hive.cluster_deployment);
-        let cd_key = applied_key(oacp, &hive.cluster_deployment);
-        let cd_hash = super::Applied::hash(&cd_body);
-        if !ctx.applied.is_current(&cd_key, cd_hash) {
-            Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-                .patch(&cd_name, &params(), &Patch::Apply(&cd_body))
-                .await
-                .map_err(|source| Error::Apply {
-                    what: format!("ClusterDeployment {cd_name}"),
-                    source,
-                })?;
-            ctx.applied.record(&cd_key, cd_hash);
-        }
-        // Sent before and still held by the cached AgentClusterInstall: not sent again.
-        let aci = &hive.agent_cluster_install;
-        let cached = ctx
-            .caches
-            .acis
-            .get(&kube::runtime::reflector::ObjectRef::from_obj(aci));
-        let key = applied_key(oacp, aci);
-        let (skip, hash) =
-            manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), aci);
-        if !skip {
-            apply_one(
-                Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
-                aci,
-                "AgentClusterInstall",
-            )
-            .await?;
-            ctx.applied.record(&key, hash);
-        }
-        if let Some(workload) = workload {
-            copy_push_secrets(ctx, oacp, workload, &hive.push_secrets).await;
-        }
     }
+    if let Some(manifests) = &hive.image_mode_manifests {
+        apply_changed(
+            ctx,
+            oacp,
+            Api::<ConfigMap>::namespaced(client.clone(), &ns),
+            manifests,
+            "image mode manifests ConfigMap",
+        )
+        .await?;
+    }
+    // Without `spec.installed`, which the core sets once the cluster is installed.
+    let cd_name = hive.cluster_deployment.name_any();
+    let cd_body = super::hive::cluster_deployment_apply_body(&hive.cluster_deployment);
+    let cd_key = applied_key(oacp, &hive.cluster_deployment);
+    let cd_hash = super::Applied::hash(&cd_body);
+    if !ctx.applied.is_current(&cd_key, cd_hash) {
+        Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+            .patch(&cd_name, &params(), &Patch::Apply(&cd_body))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("ClusterDeployment {cd_name}"),
+                source,
+            })?;
+        ctx.applied.record(&cd_key, cd_hash);
+    }
+    // Sent before and still held by the cached AgentClusterInstall: not sent again.
+    let aci = &hive.agent_cluster_install;
+    let cached = ctx
+        .caches
+        .acis
+        .get(&kube::runtime::reflector::ObjectRef::from_obj(aci));
+    let key = applied_key(oacp, aci);
+    let (skip, hash) = manager::controller::unchanged(&ctx.applied, &key, cached.as_deref(), aci);
+    if !skip {
+        apply_one(
+            Api::<AgentClusterInstall>::namespaced(client.clone(), &ns),
+            aci,
+            "AgentClusterInstall",
+        )
+        .await?;
+        ctx.applied.record(&key, hash);
+    }
+    if let Some(workload) = workload {
+        copy_push_secrets(ctx, oacp, workload, &hive.push_secrets).await;
+    }
+    Ok(())
+}
+
+/// Each new control-plane Machine's infrastructure machine, bootstrap config and Machine (in
+/// that order: CAPI finds the first two by the Machine), then the Machines to delete.
+async fn apply_machines(ctx: &Context, ns: &str, plan: &Plan) -> Result<(), Error> {
+    let client = &ctx.client;
     for m in &plan.create {
         let infra_api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), &ns, &m.infra_resource);
+            Api::namespaced_with(client.clone(), ns, &m.infra_resource);
         let infra_name = m.infra.name_any();
         infra_api
             .patch(&infra_name, &params(), &Patch::Apply(&m.infra))
@@ -154,71 +228,82 @@ pub async fn apply(
                 source,
             })?;
         apply_one(
-            Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), &ns),
+            Api::<OpenshiftAssistedConfig>::namespaced(client.clone(), ns),
             &m.config,
             "OpenshiftAssistedConfig",
         )
         .await?;
         apply_one(
-            Api::<Machine>::namespaced(client.clone(), &ns),
+            Api::<Machine>::namespaced(client.clone(), ns),
             &m.machine,
             "Machine",
         )
         .await?;
     }
     for machine in &plan.delete {
-        manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), &ns), machine)
+        manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), machine)
             .await?;
     }
-    if let Some(secret) = &plan.kubeconfig {
-        apply_changed(
-            ctx,
-            oacp,
-            Api::<Secret>::namespaced(client.clone(), &ns),
-            secret,
-            "kubeconfig Secret",
-        )
-        .await?;
-    }
-    for (machine, condition) in &plan.machine_conditions {
-        write_machine_condition(ctx, &ns, machine, condition, FIELD_MANAGER).await?;
-    }
-    if let Some((machine, condition)) = &plan.owner_remediated {
-        write_machine_condition(ctx, &ns, machine, condition, REMEDIATION_FIELD_MANAGER).await?;
-    }
-    if let (Some(update), Some(workload)) = (&plan.upgrade_request, workload) {
-        // A merge patch of the one field: the CVO and `oc adm upgrade` own the rest.
-        Api::<DynamicObject>::all_with(
-            workload.clone(),
-            &super::dereference::cluster_version_resource(),
-        )
-        .patch(
-            super::upgrade::CLUSTER_VERSION_NAME,
-            &PatchParams::default(),
-            &Patch::Merge(update.patch()),
-        )
-        .await
-        .map_err(|source| Error::Apply {
-            what: "the installed cluster's ClusterVersion version (spec.desiredUpdate)".into(),
-            source,
-        })?;
-    }
-    let mut plan = plan;
+    Ok(())
+}
+
+/// Asks the installed cluster's CVO for the update.
+async fn request_upgrade(
+    workload: &kube::Client,
+    update: &super::upgrade::DesiredUpdate,
+) -> Result<(), Error> {
+    // A merge patch of the one field: the CVO and `oc adm upgrade` own the rest.
+    Api::<DynamicObject>::all_with(
+        workload.clone(),
+        &super::dereference::cluster_version_resource(),
+    )
+    .patch(
+        super::upgrade::CLUSTER_VERSION_NAME,
+        &PatchParams::default(),
+        &Patch::Merge(update.patch()),
+    )
+    .await
+    .map_err(|source| Error::Apply {
+        what: "the installed cluster's ClusterVersion version (spec.desiredUpdate)".into(),
+        source,
+    })?;
+    Ok(())
+}
+
+/// The planned remediation and scale-down removals; a failure becomes the step's event and
+/// condition, not an error (the next reconcile repeats the idempotent steps).
+async fn remove_masters(
+    oacp: &OpenshiftAssistedControlPlane,
+    plan: &mut Plan,
+    client: &kube::Client,
+    ns: &str,
+    workload: Option<&kube::Client>,
+) {
     if let Some(r) = plan.remediation.clone()
-        && let Err(message) = remove_master(client, &ns, workload, &r).await
+        && let Err(message) = remove_master(client, ns, workload, &r).await
     {
-        remediation_failed(oacp, &mut plan, &r, message.to_string());
+        remediation_failed(oacp, plan, &r, message.to_string());
     }
     if let Some(r) = plan.scale_down.clone()
-        && let Err(message) = remove_master(client, &ns, workload, &r).await
+        && let Err(message) = remove_master(client, ns, workload, &r).await
     {
-        scale_down_failed(&mut plan, &r, message.to_string());
+        scale_down_failed(plan, &r, message.to_string());
     }
-    set_hooks(client, &ns, &plan.hooks.add, true).await?;
-    set_hooks(client, &ns, &plan.hooks.release, false).await?;
+}
+
+/// Our pre-terminate hooks added and released; a deleted Machine's hook goes once its etcd
+/// member is removed (a failure is a warning event, and the hook holds the host).
+async fn apply_hooks(
+    plan: &mut Plan,
+    client: &kube::Client,
+    ns: &str,
+    workload: Option<&kube::Client>,
+) -> Result<(), Error> {
+    set_hooks(client, ns, &plan.hooks.add, true).await?;
+    set_hooks(client, ns, &plan.hooks.release, false).await?;
     if let Some(r) = plan.hooks.clean_up.clone() {
         match remove_member(workload, &r).await {
-            Ok(()) => set_hooks(client, &ns, std::slice::from_ref(&r.machine), false).await?,
+            Ok(()) => set_hooks(client, ns, std::slice::from_ref(&r.machine), false).await?,
             Err(message) => {
                 plan.events.retain(|e| e.reason != "EtcdMemberRemoved");
                 plan.events.push(manager::controller::PlannedEvent {
@@ -233,10 +318,7 @@ pub async fn apply(
             }
         }
     }
-    let status_turn = write_status(ctx, oacp, &plan).await?;
-    publish_events(ctx, oacp, &plan).await;
-    tracing::debug!(namespace = %ns, name = %name, "reconciled");
-    Ok(action(plan.requeue, status_turn))
+    Ok(())
 }
 
 /// The plan's requeue, or sooner when a status write waits for its turn.
