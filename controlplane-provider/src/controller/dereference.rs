@@ -144,6 +144,9 @@ impl Caches {
     }
 }
 
+/// Everything one reconcile reads, one read per concern: the Cluster and its Machines, the
+/// template, the install objects, the Secrets and ConfigMaps the spec names, the release's
+/// digest, and the installed cluster's API.
 pub async fn dereference(
     client: &Client,
     caches: &Caches,
@@ -161,27 +164,8 @@ pub async fn dereference(
     let cluster = cluster_name
         .as_ref()
         .and_then(|n| cache::get(&caches.clusters, &ns, n));
-
     let (worker_replicas, machines, cluster_configs) = match &cluster {
-        Some(c) => {
-            let live: Vec<MachineDeployment> =
-                cache::labelled(&caches.deployments, &ns, CLUSTER_NAME_LABEL, &c.name_any())
-                    .into_iter()
-                    .filter(|md| md.metadata.deletion_timestamp.is_none())
-                    .collect();
-            let workers = super::hive::worker_agents(&live);
-            let mut machines: Vec<Machine> =
-                cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &c.name_any())
-                    .into_iter()
-                    .filter(|m| controlled_by(m, &oacp))
-                    .collect();
-            // In name order, as a list answers.
-            machines.sort_by_key(|m| m.name_any());
-            let mut configs =
-                cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &c.name_any());
-            configs.sort_by_key(|c| c.name_any());
-            (workers, machines, configs)
-        }
+        Some(c) => read_cluster_objects(caches, &oacp, c),
         None => (0, Vec::new(), Vec::new()),
     };
     let mut architectures = vec![
@@ -200,18 +184,7 @@ pub async fn dereference(
         .filter(|c| machines.iter().any(|m| m.metadata.name == c.metadata.name))
         .map(|c| (c.name_any(), c))
         .collect();
-
-    // The template matters only to make a Machine: read it only while there are fewer than
-    // wanted (CAPI reads it at creation too).
-    let live = machines
-        .iter()
-        .filter(|m| m.metadata.deletion_timestamp.is_none())
-        .count();
-    let template = if (live as i32) < machines::desired_replicas(&oacp) {
-        infrastructure_template(client, &caches.recent, &oacp).await?
-    } else {
-        Template::NotNeeded
-    };
+    let template = read_template_if_needed(client, caches, &oacp, &machines).await?;
 
     let aci = cache::get(&caches.acis, &ns, &name);
     // Only deletion asks (the ClusterDeployment can outlive its AgentClusterInstall).
@@ -230,79 +203,15 @@ pub async fn dereference(
             .map(<[u8]>::to_vec),
         None => None,
     };
-    let mut pull_secret_json = None;
-    let pull_secret = match oacp
-        .spec
-        .config
-        .as_ref()
-        .and_then(|c| c.pull_secret_ref.as_ref())
-    {
-        Some(r) if !r.name.is_empty() => match secret_read(caches, &secrets, &ns, &r.name).await? {
-            Some(secret) => {
-                pull_secret_json = secret
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(".dockerconfigjson"))
-                    .and_then(|v| String::from_utf8(v.0.clone()).ok());
-                PullSecret::Present(r.name.clone())
-            }
-            None => PullSecret::Missing(r.name.clone()),
-        },
-        _ => PullSecret::Unset,
-    };
-    let image_registry = match oacp
-        .spec
-        .config
-        .as_ref()
-        .and_then(|c| c.image_registry_ref.as_ref())
-    {
-        Some(r) if !r.name.is_empty() => {
-            match Api::<ConfigMap>::namespaced(client.clone(), &ns)
-                .get_opt(&r.name)
-                .await
-                .map_err(Error::Read)?
-            {
-                Some(cm) => ImageRegistry::Present {
-                    name: r.name.clone(),
-                    data: cm.data.unwrap_or_default(),
-                },
-                None => ImageRegistry::Missing(r.name.clone()),
-            }
-        }
-        _ => ImageRegistry::Unset,
-    };
-
+    let (pull_secret, pull_secret_json) = read_pull_secret(caches, &secrets, &oacp).await?;
+    let image_registry = read_image_registry(client, &oacp).await?;
     let mut image_mode_push_secrets = BTreeMap::new();
     for secret in super::image_mode::push_secret_names(&oacp) {
         let found = secret_read(caches, &secrets, &ns, &secret).await?;
         image_mode_push_secrets.insert(secret, found);
     }
 
-    // The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
-    // `/version` is asked only while no Node reports its kubelet's version.
-    let installed = aci
-        .as_ref()
-        .and_then(|a| a.status.as_ref())
-        .and_then(|s| s.debug_info.state.as_deref())
-        .is_some_and(|state| {
-            super::install::Install {
-                state: state.to_string(),
-                ..Default::default()
-            }
-            .installed()
-        });
-    let version_known = oacp
-        .status
-        .as_ref()
-        .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
-    let installing = aci
-        .as_ref()
-        .and_then(|a| a.status.as_ref())
-        .and_then(|s| s.debug_info.state.as_deref())
-        .is_some_and(|state| {
-            !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&state)
-        })
-        && !installed;
+    let (installed, installing) = install_progress(aci.as_ref());
     let installing_image_set = if installing {
         let set = super::release::cluster_image_set_name(&ns, &name);
         caches
@@ -334,52 +243,19 @@ pub async fn dereference(
         }
         _ => None,
     };
-    let mut workload = None;
-    let mut workload_version = WorkloadVersion::NotRead;
-    let mut cluster_version = WorkloadClusterVersion::NotRead;
-    let mut control_plane_kubelets = Vec::new();
-    if let Some(kc) = &admin_kubeconfig
-        && (installed || !version_known)
-    {
-        match workload_client(kc).await {
-            Err(why) => {
-                let why = why.to_string();
-                workload_version = WorkloadVersion::Unreachable(why.clone());
-                if installed {
-                    cluster_version = WorkloadClusterVersion::Unreachable(why);
-                }
-            }
-            Ok(client) => {
-                if installed {
-                    cluster_version = read_cluster_version(&client).await;
-                    control_plane_kubelets = read_control_plane_kubelets(&client).await;
-                }
-                if !version_known && control_plane_kubelets.is_empty() {
-                    workload_version = read_workload_version(&client).await;
-                }
-                workload = Some(client);
-            }
-        }
-    }
 
-    let etcd_members = read_etcd_members(&oacp, installed, &machines, workload.as_ref()).await;
-    let pools: Vec<String> = oacp
-        .spec
-        .config
+    let version_known = oacp
+        .status
         .as_ref()
-        .and_then(|c| c.image_mode.as_ref())
-        .map(|m| m.pools.iter().map(|p| p.pool.clone()).collect())
-        .unwrap_or_default();
-    let image_mode_rollout = match (&workload, installed && !pools.is_empty()) {
-        (Some(w), true) => read_image_mode(w, &pools).await,
-        (None, true) => match &workload_version {
-            WorkloadVersion::Unreachable(why) => {
-                super::image_mode::Rollout::Unreachable(why.clone())
-            }
-            _ => super::image_mode::Rollout::NotRead,
-        },
-        _ => super::image_mode::Rollout::NotRead,
+        .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
+    let read = match &admin_kubeconfig {
+        Some(kc) if installed || !version_known => {
+            read_workload(kc, installed, version_known).await
+        }
+        _ => WorkloadReads::default(),
     };
+    let etcd_members = read_etcd_members(&oacp, installed, &machines, read.workload.as_ref()).await;
+    let image_mode_rollout = read_image_mode_rollout(&oacp, installed, &read).await;
 
     Ok(Dereferenced {
         oacp,
@@ -396,14 +272,206 @@ pub async fn dereference(
         image_registry,
         image_mode_push_secrets,
         image_mode_rollout,
-        workload_version,
-        cluster_version,
-        control_plane_kubelets,
-        workload,
+        workload_version: read.workload_version,
+        cluster_version: read.cluster_version,
+        control_plane_kubelets: read.control_plane_kubelets,
+        workload: read.workload,
         installing_image_set,
         release_lookup,
         etcd_members,
     })
+}
+
+/// From the watch caches: the Cluster's worker count (its live MachineDeployments), our
+/// Machines and the cluster's configs, each in name order as a list answers.
+fn read_cluster_objects(
+    caches: &Caches,
+    oacp: &OpenshiftAssistedControlPlane,
+    cluster: &Cluster,
+) -> (i32, Vec<Machine>, Vec<OpenshiftAssistedConfig>) {
+    let ns = oacp.namespace().unwrap_or_default();
+    let cluster_name = cluster.name_any();
+    let live: Vec<MachineDeployment> =
+        cache::labelled(&caches.deployments, &ns, CLUSTER_NAME_LABEL, &cluster_name)
+            .into_iter()
+            .filter(|md| md.metadata.deletion_timestamp.is_none())
+            .collect();
+    let workers = super::hive::worker_agents(&live);
+    let mut machines: Vec<Machine> =
+        cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &cluster_name)
+            .into_iter()
+            .filter(|m| controlled_by(m, oacp))
+            .collect();
+    machines.sort_by_key(|m| m.name_any());
+    let mut configs = cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name);
+    configs.sort_by_key(|c| c.name_any());
+    (workers, machines, configs)
+}
+
+/// The template matters only to make a Machine: read it only while there are fewer than
+/// wanted (CAPI reads it at creation too).
+async fn read_template_if_needed(
+    client: &Client,
+    caches: &Caches,
+    oacp: &OpenshiftAssistedControlPlane,
+    machines: &[Machine],
+) -> Result<Template, Error> {
+    let live = machines
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .count();
+    if (live as i32) < machines::desired_replicas(oacp) {
+        infrastructure_template(client, &caches.recent, oacp).await
+    } else {
+        Ok(Template::NotNeeded)
+    }
+}
+
+/// `config.pullSecretRef`: whether it is there, and its `.dockerconfigjson` for the registry.
+async fn read_pull_secret(
+    caches: &Caches,
+    secrets: &Api<Secret>,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<(PullSecret, Option<String>), Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let reference = oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.pull_secret_ref.as_ref());
+    Ok(match reference {
+        Some(r) if !r.name.is_empty() => match secret_read(caches, secrets, &ns, &r.name).await? {
+            Some(secret) => {
+                let json = secret
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(".dockerconfigjson"))
+                    .and_then(|v| String::from_utf8(v.0.clone()).ok());
+                (PullSecret::Present(r.name.clone()), json)
+            }
+            None => (PullSecret::Missing(r.name.clone()), None),
+        },
+        _ => (PullSecret::Unset, None),
+    })
+}
+
+/// `config.imageRegistryRef`'s ConfigMap.
+async fn read_image_registry(
+    client: &Client,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<ImageRegistry, Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let reference = oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.image_registry_ref.as_ref());
+    Ok(match reference {
+        Some(r) if !r.name.is_empty() => {
+            match Api::<ConfigMap>::namespaced(client.clone(), &ns)
+                .get_opt(&r.name)
+                .await
+                .map_err(Error::Read)?
+            {
+                Some(cm) => ImageRegistry::Present {
+                    name: r.name.clone(),
+                    data: cm.data.unwrap_or_default(),
+                },
+                None => ImageRegistry::Missing(r.name.clone()),
+            }
+        }
+        _ => ImageRegistry::Unset,
+    })
+}
+
+/// Whether the cluster is installed, and whether its day-1 install runs (past the pre-install
+/// states, not installed yet), from the AgentClusterInstall's state.
+fn install_progress(aci: Option<&AgentClusterInstall>) -> (bool, bool) {
+    let state = aci
+        .and_then(|a| a.status.as_ref())
+        .and_then(|s| s.debug_info.state.as_deref());
+    let installed = state.is_some_and(|state| {
+        super::install::Install {
+            state: state.to_string(),
+            ..Default::default()
+        }
+        .installed()
+    });
+    let installing = state.is_some_and(|state| {
+        !assisted_api::agentclusterinstall::PRE_INSTALL_STATES.contains(&state)
+    }) && !installed;
+    (installed, installing)
+}
+
+/// What the installed cluster's API said.
+struct WorkloadReads {
+    workload: Option<Client>,
+    workload_version: WorkloadVersion,
+    cluster_version: WorkloadClusterVersion,
+    control_plane_kubelets: Vec<String>,
+}
+
+impl Default for WorkloadReads {
+    /// Nothing read: no kubeconfig yet, or nothing to ask.
+    fn default() -> Self {
+        WorkloadReads {
+            workload: None,
+            workload_version: WorkloadVersion::NotRead,
+            cluster_version: WorkloadClusterVersion::NotRead,
+            control_plane_kubelets: Vec::new(),
+        }
+    }
+}
+
+/// The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
+/// `/version` is asked only while no Node reports its kubelet's version.
+async fn read_workload(kubeconfig: &[u8], installed: bool, version_known: bool) -> WorkloadReads {
+    let mut read = WorkloadReads::default();
+    match workload_client(kubeconfig).await {
+        Err(why) => {
+            let why = why.to_string();
+            read.workload_version = WorkloadVersion::Unreachable(why.clone());
+            if installed {
+                read.cluster_version = WorkloadClusterVersion::Unreachable(why);
+            }
+        }
+        Ok(client) => {
+            if installed {
+                read.cluster_version = read_cluster_version(&client).await;
+                read.control_plane_kubelets = read_control_plane_kubelets(&client).await;
+            }
+            if !version_known && read.control_plane_kubelets.is_empty() {
+                read.workload_version = read_workload_version(&client).await;
+            }
+            read.workload = Some(client);
+        }
+    }
+    read
+}
+
+/// The image-mode pools' rollout, read once installed when the spec has pools.
+async fn read_image_mode_rollout(
+    oacp: &OpenshiftAssistedControlPlane,
+    installed: bool,
+    read: &WorkloadReads,
+) -> super::image_mode::Rollout {
+    let pools: Vec<String> = oacp
+        .spec
+        .config
+        .as_ref()
+        .and_then(|c| c.image_mode.as_ref())
+        .map(|m| m.pools.iter().map(|p| p.pool.clone()).collect())
+        .unwrap_or_default();
+    match (&read.workload, installed && !pools.is_empty()) {
+        (Some(w), true) => read_image_mode(w, &pools).await,
+        (None, true) => match &read.workload_version {
+            WorkloadVersion::Unreachable(why) => {
+                super::image_mode::Rollout::Unreachable(why.clone())
+            }
+            _ => super::image_mode::Rollout::NotRead,
+        },
+        _ => super::image_mode::Rollout::NotRead,
+    }
 }
 
 /// A Secret of the control plane's namespace, through [`Recent`].
