@@ -156,29 +156,12 @@ pub async fn dereference(
     let ns = oacp.namespace().unwrap_or_default();
     let name = oacp.name_any();
 
-    let cluster_name = oacp
-        .owner_references()
-        .iter()
-        .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
-        .map(|o| o.name.clone());
-    let cluster = cluster_name
-        .as_ref()
-        .and_then(|n| cache::get(&caches.clusters, &ns, n));
+    let cluster = owning_cluster(caches, &oacp);
     let (worker_replicas, machines, cluster_configs) = match &cluster {
         Some(c) => read_cluster_objects(caches, &oacp, c),
         None => (0, Vec::new(), Vec::new()),
     };
-    let mut architectures = vec![
-        oacp.spec
-            .openshift_assisted_config_spec
-            .cpu_architecture
-            .clone(),
-    ];
-    architectures.extend(
-        cluster_configs
-            .iter()
-            .map(|c| c.spec.cpu_architecture.clone()),
-    );
+    let architectures = architectures(&oacp, &cluster_configs);
     let configs = cluster_configs
         .into_iter()
         .filter(|c| machines.iter().any(|m| m.metadata.name == c.metadata.name))
@@ -187,73 +170,34 @@ pub async fn dereference(
     let template = read_template_if_needed(client, caches, &oacp, &machines).await?;
 
     let aci = cache::get(&caches.acis, &ns, &name);
-    // Only deletion asks (the ClusterDeployment can outlive its AgentClusterInstall).
-    let cluster_deployment_exists = oacp.metadata.deletion_timestamp.is_some()
-        && Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
-            .get_opt(&name)
-            .await
-            .map_err(Error::Read)?
-            .is_some();
+    let cluster_deployment_exists = cluster_deployment_exists(client, &oacp).await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let admin_kubeconfig = match aci.as_ref().and_then(kubeconfig::source_secret_name) {
-        Some(source) => secret_read(caches, &secrets, &ns, &source)
-            .await?
-            .as_ref()
-            .and_then(kubeconfig::source_kubeconfig)
-            .map(<[u8]>::to_vec),
-        None => None,
-    };
+    let admin_kubeconfig = read_admin_kubeconfig(caches, &secrets, &ns, aci.as_ref()).await?;
     let (pull_secret, pull_secret_json) = read_pull_secret(caches, &secrets, &oacp).await?;
     let image_registry = read_image_registry(client, &oacp).await?;
-    let mut image_mode_push_secrets = BTreeMap::new();
-    for secret in super::image_mode::push_secret_names(&oacp) {
-        let found = secret_read(caches, &secrets, &ns, &secret).await?;
-        image_mode_push_secrets.insert(secret, found);
-    }
+    let image_mode_push_secrets = read_push_secrets(caches, &secrets, &oacp).await?;
 
     let (installed, installing) = install_progress(aci.as_ref());
-    let installing_image_set = if installing {
-        let set = super::release::cluster_image_set_name(&ns, &name);
-        caches
-            .image_sets
-            .get(&kube::runtime::reflector::ObjectRef::new(&set))
-            .map(|o| (*o).clone())
-    } else {
-        None
-    };
+    let installing_image_set = installing.then(|| image_set(caches, &ns, &name)).flatten();
     // The release's digest: asked whenever the ClusterImageSet may be written (answers are
     // kept, see `release_lookup`), never while the install runs on the release it has.
     let asks_registry = !installing
         && oacp.metadata.deletion_timestamp.is_none()
         && !matches!(pull_secret, PullSecret::Missing(_));
-    let release_lookup = match super::release::control_plane_release_image(&oacp, &architectures) {
-        Ok(image) if asks_registry => {
-            // Through the mirrors of imageRegistryRef (a malformed one blocks elsewhere).
-            let mirrors = match &image_registry {
-                ImageRegistry::Present { data, .. } => {
-                    assisted_core::domain::mirrors::parse(data).ok()
-                }
-                _ => None,
-            };
-            Some(
-                releases
-                    .resolve(&image, pull_secret_json.as_deref(), mirrors.as_ref())
-                    .await,
-            )
-        }
-        _ => None,
+    let release_lookup = if asks_registry {
+        lookup_release(
+            releases,
+            &oacp,
+            &architectures,
+            &image_registry,
+            pull_secret_json.as_deref(),
+        )
+        .await
+    } else {
+        None
     };
 
-    let version_known = oacp
-        .status
-        .as_ref()
-        .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
-    let read = match &admin_kubeconfig {
-        Some(kc) if installed || !version_known => {
-            read_workload(kc, installed, version_known).await
-        }
-        _ => WorkloadReads::default(),
-    };
+    let read = read_workload(admin_kubeconfig.as_deref(), installed, &oacp).await;
     let etcd_members = read_etcd_members(&oacp, installed, &machines, read.workload.as_ref()).await;
     let image_mode_rollout = read_image_mode_rollout(&oacp, installed, &read).await;
 
@@ -280,6 +224,117 @@ pub async fn dereference(
         release_lookup,
         etcd_members,
     })
+}
+
+/// The CAPI Cluster that owns the control plane, from the watch cache.
+fn owning_cluster(caches: &Caches, oacp: &OpenshiftAssistedControlPlane) -> Option<Cluster> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let cluster_name = oacp
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
+        .map(|o| o.name.clone())?;
+    cache::get(&caches.clusters, &ns, &cluster_name)
+}
+
+/// Whether the ClusterDeployment is still there. Only deletion asks (the ClusterDeployment can
+/// outlive its AgentClusterInstall).
+async fn cluster_deployment_exists(
+    client: &Client,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<bool, Error> {
+    if oacp.metadata.deletion_timestamp.is_none() {
+        return Ok(false);
+    }
+    let ns = oacp.namespace().unwrap_or_default();
+    Ok(Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
+        .get_opt(&oacp.name_any())
+        .await
+        .map_err(Error::Read)?
+        .is_some())
+}
+
+/// The push Secrets image mode names, each as found (or not).
+async fn read_push_secrets(
+    caches: &Caches,
+    secrets: &Api<Secret>,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> Result<BTreeMap<String, Option<Secret>>, Error> {
+    let ns = oacp.namespace().unwrap_or_default();
+    let mut found = BTreeMap::new();
+    for secret in super::image_mode::push_secret_names(oacp) {
+        let read = secret_read(caches, secrets, &ns, &secret).await?;
+        found.insert(secret, read);
+    }
+    Ok(found)
+}
+
+/// The control plane's ClusterImageSet as the watch cache has it.
+fn image_set(caches: &Caches, ns: &str, name: &str) -> Option<ClusterImageSet> {
+    let set = super::release::cluster_image_set_name(ns, name);
+    caches
+        .image_sets
+        .get(&kube::runtime::reflector::ObjectRef::new(&set))
+        .map(|o| (*o).clone())
+}
+
+/// The CPU architectures the release must serve: the control plane's and every config's of
+/// the cluster.
+fn architectures(
+    oacp: &OpenshiftAssistedControlPlane,
+    cluster_configs: &[OpenshiftAssistedConfig],
+) -> Vec<Option<String>> {
+    std::iter::once(
+        oacp.spec
+            .openshift_assisted_config_spec
+            .cpu_architecture
+            .clone(),
+    )
+    .chain(
+        cluster_configs
+            .iter()
+            .map(|c| c.spec.cpu_architecture.clone()),
+    )
+    .collect()
+}
+
+/// The admin kubeconfig of the installed cluster, from the Secret its AgentClusterInstall
+/// names.
+async fn read_admin_kubeconfig(
+    caches: &Caches,
+    secrets: &Api<Secret>,
+    ns: &str,
+    aci: Option<&AgentClusterInstall>,
+) -> Result<Option<Vec<u8>>, Error> {
+    Ok(match aci.and_then(kubeconfig::source_secret_name) {
+        Some(source) => secret_read(caches, secrets, ns, &source)
+            .await?
+            .as_ref()
+            .and_then(kubeconfig::source_kubeconfig)
+            .map(<[u8]>::to_vec),
+        None => None,
+    })
+}
+
+/// The release's digest from its registry, through the mirrors of imageRegistryRef (a
+/// malformed one blocks elsewhere); `None` when the release image is invalid.
+async fn lookup_release(
+    releases: &release_lookup::Resolver,
+    oacp: &OpenshiftAssistedControlPlane,
+    architectures: &[Option<String>],
+    image_registry: &ImageRegistry,
+    pull_secret_json: Option<&str>,
+) -> Option<Lookup> {
+    let image = super::release::control_plane_release_image(oacp, architectures).ok()?;
+    let mirrors = match image_registry {
+        ImageRegistry::Present { data, .. } => assisted_core::domain::mirrors::parse(data).ok(),
+        _ => None,
+    };
+    Some(
+        releases
+            .resolve(&image, pull_secret_json, mirrors.as_ref())
+            .await,
+    )
 }
 
 /// From the watch caches: the Cluster's worker count (its live MachineDeployments), our
@@ -424,9 +479,21 @@ impl Default for WorkloadReads {
 }
 
 /// The installed cluster's API: its ClusterVersion and control-plane Nodes follow upgrades;
-/// `/version` is asked only while no Node reports its kubelet's version.
-async fn read_workload(kubeconfig: &[u8], installed: bool, version_known: bool) -> WorkloadReads {
+/// `/version` is asked only while no Node reports its kubelet's version. Nothing is asked
+/// without the admin kubeconfig, or before the install when the version is known.
+async fn read_workload(
+    kubeconfig: Option<&[u8]>,
+    installed: bool,
+    oacp: &OpenshiftAssistedControlPlane,
+) -> WorkloadReads {
     let mut read = WorkloadReads::default();
+    let version_known = oacp
+        .status
+        .as_ref()
+        .is_some_and(|s| s.version.as_deref().is_some_and(|v| !v.is_empty()));
+    let Some(kubeconfig) = kubeconfig.filter(|_| installed || !version_known) else {
+        return read;
+    };
     match workload_client(kubeconfig).await {
         Err(why) => {
             let why = why.to_string();
