@@ -205,10 +205,43 @@ fn machine_condition(machine: &Machine, type_: &str) -> bool {
         .is_some_and(|c| conditions::is_true(c, type_))
 }
 
+/// The control plane's conditions, one function each, in the order they are listed.
 pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
-    let counters = counters(inputs);
-    let install = inputs.install;
-    let progress = if install.state.is_empty() {
+    let (scaling_up, scaling_down) = scaling_conditions(inputs.scaling);
+    let recorded = inputs
+        .oacp
+        .status
+        .as_ref()
+        .and_then(|s| s.version.as_deref());
+    let (_, version) = kubernetes_version(
+        recorded,
+        inputs.workload_version,
+        inputs.control_plane_kubelets,
+        inputs.kubeconfig_published,
+    );
+    let mut out = vec![
+        available(inputs),
+        kubeconfig_available(inputs),
+        machines_ready(&counters(inputs)),
+        machines_up_to_date(inputs),
+        scaling_up,
+        scaling_down,
+        paused(inputs.paused),
+        deleting(inputs.deleting),
+        version,
+        remediating(inputs.machines, inputs.remediation),
+    ];
+    // Blocks nothing; present only while a field is set that takes no effect (the caller
+    // merges with `conditions::merge_owned` so that it leaves once none is).
+    out.extend(unsupported::fields_supported(inputs.oacp, inputs.install));
+    out.extend(inputs.upgrade.iter().cloned());
+    out.extend(inputs.image_mode.clone());
+    out
+}
+
+/// The install's progress in words, as the `Available` messages start.
+fn install_progress(install: &Install) -> String {
+    if install.state.is_empty() {
         "waiting for the assisted installer to accept the cluster".to_string()
     } else if install.state_info.is_empty() {
         format!("install {} ({}%)", install.state, install.percentage)
@@ -217,12 +250,18 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             "install {} ({}%): {}",
             install.state, install.percentage, install.state_info
         )
-    };
+    }
+}
 
+/// `Available`: the first row that holds, in order: a blocked plan, a failed image-mode
+/// rollout, the control plane up, then why the install waits or what it is doing.
+fn available(inputs: &StatusInputs) -> Desired {
+    let install = inputs.install;
+    let progress = install_progress(install);
     let image_failure = discovery_image_failure(inputs.configs);
     let image_mode_failure =
         super::image_mode::install_failure(inputs.oacp, inputs.image_mode.as_ref());
-    let available = match inputs.blocked {
+    match inputs.blocked {
         Some(b) => Desired::false_(AVAILABLE, b.reason, b.message.clone()),
         // Image mode's first rollout is part of the install: its failure fails the install.
         None if image_mode_failure.is_some() => Desired::false_(
@@ -286,9 +325,12 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             ),
         ),
         None => Desired::false_(AVAILABLE, "ControlPlaneInstalling", progress.clone()),
-    };
+    }
+}
 
-    let kubeconfig = if inputs.kubeconfig_published {
+/// `KubeconfigAvailable`: the admin kubeconfig's Secret is published.
+fn kubeconfig_available(inputs: &StatusInputs) -> Desired {
+    if inputs.kubeconfig_published {
         Desired::true_(
             KUBECONFIG_AVAILABLE,
             format!(
@@ -302,9 +344,12 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             "KubeconfigUnavailable",
             "the install has not produced the admin kubeconfig yet",
         )
-    };
+    }
+}
 
-    let machines_ready = if counters.replicas == 0 {
+/// `MachinesReady`: every control-plane Machine is ready.
+fn machines_ready(counters: &Counters) -> Desired {
+    if counters.replicas == 0 {
         Desired::unknown(
             MACHINES_READY,
             "NoMachines",
@@ -327,8 +372,11 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
                 counters.ready, counters.replicas
             ),
         )
-    };
+    }
+}
 
+/// `MachinesUpToDate`: every Machine's config is the spec's.
+fn machines_up_to_date(inputs: &StatusInputs) -> Desired {
     let stale: Vec<String> = inputs
         .machines
         .iter()
@@ -340,7 +388,7 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             )
         })
         .collect();
-    let up_to_date = if stale.is_empty() {
+    if stale.is_empty() {
         Desired::true_(MACHINES_UP_TO_DATE, "")
     } else {
         Desired::false_(
@@ -352,9 +400,12 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
                 stale.join(", ")
             ),
         )
-    };
+    }
+}
 
-    let (scaling_up, scaling_down) = match inputs.scaling {
+/// `ScalingUp` and `ScalingDown`, from the scaling decision.
+fn scaling_conditions(scaling: &Scaling) -> (Desired, Desired) {
+    match scaling {
         Scaling::Up(names) => (
             Desired::new(
                 SCALING_UP,
@@ -409,49 +460,27 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
             not_scaling(SCALING_UP, "NotScalingUp"),
             not_scaling(SCALING_DOWN, "NotScalingDown"),
         ),
-    };
+    }
+}
 
-    let paused = if inputs.paused {
+/// `Paused`.
+fn paused(paused: bool) -> Desired {
+    if paused {
         Desired::true_(
             PAUSED,
             "the Cluster or this control plane is paused; nothing is reconciled",
         )
     } else {
         Desired::false_(PAUSED, "NotPaused", "")
-    };
-    let deleting = match inputs.deleting {
+    }
+}
+
+/// `Deleting`, with what the deletion waits for.
+fn deleting(deleting: Option<&str>) -> Desired {
+    match deleting {
         Some(message) => Desired::new(DELETING, Status::True, "Deleting", message),
         None => Desired::false_(DELETING, "NotDeleting", ""),
-    };
-    let recorded = inputs
-        .oacp
-        .status
-        .as_ref()
-        .and_then(|s| s.version.as_deref());
-    let (_, version) = kubernetes_version(
-        recorded,
-        inputs.workload_version,
-        inputs.control_plane_kubelets,
-        inputs.kubeconfig_published,
-    );
-    let mut out = vec![
-        available,
-        kubeconfig,
-        machines_ready,
-        up_to_date,
-        scaling_up,
-        scaling_down,
-        paused,
-        deleting,
-        version,
-        remediating(inputs.machines, inputs.remediation),
-    ];
-    // Blocks nothing; present only while a field is set that takes no effect (the caller
-    // merges with `conditions::merge_owned` so that it leaves once none is).
-    out.extend(unsupported::fields_supported(inputs.oacp, install));
-    out.extend(inputs.upgrade.iter().cloned());
-    out.extend(inputs.image_mode.clone());
-    out
+    }
 }
 
 /// The `UpToDate` condition CAPI leaves to the control-plane provider on its Machines (the
