@@ -120,6 +120,9 @@ pub fn paused(d: &Dereferenced) -> bool {
             .is_some_and(|c| c.spec.paused == Some(true) || annotated(c.annotations()))
 }
 
+/// The plan, phase by phase: the objects (or the cleanup, or why it is blocked), the
+/// kubeconfig, upgrades, remediation and the Machines' hooks and removals, image mode, then
+/// status.
 pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
     let oacp = d.oacp.as_ref();
     let has_finalizer = oacp.finalizers().iter().any(|f| f == FINALIZER);
@@ -137,97 +140,214 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         requeue: Some(RESYNC),
         ..Default::default()
     };
-    let mut blocked: Option<Blocked> = None;
-    let mut scaling = Scaling::Steady;
-    let mut deleting: Option<String> = None;
     let paused = paused(d);
+    let Objects {
+        blocked,
+        mut scaling,
+        deleting,
+    } = plan_control_plane(&mut plan, d, &cluster_name, &install, &live, paused);
+    let kubeconfig_published = plan_kubeconfig(&mut plan, d, &cluster_name, paused);
+    let upgrade = plan_upgrade(&mut plan, d, &install, paused);
+
+    let decision = remediation_decision(&plan, d, &install, paused, now);
+    plan_remediation(&mut plan, oacp, &decision);
+    if !paused {
+        plan_hooks(&mut plan, d, install.installed());
+    }
+    if install.installed()
+        && let Scaling::Down(names) = &scaling
+    {
+        scaling = plan_master_removal(&mut plan, d, names, &decision);
+    }
+
+    let image_mode_condition =
+        image_mode::condition(oacp, install.installed(), &d.image_mode_rollout);
+    plan_image_mode(&mut plan, oacp, image_mode_condition.as_ref());
+    plan.image_mode_rolled_out &= !paused;
+    plan_image_mode_logs(&mut plan, d, image_mode_condition.as_ref());
+    let inputs = StatusInputs {
+        oacp,
+        cluster_name: &cluster_name,
+        machines: &live,
+        configs: &d.configs,
+        install: &install,
+        kubeconfig_published,
+        scaling: &scaling,
+        blocked: blocked.as_ref(),
+        paused,
+        deleting: deleting.as_deref(),
+        workload_version: &d.workload_version,
+        control_plane_kubelets: &d.control_plane_kubelets,
+        upgrade: &upgrade.conditions,
+        remediation: &decision,
+        image_mode: image_mode_condition,
+    };
+    plan.status = status_of(oacp, &inputs, upgrade.running.as_deref(), now);
+    if let remediation::Decision::Remediate(r) = &decision {
+        plan.status.last_remediation = Some(LastRemediationStatus {
+            machine: r.machine.clone(),
+            time: now.to_string(),
+            retry_count: r.retry_count,
+        });
+    }
+    if plan.cleanup.is_none() && !paused {
+        plan.machine_conditions =
+            status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
+        plan.owner_remediated = status::owner_remediated_condition(&d.machines, &decision, now);
+    }
+    // The workload API is not watched: an unanswered /version is asked again in a minute.
+    if matches!(d.workload_version, WorkloadVersion::Unreachable(_))
+        && plan.requeue.is_none_or(|r| r > BLOCKED_RECHECK)
+    {
+        plan.requeue = Some(BLOCKED_RECHECK);
+    }
+    plan
+}
+
+/// What the first phase decided, for the status.
+struct Objects {
+    blocked: Option<Blocked>,
+    scaling: Scaling,
+    /// What the deletion waits for, while the control plane is deleted.
+    deleting: Option<String>,
+}
+
+/// The first phase: the cleanup of a deleted control plane, nothing while paused, a wait for
+/// the Cluster, or the objects it asks for (or why they cannot be built).
+fn plan_control_plane(
+    plan: &mut Plan,
+    d: &Dereferenced,
+    cluster_name: &str,
+    install: &Install,
+    live: &[external_types::capi::Machine],
+    paused: bool,
+) -> Objects {
+    let oacp = d.oacp.as_ref();
+    let mut objects = Objects {
+        blocked: None,
+        scaling: Scaling::Steady,
+        deleting: None,
+    };
 
     if oacp.metadata.deletion_timestamp.is_some() {
         let (cleanup, message) = cleanup_step(d);
         plan.cleanup = Some(cleanup);
-        deleting = Some(message);
+        objects.deleting = Some(message);
     } else if paused {
         plan.write_finalizer = false;
         plan.requeue = None;
     } else if d.cluster.is_none() {
-        blocked = Some(Blocked {
+        objects.blocked = Some(Blocked {
             reason: "WaitingForCluster",
             message: "waiting for a Cluster whose spec.controlPlaneRef names this control plane \
                       (CAPI then sets the owner reference)"
                 .into(),
         });
     } else {
-        match desired(d, &cluster_name, &install, &live) {
+        match desired(d, cluster_name, install, live) {
             Ok(desired) => {
-                if d.aci.is_none() {
-                    plan.events.push(PlannedEvent {
-                        warning: false,
-                        reason: "InstallObjectsCreated",
-                        note: format!(
-                            "Created ClusterDeployment and AgentClusterInstall {} and ClusterImageSet {}",
-                            oacp.name_any(),
-                            desired.hive.image_set.name_any()
-                        ),
-                    });
-                }
-                match &desired.scaling {
-                    Scaling::Up(names) => plan.events.push(PlannedEvent {
-                        warning: false,
-                        reason: "MachinesCreated",
-                        note: format!("Creating control-plane Machines {}", names.join(", ")),
-                    }),
-                    // An installed cluster's Machine goes after its etcd member: planned
-                    // below, once remediation has had its say.
-                    Scaling::Down(names) if !install.installed() => {
-                        plan.events.push(PlannedEvent {
-                            warning: false,
-                            reason: "MachinesDeleted",
-                            note: format!("Deleting control-plane Machines {}", names.join(", ")),
-                        });
-                        plan.delete = names.clone();
-                    }
-                    _ => {}
-                }
-                plan.pull_secret = desired.pull_secret;
-                plan.hive = Some(desired.hive);
-                plan.create = desired.create;
-                scaling = desired.scaling;
-                blocked = desired.machines_blocked;
+                (objects.scaling, objects.blocked) = plan_objects(plan, d, install, desired)
             }
-            Err(b) => {
-                // Said once, when the control plane becomes blocked for this reason; the
-                // condition keeps saying it.
-                let already = oacp.status.as_ref().is_some_and(|s| {
-                    conditions::find(&s.conditions, status::AVAILABLE)
-                        .is_some_and(|c| c.reason == b.reason && c.message == b.message)
-                });
-                if !already {
-                    plan.events.push(PlannedEvent {
-                        warning: true,
-                        reason: b.reason,
-                        note: b.message.clone(),
-                    });
-                }
-                blocked = Some(b);
-                // The pull secret and the template are not watched: look again now and then
-                // (once a minute is no retry storm), besides on every change of the object.
-                plan.requeue = Some(BLOCKED_RECHECK);
-            }
+            Err(b) => objects.blocked = plan_blocked(plan, oacp, b),
         }
     }
+    objects
+}
 
-    // The kubeconfig follows its source while the control plane lives.
-    let kubeconfig_published = match (&d.admin_kubeconfig, plan.cleanup.is_none() && !paused) {
+/// The objects of a control plane that can be built: the Hive objects, the pull secret, the
+/// Machines to create (and before the install, to delete), with their events. Returns the
+/// scaling decision and why Machines cannot be made, if so.
+fn plan_objects(
+    plan: &mut Plan,
+    d: &Dereferenced,
+    install: &Install,
+    desired: Desired,
+) -> (Scaling, Option<Blocked>) {
+    let oacp = d.oacp.as_ref();
+    if d.aci.is_none() {
+        plan.events.push(PlannedEvent {
+            warning: false,
+            reason: "InstallObjectsCreated",
+            note: format!(
+                "Created ClusterDeployment and AgentClusterInstall {} and ClusterImageSet {}",
+                oacp.name_any(),
+                desired.hive.image_set.name_any()
+            ),
+        });
+    }
+    match &desired.scaling {
+        Scaling::Up(names) => plan.events.push(PlannedEvent {
+            warning: false,
+            reason: "MachinesCreated",
+            note: format!("Creating control-plane Machines {}", names.join(", ")),
+        }),
+        // An installed cluster's Machine goes after its etcd member: planned
+        // below, once remediation has had its say.
+        Scaling::Down(names) if !install.installed() => {
+            plan.events.push(PlannedEvent {
+                warning: false,
+                reason: "MachinesDeleted",
+                note: format!("Deleting control-plane Machines {}", names.join(", ")),
+            });
+            plan.delete = names.clone();
+        }
+        _ => {}
+    }
+    plan.pull_secret = desired.pull_secret;
+    plan.hive = Some(desired.hive);
+    plan.create = desired.create;
+    (desired.scaling, desired.machines_blocked)
+}
+
+/// A blocked control plane: said once as a warning event, when it becomes blocked for this
+/// reason (the condition keeps saying it), and looked at again in a minute.
+fn plan_blocked(
+    plan: &mut Plan,
+    oacp: &OpenshiftAssistedControlPlane,
+    b: Blocked,
+) -> Option<Blocked> {
+    // Said once, when the control plane becomes blocked for this reason; the
+    // condition keeps saying it.
+    let already = oacp.status.as_ref().is_some_and(|s| {
+        conditions::find(&s.conditions, status::AVAILABLE)
+            .is_some_and(|c| c.reason == b.reason && c.message == b.message)
+    });
+    if !already {
+        plan.events.push(PlannedEvent {
+            warning: true,
+            reason: b.reason,
+            note: b.message.clone(),
+        });
+    }
+    // The pull secret and the template are not watched: look again now and then
+    // (once a minute is no retry storm), besides on every change of the object.
+    plan.requeue = Some(BLOCKED_RECHECK);
+    Some(b)
+}
+
+/// The kubeconfig follows its source while the control plane lives. Whether it is published.
+fn plan_kubeconfig(plan: &mut Plan, d: &Dereferenced, cluster_name: &str, paused: bool) -> bool {
+    let oacp = d.oacp.as_ref();
+    match (&d.admin_kubeconfig, plan.cleanup.is_none() && !paused) {
         (Some(kc), true) if !cluster_name.is_empty() => {
-            plan.kubeconfig = kubeconfig::desired_secret(oacp, &cluster_name, kc);
+            plan.kubeconfig = kubeconfig::desired_secret(oacp, cluster_name, kc);
             plan.kubeconfig.is_some()
         }
         (Some(_), _) => true,
         (None, _) => false,
-    };
+    }
+}
 
-    // Upgrades of the installed cluster (never while deleting or paused).
-    let upgrade = match (&plan.cleanup, paused, release_image_of(d)) {
+/// Upgrades of the installed cluster (never while deleting or paused): the request, its
+/// event, a change of its outcome said once as an event, and when to look again.
+fn plan_upgrade(
+    plan: &mut Plan,
+    d: &Dereferenced,
+    install: &Install,
+    paused: bool,
+) -> upgrade::Upgrade {
+    let oacp = d.oacp.as_ref();
+    let mut upgrade = match (&plan.cleanup, paused, release_image_of(d)) {
         (None, false, Ok(tag)) => {
             let release = release_to_use(d, &tag);
             upgrade::decide(&upgrade::UpgradeInputs {
@@ -243,7 +363,6 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         }
         _ => upgrade::Upgrade::default(),
     };
-    let mut upgrade = upgrade;
     if let Some(message) = release_change_during_install(d) {
         upgrade.conditions = vec![conditions::Desired::false_(
             upgrade::UPGRADE_COMPLETED,
@@ -288,7 +407,20 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
         plan.requeue = Some(r);
     }
 
-    let decision = match (&plan.cleanup, paused, &d.cluster) {
+    upgrade
+}
+
+/// Whether to remediate a control-plane Machine (never while deleting or paused, or without
+/// a Cluster).
+fn remediation_decision(
+    plan: &Plan,
+    d: &Dereferenced,
+    install: &Install,
+    paused: bool,
+    now: Timestamp,
+) -> remediation::Decision {
+    let oacp = d.oacp.as_ref();
+    match (&plan.cleanup, paused, &d.cluster) {
         (None, false, Some(_)) => remediation::decide(&remediation::Inputs {
             installed: install.installed(),
             replicas: machines::desired_replicas(oacp),
@@ -302,24 +434,19 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
             now,
         }),
         _ => remediation::Decision::Nothing,
-    };
-    plan_remediation(&mut plan, oacp, &decision);
-    if !paused {
-        plan_hooks(&mut plan, d, install.installed());
     }
-    if install.installed()
-        && let Scaling::Down(names) = &scaling
-    {
-        scaling = plan_master_removal(&mut plan, d, names, &decision);
-    }
+}
 
-    let image_mode_condition =
-        image_mode::condition(oacp, install.installed(), &d.image_mode_rollout);
-    plan_image_mode(&mut plan, oacp, image_mode_condition.as_ref());
-    plan.image_mode_rolled_out &= !paused;
+/// The image-mode rollout as last read, attached for the cluster's logs bundle.
+fn plan_image_mode_logs(
+    plan: &mut Plan,
+    d: &Dereferenced,
+    image_mode_condition: Option<&conditions::Desired>,
+) {
+    let oacp = d.oacp.as_ref();
     if let (image_mode::Rollout::Read(states), Some(c), Some(aci), Ok(owner)) = (
         &d.image_mode_rollout,
-        image_mode_condition.as_ref(),
+        image_mode_condition,
         d.aci.as_ref(),
         owner::controller_reference(oacp),
     ) {
@@ -331,43 +458,6 @@ pub fn plan(d: &Dereferenced, now: Timestamp) -> Plan {
             c,
         ));
     }
-    let inputs = StatusInputs {
-        oacp,
-        cluster_name: &cluster_name,
-        machines: &live,
-        configs: &d.configs,
-        install: &install,
-        kubeconfig_published,
-        scaling: &scaling,
-        blocked: blocked.as_ref(),
-        paused,
-        deleting: deleting.as_deref(),
-        workload_version: &d.workload_version,
-        control_plane_kubelets: &d.control_plane_kubelets,
-        upgrade: &upgrade.conditions,
-        remediation: &decision,
-        image_mode: image_mode_condition,
-    };
-    plan.status = status_of(oacp, &inputs, upgrade.running.as_deref(), now);
-    if let remediation::Decision::Remediate(r) = &decision {
-        plan.status.last_remediation = Some(LastRemediationStatus {
-            machine: r.machine.clone(),
-            time: now.to_string(),
-            retry_count: r.retry_count,
-        });
-    }
-    if plan.cleanup.is_none() && !paused {
-        plan.machine_conditions =
-            status::machine_up_to_date_conditions(oacp, &live, &d.configs, now);
-        plan.owner_remediated = status::owner_remediated_condition(&d.machines, &decision, now);
-    }
-    // The workload API is not watched: an unanswered /version is asked again in a minute.
-    if matches!(d.workload_version, WorkloadVersion::Unreachable(_))
-        && plan.requeue.is_none_or(|r| r > BLOCKED_RECHECK)
-    {
-        plan.requeue = Some(BLOCKED_RECHECK);
-    }
-    plan
 }
 
 /// A remediation to carry out, or a wait said once as an event (the `Remediating` condition
