@@ -628,6 +628,8 @@ struct Desired {
     machines_blocked: Option<Blocked>,
 }
 
+/// The objects a control plane asks for, phase by phase: the release, the install-config
+/// override and the pull secret (each may block), the Hive objects, then the Machines.
 fn desired(
     d: &Dereferenced,
     cluster_name: &str,
@@ -641,7 +643,6 @@ fn desired(
             message: "no owning Cluster".into(),
         });
     };
-    let okd = release::is_okd(&oacp.spec.distribution_version);
     let tag = release_image_of(d)?;
     // Before the install starts a release the registry denies blocks it; after, an upgrade
     // says so (see `upgrade`), and the image set keeps the tag.
@@ -655,8 +656,33 @@ fn desired(
             reason: "InvalidInstallConfig",
             message: e.to_string(),
         })?;
+    let (pull_secret_name, pull_secret) = pull_secret_to_use(d)?;
+    let inputs = HiveBuild {
+        cluster,
+        install,
+        pull_secret_name: &pull_secret_name,
+        release_image: &release_image,
+        install_config_override: install_config_override.as_deref(),
+    };
+    let mut hive = hive_objects(d, &inputs)?;
+    keep_install_fixed(&mut hive, d, install, &tag, &release_image);
+    let (create, scaling, machines_blocked) =
+        machines_to_create(d, cluster, cluster_name, install, live);
+    Ok(Desired {
+        pull_secret,
+        hive,
+        create,
+        scaling,
+        machines_blocked,
+    })
+}
 
-    let (pull_secret_name, pull_secret) = match &d.pull_secret {
+/// The pull secret the ClusterDeployment names, and the placeholder to create for OKD when
+/// none is set; a missing one blocks.
+fn pull_secret_to_use(d: &Dereferenced) -> Result<(String, Option<Secret>), Blocked> {
+    let oacp = d.oacp.as_ref();
+    let okd = release::is_okd(&oacp.spec.distribution_version);
+    Ok(match &d.pull_secret {
         PullSecret::Present(name) => (name.clone(), None),
         PullSecret::Missing(name) => {
             return Err(Blocked {
@@ -680,8 +706,23 @@ fn desired(
                     .into(),
             });
         }
-    };
+    })
+}
 
+/// What the Hive objects are built from, beside the dereferenced objects.
+struct HiveBuild<'a> {
+    cluster: &'a external_types::capi::Cluster,
+    install: &'a Install,
+    pull_secret_name: &'a str,
+    release_image: &'a str,
+    install_config_override: Option<&'a str>,
+}
+
+/// The Hive objects with the generated manifests they follow (mirrors, image mode) and the
+/// push Secrets once installed.
+fn hive_objects(d: &Dereferenced, b: &HiveBuild) -> Result<HiveObjects, Blocked> {
+    let oacp = d.oacp.as_ref();
+    let (cluster, install) = (b.cluster, b.install);
     let invalid = |e: hive::HiveError| Blocked {
         reason: "InvalidConfig",
         message: e.to_string(),
@@ -709,9 +750,9 @@ fn desired(
         oacp,
         cluster,
         worker_replicas: d.worker_replicas,
-        pull_secret_name: &pull_secret_name,
-        release_image: &release_image,
-        install_config_override: install_config_override.as_deref(),
+        pull_secret_name: b.pull_secret_name,
+        release_image: b.release_image,
+        install_config_override: b.install_config_override,
         generated_manifests: &generated_manifests,
     };
     let mut hive = HiveObjects {
@@ -746,6 +787,19 @@ fn desired(
             });
         hive.registry_manifests = Some(r.manifests);
     }
+    Ok(hive)
+}
+
+/// What the install started with stays: the digest's version and architecture, the release
+/// while the install runs, and the count of masters once it started.
+fn keep_install_fixed(
+    hive: &mut HiveObjects,
+    d: &Dereferenced,
+    install: &Install,
+    tag: &str,
+    release_image: &str,
+) {
+    let oacp = d.oacp.as_ref();
     // A digest names no version: the core reads it (and the architecture) from annotations.
     if release_image != tag {
         hive.image_set.metadata.annotations = Some(
@@ -758,7 +812,7 @@ fn desired(
                 ),
                 (
                     RELEASE_ARCHITECTURE_ANNOTATION.to_string(),
-                    release_from_tag(&tag).1,
+                    release_from_tag(tag).1,
                 ),
             ]
             .into(),
@@ -786,7 +840,18 @@ fn desired(
             .provision_requirements
             .control_plane_agents = current.spec.provision_requirements.control_plane_agents;
     }
+}
 
+/// The scaling decision and the Machines it creates from the infrastructure template (spread
+/// over the failure domains); a template that is missing or does not clone blocks scaling up.
+fn machines_to_create(
+    d: &Dereferenced,
+    cluster: &external_types::capi::Cluster,
+    cluster_name: &str,
+    install: &Install,
+    live: &[external_types::capi::Machine],
+) -> (Vec<ControlPlaneMachine>, Scaling, Option<Blocked>) {
+    let oacp = d.oacp.as_ref();
     let existing: Vec<String> = live
         .iter()
         .filter_map(|m| m.metadata.name.clone())
@@ -810,7 +875,7 @@ fn desired(
         machines::desired_replicas(oacp),
         &phase,
     );
-    let (create, scaling, machines_blocked) = match (&scaling, &d.template) {
+    match (&scaling, &d.template) {
         (Scaling::Up(names), Template::Found(template, resource)) => {
             let inputs = MachineInputs {
                 oacp,
@@ -818,28 +883,7 @@ fn desired(
                 template,
                 template_resource: resource,
             };
-            let domains = machines::control_plane_failure_domains(cluster);
-            let used: Vec<Option<String>> =
-                live.iter().map(|m| m.spec.failure_domain.clone()).collect();
-            let placed = machines::spread(&domains, &used, names.len());
-            let replacing = replacement_annotation(oacp, &taken, install.installed());
-            let built: Result<Vec<_>, machines::TemplateError> = names
-                .iter()
-                .zip(placed)
-                .map(|(name, fd)| {
-                    let mut built = machines::control_plane_machine(&inputs, name, fd)?;
-                    if let Some((key, value)) = &replacing {
-                        built
-                            .machine
-                            .metadata
-                            .annotations
-                            .get_or_insert_default()
-                            .insert(key.clone(), value.clone());
-                    }
-                    Ok(built)
-                })
-                .collect();
-            match built {
+            match build_machines(&inputs, cluster, install.installed(), live, &taken, names) {
                 Ok(create) => (create, scaling, None),
                 Err(e) => (
                     Vec::new(),
@@ -860,14 +904,38 @@ fn desired(
             }),
         ),
         _ => (Vec::new(), scaling, None),
-    };
-    Ok(Desired {
-        pull_secret,
-        hive,
-        create,
-        scaling,
-        machines_blocked,
-    })
+    }
+}
+/// The new control-plane Machines, spread over the failure domains; a replacement carries
+/// the annotation that says which Machine it replaces.
+fn build_machines(
+    inputs: &MachineInputs,
+    cluster: &external_types::capi::Cluster,
+    installed: bool,
+    live: &[external_types::capi::Machine],
+    taken: &[String],
+    names: &[String],
+) -> Result<Vec<ControlPlaneMachine>, machines::TemplateError> {
+    let domains = machines::control_plane_failure_domains(cluster);
+    let used: Vec<Option<String>> = live.iter().map(|m| m.spec.failure_domain.clone()).collect();
+    let placed = machines::spread(&domains, &used, names.len());
+    let replacing = replacement_annotation(inputs.oacp, taken, installed);
+    names
+        .iter()
+        .zip(placed)
+        .map(|(name, fd)| {
+            let mut built = machines::control_plane_machine(inputs, name, fd)?;
+            if let Some((key, value)) = &replacing {
+                built
+                    .machine
+                    .metadata
+                    .annotations
+                    .get_or_insert_default()
+                    .insert(key.clone(), value.clone());
+            }
+            Ok(built)
+        })
+        .collect()
 }
 
 /// The installed control plane as [`machines::scaling`] weighs it: the masters it was installed
