@@ -181,6 +181,62 @@ pub const RBAC_RULES: &[Rule] = &[
     },
 ];
 
+/// The manager's arguments: each setting a clusterctl variable with its default, or one
+/// clusterctl requires.
+fn args() -> Vec<String> {
+    vec![
+        "--leader-elect".into(),
+        "--metrics-bind-address=:8080".into(),
+        "--health-probe-bind-address=:8081".into(),
+        flag("--log-format", "OPENSHIFT_ASSISTED_LOG_FORMAT", "json"),
+        flag("--log-level", "OPENSHIFT_ASSISTED_LOG_LEVEL", "info"),
+        flag("--assisted-core", "OPENSHIFT_ASSISTED_CORE", "embedded"),
+        // What hosts and BMCs reach: an address routable from the bare-metal network (a
+        // LoadBalancer, NodePort or Route in front of the assisted-core Service). No default:
+        // the cluster's own Service address is one no host can reach, so clusterctl refuses
+        // to install until they are given.
+        format!(
+            "--agent-api-url={}",
+            required_variable(AGENT_API_URL_VARIABLE)
+        ),
+        format!("--images-url={}", required_variable(IMAGES_URL_VARIABLE)),
+        // An https URL is served with a certificate cert-manager issues for its host; by
+        // default from the core's own CA (below), or from the site's issuer.
+        flag(
+            "--tls-issuer",
+            "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER",
+            CORE_CA_ISSUER,
+        ),
+        flag(
+            "--tls-issuer-kind",
+            "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER_KIND",
+            "Issuer",
+        ),
+        format!("--tls-secret={CORE_TLS_SECRET}"),
+        flag(
+            "--install-backend",
+            "OPENSHIFT_ASSISTED_CORE_INSTALL_BACKEND",
+            "openshift-install",
+        ),
+        flag("--os-images", "OPENSHIFT_ASSISTED_CORE_OS_IMAGES", "[]"),
+        flag(
+            "--installer-image",
+            "OPENSHIFT_ASSISTED_CORE_INSTALLER_IMAGE",
+            "quay.io/edge-infrastructure/assisted-installer:latest",
+        ),
+        flag(
+            "--controller-image",
+            "OPENSHIFT_ASSISTED_CORE_CONTROLLER_IMAGE",
+            "quay.io/edge-infrastructure/assisted-installer-controller:latest",
+        ),
+    ]
+}
+
+/// `--flag=${NAME:=default}`: a setting clusterctl fills in from the variable.
+fn flag(flag: &str, name: &'static str, default: &'static str) -> String {
+    format!("{flag}={}", Variable { name, default }.reference())
+}
+
 pub fn provider_manifest() -> ProviderManifest {
     ProviderManifest {
         short_name: "controlplane",
@@ -192,95 +248,7 @@ pub fn provider_manifest() -> ProviderManifest {
             name: "OPENSHIFT_ASSISTED_CONTROLPLANE_IMAGE",
             default: "ghcr.io/openshift-assisted/capoa-rs/controlplane-provider:v0.1.0",
         },
-        args: vec![
-            "--leader-elect".into(),
-            "--metrics-bind-address=:8080".into(),
-            "--health-probe-bind-address=:8081".into(),
-            format!(
-                "--log-format={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_LOG_FORMAT",
-                    default: "json"
-                }
-                .reference()
-            ),
-            format!(
-                "--log-level={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_LOG_LEVEL",
-                    default: "info"
-                }
-                .reference()
-            ),
-            format!(
-                "--assisted-core={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE",
-                    default: "embedded"
-                }
-                .reference()
-            ),
-            // What hosts and BMCs reach: an address routable from the bare-metal network (a
-            // LoadBalancer, NodePort or Route in front of the assisted-core Service). No default:
-            // the cluster's own Service address is one no host can reach, so clusterctl refuses
-            // to install until they are given.
-            format!(
-                "--agent-api-url={}",
-                required_variable(AGENT_API_URL_VARIABLE)
-            ),
-            format!("--images-url={}", required_variable(IMAGES_URL_VARIABLE)),
-            // An https URL is served with a certificate cert-manager issues for its host; by
-            // default from the core's own CA (below), or from the site's issuer.
-            format!(
-                "--tls-issuer={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER",
-                    default: CORE_CA_ISSUER,
-                }
-                .reference()
-            ),
-            format!(
-                "--tls-issuer-kind={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_TLS_ISSUER_KIND",
-                    default: "Issuer",
-                }
-                .reference()
-            ),
-            format!("--tls-secret={CORE_TLS_SECRET}"),
-            format!(
-                "--install-backend={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_INSTALL_BACKEND",
-                    default: "openshift-install"
-                }
-                .reference()
-            ),
-            format!(
-                "--os-images={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_OS_IMAGES",
-                    default: "[]"
-                }
-                .reference()
-            ),
-            format!(
-                "--installer-image={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_INSTALLER_IMAGE",
-                    default: "quay.io/edge-infrastructure/assisted-installer:latest"
-                }
-                .reference()
-            ),
-            format!(
-                "--controller-image={}",
-                Variable {
-                    name: "OPENSHIFT_ASSISTED_CORE_CONTROLLER_IMAGE",
-                    default: "quay.io/edge-infrastructure/assisted-installer-controller:latest"
-                }
-                .reference()
-            ),
-        ],
+        args: args(),
         crds: crds(),
         rules: RBAC_RULES,
         extra_service: Some((
