@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::context::{Context, FIELD_MANAGER, FINALIZER};
 use super::plan::{Cleanup, Plan};
-use manager::controller::Error;
+use manager::controller::{Applied, Error};
 
 fn params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
@@ -178,7 +178,7 @@ async fn apply_hive(
     let cd_name = hive.cluster_deployment.name_any();
     let cd_body = super::hive::cluster_deployment_apply_body(&hive.cluster_deployment);
     let cd_key = applied_key(oacp, &hive.cluster_deployment);
-    let cd_hash = super::Applied::hash(&cd_body);
+    let cd_hash = Applied::hash(&cd_body);
     if !ctx.applied.is_current(&cd_key, cd_hash) {
         Api::<ClusterDeployment>::namespaced(client.clone(), &ns)
             .patch(&cd_name, &params(), &Patch::Apply(&cd_body))
@@ -548,7 +548,7 @@ async fn copy_push_secrets(
             owner_prefix(oacp),
             secret.name_any()
         );
-        let hash = super::Applied::hash(secret);
+        let hash = Applied::hash(secret);
         if ctx.applied.is_current(&key, hash) {
             continue;
         }
@@ -598,7 +598,7 @@ where
         + std::fmt::Debug,
 {
     let key = applied_key(oacp, object);
-    let hash = super::Applied::hash(object);
+    let hash = Applied::hash(object);
     if ctx.applied.is_current(&key, hash) {
         return Ok(());
     }
@@ -622,7 +622,7 @@ where
 }
 
 /// Writes the planned status unless it is already there, or it was written less than
-/// [`super::STATUS_EVERY`] ago: then `Turn::After` says when to come back (only the newest
+/// [`super::context::STATUS_EVERY`] ago: then `Turn::After` says when to come back (only the newest
 /// status goes then).
 async fn write_status(
     ctx: &Context,
@@ -635,7 +635,7 @@ async fn write_status(
     // The cached object may not show the status written a moment ago yet: the same status
     // again is not written (only this manager writes it).
     let key = format!("{}status", owner_prefix(oacp));
-    let hash = super::Applied::hash(&plan.status);
+    let hash = Applied::hash(&plan.status);
     if ctx.applied.is_current(&key, hash) {
         return Ok(Turn::Now);
     }
@@ -678,7 +678,7 @@ async fn write_machine_condition(
     // Machine's resourceVersion, and Cluster API patches Machines with an optimistic lock:
     // repeated writes made its patches fail with 409 Conflict by the thousand.
     let key = format!("Machine/{ns}/{machine}/{manager}/{}", condition.type_);
-    let hash = super::Applied::hash(&(
+    let hash = Applied::hash(&(
         &condition.status,
         &condition.reason,
         &condition.message,
