@@ -6,7 +6,7 @@ use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 use manager::manifests::{
     DataVolume, EVENTS, MutatingWebhook, ProviderManifest, READ, READ_WRITE, READ_WRITE_DELETE,
-    Resources, Rule, ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS,
+    Resources, Rule, ServicePort, UPDATE, ValidatingWebhook, Variable, WRITE_STATUS, common_args,
     required_variable, with_webhook_conversion,
 };
 use provider_api::controlplane::api::{
@@ -181,15 +181,10 @@ pub const RBAC_RULES: &[Rule] = &[
     },
 ];
 
-/// The manager's arguments: each setting a clusterctl variable with its default, or one
-/// clusterctl requires.
+/// The manager's arguments: every manager's own (`common_args`), then the embedded core's, each
+/// setting a clusterctl variable with its default, or one clusterctl requires.
 fn args() -> Vec<String> {
-    vec![
-        "--leader-elect".into(),
-        "--metrics-bind-address=:8080".into(),
-        "--health-probe-bind-address=:8081".into(),
-        flag("--log-format", "OPENSHIFT_ASSISTED_LOG_FORMAT", "json"),
-        flag("--log-level", "OPENSHIFT_ASSISTED_LOG_LEVEL", "info"),
+    let core = [
         flag("--assisted-core", "OPENSHIFT_ASSISTED_CORE", "embedded"),
         // What hosts and BMCs reach: an address routable from the bare-metal network (a
         // LoadBalancer, NodePort or Route in front of the assisted-core Service). No default:
@@ -229,7 +224,8 @@ fn args() -> Vec<String> {
             "OPENSHIFT_ASSISTED_CORE_CONTROLLER_IMAGE",
             "quay.io/edge-infrastructure/assisted-installer-controller:latest",
         ),
-    ]
+    ];
+    common_args().into_iter().chain(core).collect()
 }
 
 /// `--flag=${NAME:=default}`: a setting clusterctl fills in from the variable.
