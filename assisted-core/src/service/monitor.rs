@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use tokio::sync::watch;
 
-use crate::service::controllers::Context;
+use crate::service::controllers::context::Context;
 use crate::service::controllers::events::aci_reference;
 use crate::service::controllers::prepare::InfraEnvInputs;
 use crate::service::install::InstallError;

@@ -13,9 +13,10 @@ use kube::Client;
 use tokio::sync::watch;
 
 use super::auth::load_or_create_keys;
-use super::controllers::infraenv::ImageSettings;
+use super::controllers;
+use super::controllers::context::Context;
+use super::controllers::context::ImageSettings;
 use super::controllers::prepare::BackendPreparer;
-use super::controllers::{self, Context};
 use super::image_server::{self, ImageServerState};
 use super::images::{OsImage, OsImageCache};
 use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, OpenshiftInstallBackend};

@@ -21,7 +21,7 @@ use rcgen::{CertificateSigningRequestParams, DnType, DnValue};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::Context;
+use super::context::Context;
 use crate::domain::{ClusterStatus, HostStage};
 use crate::service::store::Store;
 

@@ -4,9 +4,10 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 
-use super::{Context, Error};
+use super::context::Context;
 use crate::api::infraenv::NamespacedReference;
 use crate::domain::mirrors::{self, MirrorConfig};
+use manager::controller::Error;
 
 /// The referenced ConfigMap's name and the ConfigMap (`None` inside: it does not exist);
 /// `None` without a reference. The reference's namespace defaults to the object's.

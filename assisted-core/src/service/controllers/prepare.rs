@@ -7,7 +7,6 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::Preparer;
 use crate::domain::net::Cidr;
 use crate::domain::{ClusterSnapshot, HostRole, HostSnapshot, ReleaseInfo};
 use crate::service::install::{
@@ -265,6 +264,15 @@ impl Preparer for BackendPreparer {
         };
         async move { this.run(cluster, infra_envs).await }.boxed()
     }
+}
+
+/// Generates install artifacts for a cluster that entered preparation (install backend).
+pub trait Preparer: Send + Sync {
+    fn prepare(
+        &self,
+        cluster: ClusterRecord,
+        infra_envs: InfraEnvInputs,
+    ) -> BoxFuture<'static, Result<crate::domain::ReleaseInfo, String>>;
 }
 
 #[cfg(test)]

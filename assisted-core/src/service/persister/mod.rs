@@ -12,14 +12,18 @@ use kube::runtime::reflector::{ObjectRef, Store as Reflector};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use super::controllers::Context;
-use super::controllers::agent::AGENT_FINALIZER;
-use super::controllers::status::{aci_status, agent_status, inventory_labels};
+use crate::service::controllers::agent::AGENT_FINALIZER;
+use crate::service::controllers::context::Context;
+mod inventory;
+mod status;
+
 use crate::api::agent::{Agent, AgentSpec};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
 use crate::domain::HostSnapshot;
 use crate::service::store::{Dirty, DirtyReceiver};
+use inventory::inventory_labels;
+use status::{aci_status, agent_status};
 
 const STATUS_MANAGER: &str = "assisted-core-status";
 const LABELS_MANAGER: &str = "assisted-core-labels";
