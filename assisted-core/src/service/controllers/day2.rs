@@ -353,20 +353,7 @@ async fn pass(
     let mut csrs: Vec<CsrView> = list.items.iter().map(CsrView::from_csr).collect();
     for host in &w.hosts {
         let (host_id, hostname, stage) = (&host.id, &host.hostname, &host.stage);
-        // Upstream's race (#8622): approve the client CSR even when the Node already exists.
-        for (name, kind) in csrs_to_approve(&csrs, hostname) {
-            match approve(&csr_api, &name, hostname).await {
-                Ok(()) => {
-                    tracing::info!(host = %hostname, csr = %name, ?kind, "approved day-2 node CSR");
-                    if let Some(c) = csrs.iter_mut().find(|c| c.name == name) {
-                        c.approved = true;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(host = %hostname, csr = %name, error = %e, "cannot approve CSR")
-                }
-            }
-        }
+        approve_for(&csr_api, &mut csrs, hostname).await;
         let node = nodes
             .get_opt(&hostname.to_ascii_lowercase())
             .await
@@ -374,28 +361,11 @@ async fn pass(
                 what: format!("reading Node {hostname}"),
                 source,
             })?;
-        if let Some(n) = node.as_ref().filter(|n| NodeView::from_node(n).ready) {
-            let missing = labels_to_apply(&host.node_labels, n);
-            if !missing.is_empty() {
-                let patch = json!({"metadata": {"labels": missing}});
-                match nodes
-                    .patch(
-                        &n.name_any(),
-                        &PatchParams::default(),
-                        &Patch::Merge(&patch),
-                    )
-                    .await
-                {
-                    Ok(_) => {
-                        tracing::info!(host = %hostname, labels = ?missing, "labelled day-2 Node")
-                    }
-                    // Not Done until the Node has its labels: CAPM3 finds it by them.
-                    Err(e) => {
-                        tracing::warn!(host = %hostname, error = %e, "cannot label day-2 Node; retrying");
-                        continue;
-                    }
-                }
-            }
+        if let Some(n) = node.as_ref().filter(|n| NodeView::from_node(n).ready)
+            && !label(&nodes, n, host).await
+        {
+            // Not Done until the Node has its labels: CAPM3 finds it by them.
+            continue;
         }
         let next = next_stage(
             *stage,
@@ -415,6 +385,55 @@ async fn pass(
         }
     }
     Ok(())
+}
+
+/// Approves the host's pending CSRs. Upstream's race (#8622): the client CSR is approved
+/// even when the Node already exists.
+async fn approve_for(
+    csr_api: &Api<CertificateSigningRequest>,
+    csrs: &mut [CsrView],
+    hostname: &str,
+) {
+    for (name, kind) in csrs_to_approve(csrs, hostname) {
+        match approve(csr_api, &name, hostname).await {
+            Ok(()) => {
+                tracing::info!(host = %hostname, csr = %name, ?kind, "approved day-2 node CSR");
+                if let Some(c) = csrs.iter_mut().find(|c| c.name == name) {
+                    c.approved = true;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(host = %hostname, csr = %name, error = %e, "cannot approve CSR")
+            }
+        }
+    }
+}
+
+/// Gives a ready Node the labels the host asks for; false when that failed (retried).
+async fn label(nodes: &Api<Node>, n: &Node, host: &Day2Host) -> bool {
+    let hostname = &host.hostname;
+    let missing = labels_to_apply(&host.node_labels, n);
+    if missing.is_empty() {
+        return true;
+    }
+    let patch = json!({"metadata": {"labels": missing}});
+    match nodes
+        .patch(
+            &n.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(host = %hostname, labels = ?missing, "labelled day-2 Node");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(host = %hostname, error = %e, "cannot label day-2 Node; retrying");
+            false
+        }
+    }
 }
 
 async fn approve(

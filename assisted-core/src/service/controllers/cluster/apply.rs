@@ -7,6 +7,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use manager::controller::{Error, set_finalizer};
 
+use super::credentials::Credentials;
 use super::plan::Plan;
 use super::{ACI_FINALIZER, CD_FINALIZER, FIELD_MANAGER, is_ours};
 use crate::api::agentclusterinstall::AgentClusterInstall;
@@ -24,10 +25,8 @@ pub(super) async fn apply(
     plan: Plan,
     now: Timestamp,
 ) -> Result<Action, Error> {
-    let ns = cd.namespace().unwrap_or_default();
     let id = cd.uid().unwrap_or_default();
     let aci_name = is_ours(cd).unwrap_or_default();
-    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
     let sync = match plan {
         Plan::WaitForAci => {
             tracing::debug!(cluster = %cd.name_any(), "waiting for AgentClusterInstall {aci_name}");
@@ -65,60 +64,7 @@ pub(super) async fn apply(
         },
     );
     if let Some(creds) = sync.credentials {
-        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
-        for s in &creds.secrets {
-            // Each reconcile of an installed cluster plans them again: applied when changed.
-            let (applied, key, hash) = ctx.secret_applied(s);
-            if applied {
-                continue;
-            }
-            let name = s.name_any();
-            secrets
-                .patch(&name, &pp, &Patch::Apply(&with_kind(s)))
-                .await
-                .map_err(|source| Error::Apply {
-                    what: format!("Secret {name}"),
-                    source,
-                })?;
-            ctx.applied.record(&key, hash);
-        }
-        if let Some(metadata) = &creds.aci_cluster_metadata {
-            acis.patch(
-                &aci_name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"spec": {"clusterMetadata": metadata}})),
-            )
-            .await
-            .map_err(|source| Error::Apply {
-                what: format!("AgentClusterInstall {aci_name} clusterMetadata"),
-                source,
-            })?;
-        }
-        if let Some(metadata) = &creds.mark_installed {
-            Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &ns)
-                .patch(
-                    &cd.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(serde_json::json!({"spec": {
-                        "installed": true,
-                        "clusterMetadata": metadata,
-                    }})),
-                )
-                .await
-                .map_err(|source| Error::Apply {
-                    what: format!("ClusterDeployment {} installed", cd.name_any()),
-                    source,
-                })?;
-            tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
-        }
-        if let Some((on, event)) = &creds.event {
-            ctx.events.planned(on, event).await;
-        }
-        if creds.day2 {
-            // Hive would now hand the cluster over to day-2.
-            ctx.store.transform_to_day2(&id, now);
-        }
+        publish(cd, ctx, &creds, now).await?;
     }
     Ok(Action::requeue(sync.recheck))
 }
@@ -148,5 +94,81 @@ pub(super) async fn deregister(
         set_finalizer(&ctx.client, aci, FIELD_MANAGER, ACI_FINALIZER, false).await?;
     }
     set_finalizer(&ctx.client, cd, FIELD_MANAGER, CD_FINALIZER, false).await?;
+    Ok(())
+}
+
+/// Hive's part, in order: the Secrets, the ACI's and then the ClusterDeployment's
+/// `clusterMetadata`, the event, the day-2 hand-over.
+async fn publish(
+    cd: &ClusterDeployment,
+    ctx: &Context,
+    creds: &Credentials,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let ns = cd.namespace().unwrap_or_default();
+    let id = cd.uid().unwrap_or_default();
+    let aci_name = is_ours(cd).unwrap_or_default();
+    let acis: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
+    apply_secrets(ctx, &ns, &creds.secrets).await?;
+    if let Some(metadata) = &creds.aci_cluster_metadata {
+        acis.patch(
+            &aci_name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"clusterMetadata": metadata}})),
+        )
+        .await
+        .map_err(|source| Error::Apply {
+            what: format!("AgentClusterInstall {aci_name} clusterMetadata"),
+            source,
+        })?;
+    }
+    if let Some(metadata) = &creds.mark_installed {
+        Api::<ClusterDeployment>::namespaced(ctx.client.clone(), &ns)
+            .patch(
+                &cd.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {
+                    "installed": true,
+                    "clusterMetadata": metadata,
+                }})),
+            )
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("ClusterDeployment {} installed", cd.name_any()),
+                source,
+            })?;
+        tracing::info!(cluster = %cd.name_any(), "cluster installed: ClusterDeployment marked installed");
+    }
+    if let Some((on, event)) = &creds.event {
+        ctx.events.planned(on, event).await;
+    }
+    if creds.day2 {
+        // Hive would now hand the cluster over to day-2.
+        ctx.store.transform_to_day2(&id, now);
+    }
+
+    Ok(())
+}
+
+/// The credential Secrets, each applied unless it was applied as it is lately.
+async fn apply_secrets(ctx: &Context, ns: &str, wanted: &[Secret]) -> Result<(), Error> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    for s in wanted {
+        // Each reconcile of an installed cluster plans them again: applied when changed.
+        let (applied, key, hash) = ctx.secret_applied(s);
+        if applied {
+            continue;
+        }
+        let name = s.name_any();
+        secrets
+            .patch(&name, &pp, &Patch::Apply(&with_kind(s)))
+            .await
+            .map_err(|source| Error::Apply {
+                what: format!("Secret {name}"),
+                source,
+            })?;
+        ctx.applied.record(&key, hash);
+    }
     Ok(())
 }

@@ -269,54 +269,11 @@ pub fn cluster_config(
     let s = &aci.spec;
     check_formats(cd, aci)?;
     check_networks(aci)?;
-    if let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION) {
-        match serde_json::from_str::<serde_json::Value>(overrides) {
-            Ok(doc @ serde_json::Value::Object(_)) => {
-                if let Some(p) = crate::domain::formats::owned_override_problem(&doc) {
-                    return Err(format!(
-                        "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION}: {p}"
-                    ));
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
-                ));
-            }
-        }
-    }
-    let req = &s.provision_requirements;
-    let cp = u32::try_from(req.control_plane_agents)
-        .map_err(|_| "provisionRequirements.controlPlaneAgents must not be negative".to_string())?;
-    let workers = u32::try_from(req.worker_agents)
-        .map_err(|_| "provisionRequirements.workerAgents must not be negative".to_string())?;
-    let arbiters = u32::try_from(req.arbiter_agents)
-        .map_err(|_| "provisionRequirements.arbiterAgents must not be negative".to_string())?;
-    // Two control-plane nodes only beside an arbiter.
-    if !(cp == 1 || (3..=5).contains(&cp) || (cp == 2 && arbiters > 0)) {
-        return Err(format!(
-            "provisionRequirements.controlPlaneAgents must be 1 or 3 to 5 (2 with arbiterAgents), got {cp}"
-        ));
-    }
+    check_overrides(aci)?;
+    let (cp, workers, arbiters) = node_counts(aci)?;
     release_rules(&version.0, cp, arbiters, s.networking.network_type.as_ref())?;
-    let mut api_vips = s.api_vips.clone();
-    if api_vips.is_empty() {
-        api_vips.extend(s.api_vip.clone().filter(|v| !v.is_empty()));
-    }
-    let mut ingress_vips = s.ingress_vips.clone();
-    if ingress_vips.is_empty() {
-        ingress_vips.extend(s.ingress_vip.clone().filter(|v| !v.is_empty()));
-    }
-    let platform = match s.platform_type {
-        Some(AciPlatform::None) => PlatformType::None,
-        Some(AciPlatform::External) => PlatformType::External,
-        Some(AciPlatform::VSphere) => PlatformType::VSphere,
-        Some(AciPlatform::Nutanix) => PlatformType::Nutanix,
-        Some(AciPlatform::BareMetal) => PlatformType::BareMetal,
-        // Upstream: SNO or user-managed networking without a platform means "none".
-        None if cp == 1 || s.networking.user_managed_networking == Some(true) => PlatformType::None,
-        None => PlatformType::BareMetal,
-    };
+    let (api_vips, ingress_vips) = vips(aci);
+    let platform = platform_of(aci, cp);
     if platform == PlatformType::BareMetal
         && cp > 1
         && (api_vips.is_empty() || ingress_vips.is_empty())
@@ -378,6 +335,75 @@ pub fn cluster_config(
         // The ClusterImageSet's: `plan` fills it.
         release_image: String::new(),
     })
+}
+
+/// The install-config overrides annotation, when set, is a JSON object that leaves alone
+/// what the core owns.
+fn check_overrides(aci: &AgentClusterInstall) -> Result<(), String> {
+    let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION) else {
+        return Ok(());
+    };
+    match serde_json::from_str::<serde_json::Value>(overrides) {
+        Ok(doc @ serde_json::Value::Object(_)) => {
+            match crate::domain::formats::owned_override_problem(&doc) {
+                Some(p) => Err(format!(
+                    "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION}: {p}"
+                )),
+                None => Ok(()),
+            }
+        }
+        _ => Err(format!(
+            "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
+        )),
+    }
+}
+
+/// (control plane, workers, arbiters) from `provisionRequirements`, in the topologies the
+/// installer knows.
+fn node_counts(aci: &AgentClusterInstall) -> Result<(u32, u32, u32), String> {
+    let req = &aci.spec.provision_requirements;
+    let cp = u32::try_from(req.control_plane_agents)
+        .map_err(|_| "provisionRequirements.controlPlaneAgents must not be negative".to_string())?;
+    let workers = u32::try_from(req.worker_agents)
+        .map_err(|_| "provisionRequirements.workerAgents must not be negative".to_string())?;
+    let arbiters = u32::try_from(req.arbiter_agents)
+        .map_err(|_| "provisionRequirements.arbiterAgents must not be negative".to_string())?;
+    // Two control-plane nodes only beside an arbiter.
+    if !(cp == 1 || (3..=5).contains(&cp) || (cp == 2 && arbiters > 0)) {
+        return Err(format!(
+            "provisionRequirements.controlPlaneAgents must be 1 or 3 to 5 (2 with arbiterAgents), got {cp}"
+        ));
+    }
+    Ok((cp, workers, arbiters))
+}
+
+/// The API and ingress VIPs: the lists, else the single (deprecated) fields.
+fn vips(aci: &AgentClusterInstall) -> (Vec<String>, Vec<String>) {
+    let s = &aci.spec;
+    let mut api_vips = s.api_vips.clone();
+    if api_vips.is_empty() {
+        api_vips.extend(s.api_vip.clone().filter(|v| !v.is_empty()));
+    }
+    let mut ingress_vips = s.ingress_vips.clone();
+    if ingress_vips.is_empty() {
+        ingress_vips.extend(s.ingress_vip.clone().filter(|v| !v.is_empty()));
+    }
+    (api_vips, ingress_vips)
+}
+
+/// The platform the spec names, else the one upstream picks for the topology.
+fn platform_of(aci: &AgentClusterInstall, cp: u32) -> PlatformType {
+    let s = &aci.spec;
+    match s.platform_type {
+        Some(AciPlatform::None) => PlatformType::None,
+        Some(AciPlatform::External) => PlatformType::External,
+        Some(AciPlatform::VSphere) => PlatformType::VSphere,
+        Some(AciPlatform::Nutanix) => PlatformType::Nutanix,
+        Some(AciPlatform::BareMetal) => PlatformType::BareMetal,
+        // Upstream: SNO or user-managed networking without a platform means "none".
+        None if cp == 1 || s.networking.user_managed_networking == Some(true) => PlatformType::None,
+        None => PlatformType::BareMetal,
+    }
 }
 
 /// Image mode at install, from the custom manifests, the pull secret's registries, the

@@ -52,21 +52,7 @@ pub fn credentials(
     }
     let installed = status == ClusterStatus::Installed;
     let ns = cd.namespace().unwrap_or_default();
-    let kubeconfig_name = cd
-        .spec
-        .cluster_metadata
-        .as_ref()
-        .map(|m| m.admin_kubeconfig_secret_ref.name.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
-    let password_name = cd
-        .spec
-        .cluster_metadata
-        .as_ref()
-        .and_then(|m| m.admin_password_secret_ref.as_ref())
-        .map(|r| r.name.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("{}-admin-password", cd.name_any()));
+    let (kubeconfig_name, password_name) = secret_names(cd);
     let kubeconfig = if installed && rec.kubeconfig_uploaded {
         files.kubeconfig.clone()
     } else {
@@ -117,18 +103,7 @@ pub fn credentials(
         secrets,
         aci_cluster_metadata: (aci_metadata.as_ref() != Some(&cluster_metadata))
             .then(|| cluster_metadata.clone()),
-        event: mark_installed.then(|| {
-            (
-                rec.aci.clone(),
-                PlannedEvent {
-                    warning: false,
-                    reason: "InstallationCompleted",
-                    note: format!(
-                        "The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"
-                    ),
-                },
-            )
-        }),
+        event: mark_installed.then(|| installed_event(rec, &kubeconfig_name, &password_name)),
         mark_installed: mark_installed.then_some(cluster_metadata),
         day2: installed,
     })
@@ -158,4 +133,43 @@ fn secret(
         data: Some(data),
         ..Default::default()
     }
+}
+
+/// The names of the admin kubeconfig and password Secrets: the ClusterDeployment's
+/// `clusterMetadata` references, else `<name>-admin-kubeconfig` and `<name>-admin-password`.
+fn secret_names(cd: &ClusterDeployment) -> (String, String) {
+    let kubeconfig_name = cd
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .map(|m| m.admin_kubeconfig_secret_ref.name.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("{}-admin-kubeconfig", cd.name_any()));
+    let password_name = cd
+        .spec
+        .cluster_metadata
+        .as_ref()
+        .and_then(|m| m.admin_password_secret_ref.as_ref())
+        .map(|r| r.name.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("{}-admin-password", cd.name_any()));
+    (kubeconfig_name, password_name)
+}
+
+/// The event on the AgentClusterInstall when the install completes.
+fn installed_event(
+    rec: &RecordFacts,
+    kubeconfig_name: &str,
+    password_name: &str,
+) -> (ObjectReference, PlannedEvent) {
+    (
+        rec.aci.clone(),
+        PlannedEvent {
+            warning: false,
+            reason: "InstallationCompleted",
+            note: format!(
+                "The installation has completed; credentials are in Secrets {kubeconfig_name} and {password_name}"
+            ),
+        },
+    )
 }

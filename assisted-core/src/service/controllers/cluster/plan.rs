@@ -11,7 +11,9 @@ use super::config::{
 };
 use super::credentials::{Credentials, credentials};
 use super::dereference::Dereferenced;
-use crate::api::agentclusterinstall::{INSTALL_CONFIG_OVERRIDES_ANNOTATION, LoadBalancerType};
+use crate::api::agentclusterinstall::{
+    AgentClusterInstall, INSTALL_CONFIG_OVERRIDES_ANNOTATION, LoadBalancerType,
+};
 use crate::api::hive::ClusterDeployment;
 use crate::domain::ClusterStatus;
 use crate::service::controllers::finalizer::{FinalizerStep, finalizer_step};
@@ -86,44 +88,14 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             release_finalizer: finalizer_step(aci, ACI_FINALIZER) == FinalizerStep::Cleanup,
         };
     }
-    let ns = cd.namespace().unwrap_or_default();
     let pull = pull_secret_of(cd, read.pull_secret.as_ref());
-    let version = match &aci.spec.image_set_ref {
-        Some(r) => match &read.image_set {
-            Some(cis) => release
-                .version(cis)
-                .map(|v| (v, cis.spec.release_image.clone())),
-            None => Err(format!("ClusterImageSet {} not found", r.name)),
-        },
-        None if cd.spec.installed => Ok((("".into(), "x86_64".into()), String::new())),
-        None => Err("spec.imageSetRef is required".into()),
-    };
-    let manifests: Result<Vec<(String, Vec<u8>)>, String> =
-        read.manifests
-            .iter()
-            .try_fold(Vec::new(), |mut out, (name, cm)| {
-                let cm = cm
-                    .as_ref()
-                    .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
-                out.extend(manifests_of(cm)?);
-                Ok(out)
-            });
+    let version = release_version(cd, aci, read, release);
+    let manifests = user_manifests(read);
     let mirrors = crate::service::controllers::mirror_config::parse(&read.mirror_registry);
     let (config, release_image, spec_error) = match (&pull, &version) {
         (Ok(secret), Ok((v, image))) => {
-            match cluster_config(cd, aci, v.clone()).and_then(|mut c| {
-                c.ignition_endpoint.ca_certificate =
-                    ignition_ca_of(aci, read.ignition_ca.as_ref())?;
-                fixed_names(read.record.as_ref(), &c)?;
-                c.image_mode = image_mode_of(
-                    manifests.as_deref().unwrap_or_default(),
-                    &c.openshift_version,
-                    secret,
-                    aci,
-                );
-                c.release_image.clone_from(image);
-                Ok(c)
-            }) {
+            let manifests = manifests.as_deref().unwrap_or_default();
+            match spec_config(cd, aci, read, v.clone(), image, secret, manifests) {
                 Ok(c) => (Some(c), image.clone(), None),
                 Err(e) => (None, image.clone(), Some(e)),
             }
@@ -137,11 +109,91 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
         .or_else(|| manifests.as_ref().err().cloned())
         .or_else(|| mirrors.as_ref().err().cloned())
         .or_else(|| unsupported::input_error(unsupported::ACI_ROWS, &aci.spec));
-    let settings = ClusterSettings {
-        namespace: ns,
+    let mut settings = settings(cd, aci, pull.unwrap_or_default(), release_image);
+    settings.manifests = manifests.unwrap_or_default();
+    settings.mirrors = mirrors.ok().flatten();
+    let status = read.record.as_ref().map(|r| r.status);
+    let recheck = match status {
+        Some(ClusterStatus::Installed | ClusterStatus::AddingHosts) => Duration::from_secs(60),
+        _ => Duration::from_secs(10),
+    };
+    Plan::Sync(Box::new(SyncPlan {
+        add_aci_finalizer: finalizer_step(aci, ACI_FINALIZER) == FinalizerStep::Add,
+        settings,
+        config,
+        spec_error,
+        credentials: read
+            .record
+            .as_ref()
+            .and_then(|rec| credentials(cd, aci, rec, &read.files)),
+        recheck,
+    }))
+}
+
+/// The release's (version, architecture) and image: from the ClusterImageSet, or none for an
+/// installed cluster adopted without one.
+fn release_version(
+    cd: &ClusterDeployment,
+    aci: &AgentClusterInstall,
+    read: &Dereferenced,
+    release: &dyn ReleaseInfoSource,
+) -> Result<((String, String), String), String> {
+    match &aci.spec.image_set_ref {
+        Some(r) => match &read.image_set {
+            Some(cis) => release
+                .version(cis)
+                .map(|v| (v, cis.spec.release_image.clone())),
+            None => Err(format!("ClusterImageSet {} not found", r.name)),
+        },
+        None if cd.spec.installed => Ok((("".into(), "x86_64".into()), String::new())),
+        None => Err("spec.imageSetRef is required".into()),
+    }
+}
+
+/// The files of the manifests ConfigMaps, in order; a missing one is an input error.
+fn user_manifests(read: &Dereferenced) -> Result<Vec<(String, Vec<u8>)>, String> {
+    read.manifests
+        .iter()
+        .try_fold(Vec::new(), |mut out, (name, cm)| {
+            let cm = cm
+                .as_ref()
+                .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
+            out.extend(manifests_of(cm)?);
+            Ok(out)
+        })
+}
+
+/// The cluster config, completed with what the read phase found (ignition CA, image mode,
+/// release image) and checked against the record's fixed names.
+fn spec_config(
+    cd: &ClusterDeployment,
+    aci: &AgentClusterInstall,
+    read: &Dereferenced,
+    version: (String, String),
+    release_image: &str,
+    pull_secret: &str,
+    manifests: &[(String, Vec<u8>)],
+) -> Result<ClusterConfig, String> {
+    let mut c = cluster_config(cd, aci, version)?;
+    c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
+    fixed_names(read.record.as_ref(), &c)?;
+    c.image_mode = image_mode_of(manifests, &c.openshift_version, pull_secret, aci);
+    c.release_image = release_image.to_string();
+    Ok(c)
+}
+
+/// The cluster record's settings from the spec (manifests and mirrors are added by `plan`).
+fn settings(
+    cd: &ClusterDeployment,
+    aci: &AgentClusterInstall,
+    pull_secret: String,
+    release_image: String,
+) -> ClusterSettings {
+    ClusterSettings {
+        namespace: cd.namespace().unwrap_or_default(),
         cluster_deployment: cd.name_any(),
         agent_cluster_install: aci.name_any(),
-        pull_secret: pull.unwrap_or_default(),
+        pull_secret,
         ssh_public_key: aci.spec.ssh_public_key.clone().unwrap_or_default(),
         install_config_overrides: aci
             .annotations()
@@ -154,7 +206,7 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
                 .is_some_and(|v| v == "true"),
         unsynced_agents: 0,
         release_image,
-        manifests: manifests.unwrap_or_default(),
+        manifests: Vec::new(),
         proxy: aci.spec.proxy.as_ref().map(|p| crate::domain::Proxy {
             http_proxy: p.http_proxy.clone(),
             https_proxy: p.https_proxy.clone(),
@@ -178,22 +230,6 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
             unsupported::CLUSTER_DEPLOYMENT_ROWS,
             &cd.spec,
         ),
-        mirrors: mirrors.ok().flatten(),
-    };
-    let status = read.record.as_ref().map(|r| r.status);
-    let recheck = match status {
-        Some(ClusterStatus::Installed | ClusterStatus::AddingHosts) => Duration::from_secs(60),
-        _ => Duration::from_secs(10),
-    };
-    Plan::Sync(Box::new(SyncPlan {
-        add_aci_finalizer: finalizer_step(aci, ACI_FINALIZER) == FinalizerStep::Add,
-        settings,
-        config,
-        spec_error,
-        credentials: read
-            .record
-            .as_ref()
-            .and_then(|rec| credentials(cd, aci, rec, &read.files)),
-        recheck,
-    }))
+        mirrors: None,
+    }
 }

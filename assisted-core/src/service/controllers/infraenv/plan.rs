@@ -34,16 +34,62 @@ pub enum Problem {
 }
 
 /// The decide phase (pure): the infra-env record the REST API serves and the image URLs, or
-/// why there is no image.
+/// why there is no image. The checks run in the order their errors are shown: pull secret,
+/// bound cluster, base OS image, then the image content.
 pub fn decide(
     ie: &InfraEnv,
     read: &Dereferenced,
     settings: &ImageSettings,
 ) -> Result<(InfraEnvRecord, ImageUrls), Problem> {
-    let ns = ie.namespace().unwrap_or_default();
-    let id = ie.uid().unwrap_or_default();
-    let spec = &ie.spec;
-    let ps_name = &spec.pull_secret_ref.name;
+    let pull_secret = pull_secret_text(ie, read)?;
+    let cluster = bound_cluster(read)?;
+    let version = cluster
+        .as_ref()
+        .map(|c| c.version.clone())
+        .or_else(|| ie.spec.os_image_version.clone())
+        .unwrap_or_else(|| DEFAULT_OS_VERSION.into());
+    let arch = architecture(ie);
+    // No base ISO, no image: a URL that answers 404 would send hosts after nothing.
+    if crate::service::images::select(&settings.os_images, &version, &arch).is_none() {
+        return Err(Problem::Error(format!(
+            "no base OS image for OpenShift {version} on {arch}: assisted-core was started \
+             without one; list the RHCOS live ISOs in --os-images \
+             (OPENSHIFT_ASSISTED_CORE_OS_IMAGES when installed with clusterctl)"
+        )));
+    }
+    let content = image_content(ie, read, settings, pull_secret, &version)?;
+    let image_type = match ie.spec.image_type {
+        Some(ImageType::FullIso) => "full",
+        // Upstream's kube-API default is the minimal ISO; we serve both from one base ISO.
+        Some(ImageType::MinimalIso) | None => "minimal",
+    };
+    let rev = content_rev(&[
+        content.ignition.as_bytes(),
+        content.initrd.as_deref().unwrap_or_default(),
+        image_type.as_bytes(),
+        version.as_bytes(),
+        arch.as_bytes(),
+        content.kernel_arguments.join(" ").as_bytes(),
+    ]);
+    let urls = image_urls(
+        &settings.urls,
+        &ie.uid().unwrap_or_default(),
+        &read.token,
+        &ImageRevision {
+            version: &version,
+            arch: &arch,
+            image_type,
+            rev: &rev,
+            ipxe_boot_order: ie.spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl),
+        },
+    );
+    let rec = record(ie, read, cluster, content, &urls, arch, version);
+    Ok((rec, urls))
+}
+
+/// The pull secret's `.dockerconfigjson`, as text.
+fn pull_secret_text(ie: &InfraEnv, read: &Dereferenced) -> Result<String, Problem> {
+    let ps_name = &ie.spec.pull_secret_ref.name;
     let pull_secret = read
         .pull_secret
         .as_ref()
@@ -53,29 +99,39 @@ pub fn decide(
                 "pull secret {ps_name} not found or has no .dockerconfigjson key"
             ))
         })?;
-    let pull_secret = String::from_utf8(pull_secret.0)
-        .map_err(|_| Problem::Error(format!("pull secret {ps_name} is not UTF-8")))?;
+    String::from_utf8(pull_secret.0)
+        .map_err(|_| Problem::Error(format!("pull secret {ps_name} is not UTF-8")))
+}
 
-    let (cluster_id, cd_name, cluster_version) = match &read.cluster {
-        Some(BoundCluster::Missing { namespace, name }) => {
-            return Err(Problem::MissingCluster(format!(
-                "ClusterDeployment {namespace}/{name} not found"
-            )));
-        }
-        Some(BoundCluster::Unregistered { namespace, name }) => {
-            return Err(Problem::MissingCluster(format!(
-                "ClusterDeployment {namespace}/{name} is not registered yet"
-            )));
-        }
-        Some(BoundCluster::Registered { id, name, version }) => {
-            (Some(id.clone()), Some(name.clone()), Some(version.clone()))
-        }
-        None => (None, None, None),
-    };
-    let version = cluster_version
-        .or_else(|| spec.os_image_version.clone())
-        .unwrap_or_else(|| DEFAULT_OS_VERSION.into());
-    let arch = spec
+/// The registered cluster an InfraEnv is bound to.
+struct Registered {
+    id: String,
+    name: String,
+    version: String,
+}
+
+/// The cluster `clusterRef` names, `None` without one; a cluster not there (or not registered)
+/// yet is a problem to wait on.
+fn bound_cluster(read: &Dereferenced) -> Result<Option<Registered>, Problem> {
+    match &read.cluster {
+        Some(BoundCluster::Missing { namespace, name }) => Err(Problem::MissingCluster(format!(
+            "ClusterDeployment {namespace}/{name} not found"
+        ))),
+        Some(BoundCluster::Unregistered { namespace, name }) => Err(Problem::MissingCluster(
+            format!("ClusterDeployment {namespace}/{name} is not registered yet"),
+        )),
+        Some(BoundCluster::Registered { id, name, version }) => Ok(Some(Registered {
+            id: id.clone(),
+            name: name.clone(),
+            version: version.clone(),
+        })),
+        None => Ok(None),
+    }
+}
+
+/// The image's architecture as the API spells it, x86_64 by default.
+fn architecture(ie: &InfraEnv) -> String {
+    ie.spec
         .cpu_architecture
         .map(|a| {
             serde_json::to_value(a)
@@ -83,18 +139,31 @@ pub fn decide(
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default()
         })
-        .unwrap_or_else(|| "x86_64".into());
-    // No base ISO, no image: a URL that answers 404 would send hosts after nothing.
-    if crate::service::images::select(&settings.os_images, &version, &arch).is_none() {
-        return Err(Problem::Error(format!(
-            "no base OS image for OpenShift {version} on {arch}: assisted-core was started \
-             without one; list the RHCOS live ISOs in --os-images \
-             (OPENSHIFT_ASSISTED_CORE_OS_IMAGES when installed with clusterctl)"
-        )));
-    }
+        .unwrap_or_else(|| "x86_64".into())
+}
+
+/// What the image carries: the discovery ignition, the minimal ISO's initrd and the inputs
+/// they were built from that the record keeps.
+struct ImageContent {
+    ignition: String,
+    initrd: Option<Vec<u8>>,
+    static_network: Vec<StaticNetworkConfig>,
+    ntp: Vec<String>,
+    kernel_arguments: Vec<String>,
+}
+
+/// The discovery ignition and initrd; a bad proxy, a pending certificate, a bad mirror
+/// ConfigMap or an ignition that does not build is the problem to show.
+fn image_content(
+    ie: &InfraEnv,
+    read: &Dereferenced,
+    settings: &ImageSettings,
+    pull_secret: String,
+    version: &str,
+) -> Result<ImageContent, Problem> {
+    let spec = &ie.spec;
     let static_network: Vec<StaticNetworkConfig> =
         read.nmstate_configs.iter().map(static_network_of).collect();
-
     if let Some(p) = &spec.proxy {
         crate::domain::formats::check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref())
             .map_err(|e| Problem::Error(e.to_string()))?;
@@ -116,7 +185,6 @@ pub fn decide(
         .filter(|k| matches!(k.operation, None | Some(KernelArgumentOperation::Append)))
         .map(|k| k.value.clone())
         .collect();
-    let token = read.token.clone();
     let service_ca_bundle = match &read.agent_trust {
         AgentTrust::Pending => return Err(Problem::CertificatePending),
         AgentTrust::Plain => None,
@@ -134,8 +202,8 @@ pub fn decide(
         .unwrap_or_default();
     let params = DiscoveryIgnitionParams {
         service_base_url: settings.urls.agent_api.clone(),
-        infra_env_id: id.clone(),
-        agent_token: token.clone(),
+        infra_env_id: ie.uid().unwrap_or_default(),
+        agent_token: read.token.clone(),
         agent_image: settings.agent_image.clone(),
         insecure: settings.urls.agent_api.starts_with("http://"),
         service_ca_bundle,
@@ -151,70 +219,66 @@ pub fn decide(
             .clone()
             .filter(|o| !o.is_empty()),
         kernel_arguments: kernel_arguments.clone(),
-        openshift_version: Some(version.clone()),
+        openshift_version: Some(version.to_string()),
         mirror_files,
     };
     let ignition = discovery_ignition(&params).map_err(|e| Problem::Error(e.to_string()))?;
     let initrd = minimal_initrd(&static_network, &proxy, discovery_delay)
         .map_err(|e| Problem::Error(e.to_string()))?;
-    let image_type = match spec.image_type {
-        Some(ImageType::FullIso) => "full",
-        // Upstream's kube-API default is the minimal ISO; we serve both from one base ISO.
-        Some(ImageType::MinimalIso) | None => "minimal",
-    };
-    let rev = content_rev(&[
-        ignition.as_bytes(),
-        initrd.as_deref().unwrap_or_default(),
-        image_type.as_bytes(),
-        version.as_bytes(),
-        arch.as_bytes(),
-        kernel_arguments.join(" ").as_bytes(),
-    ]);
-    let boot_order = spec.ipxe_script_type == Some(IpxeScriptType::BootOrderControl);
-    let urls = image_urls(
-        &settings.urls,
-        &id,
-        &token,
-        &ImageRevision {
-            version: &version,
-            arch: &arch,
-            image_type,
-            rev: &rev,
-            ipxe_boot_order: boot_order,
-        },
-    );
+    Ok(ImageContent {
+        ignition,
+        initrd,
+        static_network,
+        ntp,
+        kernel_arguments,
+    })
+}
+
+/// The infra-env record the REST API serves.
+fn record(
+    ie: &InfraEnv,
+    read: &Dereferenced,
+    cluster: Option<Registered>,
+    content: ImageContent,
+    urls: &ImageUrls,
+    arch: String,
+    version: String,
+) -> InfraEnvRecord {
+    let spec = &ie.spec;
     let script = ipxe_script(
         &urls.boot.initrd,
         &urls.boot.kernel,
         &urls.boot.rootfs,
-        &kernel_arguments,
+        &content.kernel_arguments,
     );
-    let redirect_script = ipxe_boot_order_control_script(&urls.boot.ipxe_script);
-    let rec = InfraEnvRecord {
-        id,
-        namespace: ns,
+    let (cluster_id, cd_name) = match cluster {
+        Some(c) => (Some(c.id), Some(c.name)),
+        None => (None, None),
+    };
+    InfraEnvRecord {
+        id: ie.uid().unwrap_or_default(),
+        namespace: ie.namespace().unwrap_or_default(),
         name: ie.name_any(),
         cluster_id,
         cluster_deployment_name: cd_name,
         agent_labels: spec.agent_labels.clone(),
         auto_approve: spec.agent_approval.as_ref().is_some_and(|a| a.auto_approve),
-        token,
-        discovery_ignition: ignition.into(),
-        static_network_config: static_network_json(&static_network),
+        token: read.token.clone(),
+        discovery_ignition: content.ignition.into(),
+        static_network_config: static_network_json(&content.static_network),
         ipxe_script: script,
-        ipxe_redirect_script: redirect_script,
-        kernel_arguments,
-        ntp_sources: ntp_names(&ntp),
+        ipxe_redirect_script: ipxe_boot_order_control_script(&urls.boot.ipxe_script),
+        kernel_arguments: content.kernel_arguments,
+        ntp_sources: ntp_names(&content.ntp),
         additional_trust_bundle: spec
             .additional_trust_bundle
             .clone()
             .filter(|b| !b.trim().is_empty()),
-        minimal_initrd: initrd.map(Into::into),
+        minimal_initrd: content.initrd.map(Into::into),
         rootfs_url: urls.boot.rootfs.clone(),
         cpu_architecture: arch,
         openshift_version: version,
-    };
-    Ok((rec, urls))
+    }
 }
 
 /// One name or address per entry: an InfraEnv entry may list several, comma-separated (as the

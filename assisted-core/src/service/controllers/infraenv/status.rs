@@ -39,49 +39,20 @@ pub fn status(
         }),
         ..Default::default()
     };
-    let cond = match outcome {
-        Ok((_, urls)) => {
-            status.iso_download_url = Some(urls.iso.clone());
-            status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str())
-            {
-                previous.created_time.clone()
-            } else {
-                Some(manager::conditions::api_time(now))
-            };
-            status.boot_artifacts = urls.boot.clone();
-            status.debug_info = InfraEnvDebugInfo {
-                events_url: urls.events.clone(),
-                static_network_download_url: urls.static_network.clone(),
-            };
-            Cond {
-                type_: "ImageCreated",
-                status: "True",
-                reason: "InfraEnvAvailable",
-                message: "InfraEnv is available: Image has been created".into(),
-            }
-        }
-        Err(Problem::Error(e)) => Cond {
-            type_: "ImageCreated",
-            status: "False",
-            reason: "ImageCreationError",
-            message: format!("Failed to create image: {e}"),
-        },
-        Err(Problem::MissingCluster(e)) => Cond {
-            type_: "ImageCreated",
-            status: "Unknown",
-            reason: "MissingClusterDeployment",
-            message: format!("ClusterDeployment is missing: {e}"),
-        },
-        Err(Problem::CertificatePending) => Cond {
-            type_: "ImageCreated",
-            status: "Unknown",
-            reason: "ServingCertificatePending",
-            message: "Waiting for cert-manager to issue the serving certificate of the https \
-                      agent API: the image carries its CA, for hosts to verify the service"
-                .into(),
-        },
-    };
-    let mut conds = vec![cond];
+    if let Ok((_, urls)) = outcome {
+        status.iso_download_url = Some(urls.iso.clone());
+        status.created_time = if previous.iso_download_url.as_deref() == Some(urls.iso.as_str()) {
+            previous.created_time.clone()
+        } else {
+            Some(manager::conditions::api_time(now))
+        };
+        status.boot_artifacts = urls.boot.clone();
+        status.debug_info = InfraEnvDebugInfo {
+            events_url: urls.events.clone(),
+            static_network_download_url: urls.static_network.clone(),
+        };
+    }
+    let mut conds = vec![image_created(outcome)];
     conds.extend(unsupported::fields_supported(&unsupported::unsupported(
         unsupported::INFRAENV_ROWS,
         &ie.spec,
@@ -103,4 +74,36 @@ pub fn status(
         _ => None,
     };
     (status, event)
+}
+
+/// The ImageCreated condition: one row per outcome.
+fn image_created(outcome: &Result<(InfraEnvRecord, ImageUrls), Problem>) -> Cond {
+    match outcome {
+        Ok(_) => Cond {
+            type_: "ImageCreated",
+            status: "True",
+            reason: "InfraEnvAvailable",
+            message: "InfraEnv is available: Image has been created".into(),
+        },
+        Err(Problem::Error(e)) => Cond {
+            type_: "ImageCreated",
+            status: "False",
+            reason: "ImageCreationError",
+            message: format!("Failed to create image: {e}"),
+        },
+        Err(Problem::MissingCluster(e)) => Cond {
+            type_: "ImageCreated",
+            status: "Unknown",
+            reason: "MissingClusterDeployment",
+            message: format!("ClusterDeployment is missing: {e}"),
+        },
+        Err(Problem::CertificatePending) => Cond {
+            type_: "ImageCreated",
+            status: "Unknown",
+            reason: "ServingCertificatePending",
+            message: "Waiting for cert-manager to issue the serving certificate of the https \
+                      agent API: the image carries its CA, for hosts to verify the service"
+                .into(),
+        },
+    }
 }
