@@ -423,18 +423,7 @@ async fn write_agent_status(
     };
     let api: Api<Agent> = Api::namespaced(ctx.client.clone(), &ns);
     if let Some(labels) = labels {
-        let body = serde_json::json!({
-            "apiVersion": Agent::api_version(&()),
-            "kind": Agent::kind(&()),
-            "metadata": {"labels": labels},
-        });
-        api.patch(
-            host_id,
-            &PatchParams::apply(LABELS_MANAGER).force(),
-            &Patch::Apply(body),
-        )
-        .await?;
-        Written::record(&written.labels, host_id, Some(fingerprint(&labels)));
+        write_labels(&api, host_id, &labels, written).await?;
     }
     let body = serde_json::json!({
         "apiVersion": Agent::api_version(&()),
@@ -488,22 +477,7 @@ async fn write_aci_status(
         return Ok(());
     }
     let api: Api<AgentClusterInstall> = Api::namespaced(ctx.client.clone(), &ns);
-    let kept = written
-        .aci_status
-        .lock()
-        .ok()
-        .and_then(|m| m.get(cluster_id).cloned());
-    let kept = match kept {
-        Some(k) => k,
-        // Not written since the core started: read what is there.
-        None => {
-            let status = api.get_opt(&name).await?.and_then(|a| a.status);
-            AciStatusKept {
-                logs_url: status.as_ref().and_then(|s| s.debug_info.logs_url.clone()),
-                conditions: status.map(|s| s.conditions).unwrap_or_default(),
-            }
-        }
-    };
+    let kept = aci_status_kept(&api, written, cluster_id, &name).await?;
     let logs_url = logs_url(ctx, cluster_id, kept.logs_url.as_deref());
     let previous = kept.conditions;
     let now = Timestamp::now();
@@ -544,6 +518,54 @@ async fn write_aci_status(
         m.insert(cluster_id.to_string(), next);
     }
     Ok(())
+}
+
+/// The Agent's inventory labels, applied under their own field manager.
+async fn write_labels(
+    api: &Api<Agent>,
+    host_id: &str,
+    labels: &BTreeMap<String, String>,
+    written: &Written,
+) -> Result<(), kube::Error> {
+    let body = serde_json::json!({
+        "apiVersion": Agent::api_version(&()),
+        "kind": Agent::kind(&()),
+        "metadata": {"labels": labels},
+    });
+    api.patch(
+        host_id,
+        &PatchParams::apply(LABELS_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await?;
+    Written::record(&written.labels, host_id, Some(fingerprint(labels)));
+    Ok(())
+}
+
+/// What the ACI's status keeps from before: as last written, else as read (not written since
+/// the core started).
+async fn aci_status_kept(
+    api: &Api<AgentClusterInstall>,
+    written: &Written,
+    cluster_id: &str,
+    name: &str,
+) -> Result<AciStatusKept, kube::Error> {
+    let kept = written
+        .aci_status
+        .lock()
+        .ok()
+        .and_then(|m| m.get(cluster_id).cloned());
+    Ok(match kept {
+        Some(k) => k,
+        // Not written since the core started: read what is there.
+        None => {
+            let status = api.get_opt(name).await?.and_then(|a| a.status);
+            AciStatusKept {
+                logs_url: status.as_ref().and_then(|s| s.debug_info.logs_url.clone()),
+                conditions: status.map(|s| s.conditions).unwrap_or_default(),
+            }
+        }
+    })
 }
 
 /// `status.debugInfo.logsURL`: the cluster's logs bundle, with a token for this cluster. Kept

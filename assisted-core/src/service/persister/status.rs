@@ -104,11 +104,20 @@ pub fn agent_conditions(
     validations: Option<&serde_json::Value>,
     spec_error: Option<&str>,
 ) -> Vec<Cond> {
+    vec![
+        spec_synced(spec_error),
+        agent_connected(host.status),
+        agent_requirements_met(host),
+        agent_validated(host.status, validations),
+        agent_installed(host.status, &host.status_info),
+        agent_bound(host),
+    ]
+}
+
+/// Connected: whether the agent still contacts the service.
+fn agent_connected(s: HostStatus) -> Cond {
     use HostStatus as S;
-    let s = host.status;
-    let info = &host.status_info;
-    let spec = spec_synced(spec_error);
-    let connected = if matches!(s, S::Disconnected | S::DisconnectedUnbound) {
+    if matches!(s, S::Disconnected | S::DisconnectedUnbound) {
         cond(
             "Connected",
             false,
@@ -122,8 +131,14 @@ pub fn agent_conditions(
             "AgentIsConnected",
             "The agent's connection to the installation service is unimpaired",
         )
-    };
-    let requirements = match s {
+    }
+}
+
+/// RequirementsMet: whether the host may begin the installation.
+fn agent_requirements_met(host: &HostSnapshot) -> Cond {
+    use HostStatus as S;
+    let s = host.status;
+    match s {
         S::Binding => cond(
             "RequirementsMet",
             false,
@@ -170,8 +185,13 @@ pub fn agent_conditions(
             "AgentNotReady",
             "The agent is not ready to begin the installation",
         ),
-    };
-    let validated = match s {
+    }
+}
+
+/// Validated: the host validations, except while it binds or unbinds.
+fn agent_validated(s: HostStatus, validations: Option<&serde_json::Value>) -> Cond {
+    use HostStatus as S;
+    match s {
         S::Binding => cond(
             "Validated",
             false,
@@ -185,8 +205,13 @@ pub fn agent_conditions(
             "The agent is currently unbinding from a cluster deployment",
         ),
         _ => validated("agent", validations_of(validations)),
-    };
-    let installed = match s {
+    }
+}
+
+/// Installed: how far the installation went.
+fn agent_installed(s: HostStatus, info: &str) -> Cond {
+    use HostStatus as S;
+    match s {
         S::Installed | S::AddedToExistingCluster => cond(
             "Installed",
             true,
@@ -211,8 +236,14 @@ pub fn agent_conditions(
             "InstallationNotStarted",
             "The installation has not yet started",
         ),
-    };
-    let bound = match s {
+    }
+}
+
+/// Bound: whether the agent is bound to a cluster deployment.
+fn agent_bound(host: &HostSnapshot) -> Cond {
+    use HostStatus as S;
+    let s = host.status;
+    match s {
         S::Binding => cond(
             "Bound",
             false,
@@ -243,8 +274,7 @@ pub fn agent_conditions(
             "Unbound",
             "The agent is not bound to any cluster deployment",
         ),
-    };
-    vec![spec, connected, requirements, validated, installed, bound]
+    }
 }
 
 /// The Agent status for a host. `previous` keeps condition transition times.
@@ -328,13 +358,32 @@ const INSTALLING_CLUSTER: &[ClusterStatus] = &[
 
 /// AgentClusterInstall conditions.
 pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond> {
-    use ClusterStatus as C;
-    let c = &rec.snapshot;
-    let info = &c.status_info;
-    let spec = spec_synced(spec_error);
     let info_json = rec.validations.as_ref().map(|v| v.to_validations_info());
-    let validated = validated("cluster", validations_of(info_json.as_ref()));
-    let requirements = match &rec.requirements {
+    let mut out = vec![
+        spec_synced(spec_error),
+        validated("cluster", validations_of(info_json.as_ref())),
+        aci_requirements_met(rec),
+        aci_completed(rec),
+        aci_failed(rec.snapshot.status, &rec.snapshot.status_info),
+        aci_stopped(rec.snapshot.status),
+    ];
+    out.extend(crate::service::controllers::unsupported::fields_supported(
+        &rec.settings.unsupported_fields,
+    ));
+    if let Some(e) = &rec.preparation_error {
+        out.push(cond(
+            "LastInstallationPreparationFailed",
+            true,
+            "InstallationPreparationFailed",
+            format!("The installation preparation failed: {e}"),
+        ));
+    }
+    out
+}
+
+/// RequirementsMet: the cluster's requirements decision, as upstream names it.
+fn aci_requirements_met(rec: &ClusterRecord) -> Cond {
+    match &rec.requirements {
         Some(d) => cond(
             "RequirementsMet",
             matches!(
@@ -359,8 +408,14 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
             "ClusterNotReady",
             "The cluster is not ready to begin the installation",
         ),
-    };
-    let completed = match c.status {
+    }
+}
+
+/// Completed: how far the installation went, or that it is on hold.
+fn aci_completed(rec: &ClusterRecord) -> Cond {
+    use ClusterStatus as C;
+    let info = &rec.snapshot.status_info;
+    match rec.snapshot.status {
         C::Installed | C::AddingHosts => cond(
             "Completed",
             true,
@@ -391,8 +446,13 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
             "InstallationNotStarted",
             "The installation has not yet started",
         ),
-    };
-    let failed = match c.status {
+    }
+}
+
+/// Failed: whether the installation failed.
+fn aci_failed(status: ClusterStatus, info: &str) -> Cond {
+    use ClusterStatus as C;
+    match status {
         C::Error => cond(
             "Failed",
             true,
@@ -405,8 +465,13 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
             "InstallationNotFailed",
             "The installation has not failed",
         ),
-    };
-    let stopped = match c.status {
+    }
+}
+
+/// Stopped: whether the installation stopped, and why.
+fn aci_stopped(status: ClusterStatus) -> Cond {
+    use ClusterStatus as C;
+    match status {
         C::Error => cond(
             "Stopped",
             true,
@@ -431,20 +496,7 @@ pub fn aci_conditions(rec: &ClusterRecord, spec_error: Option<&str>) -> Vec<Cond
             "InstallationNotStopped",
             "The installation is waiting to start or in progress",
         ),
-    };
-    let mut out = vec![spec, validated, requirements, completed, failed, stopped];
-    out.extend(crate::service::controllers::unsupported::fields_supported(
-        &rec.settings.unsupported_fields,
-    ));
-    if let Some(e) = &rec.preparation_error {
-        out.push(cond(
-            "LastInstallationPreparationFailed",
-            true,
-            "InstallationPreparationFailed",
-            format!("The installation preparation failed: {e}"),
-        ));
     }
-    out
 }
 
 /// The AgentClusterInstall status for a cluster record.
