@@ -3,7 +3,7 @@
 //! calls [`run`]; the `assisted-core` binary does the same on its own.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -235,42 +235,14 @@ pub async fn run(
     tokio::fs::create_dir_all(&files_root)
         .await
         .with_context(|| format!("creating {}", files_root.display()))?;
-    let cfg = Config {
-        host_disconnection_timeout: std::time::Duration::from_secs(
-            args.host_disconnection_timeout_seconds,
-        ),
-        agent_image: args.agent_image.clone(),
-        installer_image: args.installer_image.clone(),
-        controller_image: args.controller_image.clone(),
-        ..Config::default()
-    };
+    let cfg = store_config(&args);
     let (store, dirty) = Store::new(cfg);
-    let backend: Arc<dyn InstallBackend> = match args.install_backend {
-        Backend::Lab => Arc::new(lab_backend(&args).await?),
-        Backend::OpenshiftInstall => Arc::new(match &args.openshift_install_binary {
-            Some(binary) => OpenshiftInstallBackend::new(binary.clone()),
-            None => {
-                OpenshiftInstallBackend::from_release_payloads(args.data_dir.join("installers"))
-                    .context("the registry client for release payloads")?
-            }
-        }),
-    };
-    let preparer = Arc::new(BackendPreparer {
-        backend,
-        files: FileStore::new(files_root.clone()),
-        work_root: args.data_dir.join("work"),
-        api_url: args.lab_api_url.clone(),
-    });
+    let preparer = preparer(&args, &files_root).await?;
     let signer = keys.clone();
     let urls = args.urls();
     let tls = tls_plan(&args, &urls)?;
     let serving = tls.as_ref().map(|_| Arc::new(ServingCertificate::new()));
-    let acceptor = match &serving {
-        Some(s) => Some(manager::webhook::tls_acceptor(s.clone()).map_err(|e| {
-            anyhow::anyhow!("configuring TLS for the agent API and image server: {e}")
-        })?),
-        None => None,
-    };
+    let acceptor = tls_acceptor(serving.as_ref())?;
     let acceptor_for = |url: &str| acceptor.clone().filter(|_| url.starts_with("https://"));
     let k8s = client.clone();
     let ctx = Arc::new(Context::new(
@@ -337,6 +309,51 @@ pub async fn run(
         certificate,
     );
     Ok(())
+}
+
+/// The store's settings from the command line.
+fn store_config(args: &CoreArgs) -> Config {
+    Config {
+        host_disconnection_timeout: std::time::Duration::from_secs(
+            args.host_disconnection_timeout_seconds,
+        ),
+        agent_image: args.agent_image.clone(),
+        installer_image: args.installer_image.clone(),
+        controller_image: args.controller_image.clone(),
+        ..Config::default()
+    }
+}
+
+/// The install backend the command line names, behind the controllers' preparer.
+async fn preparer(args: &CoreArgs, files_root: &Path) -> anyhow::Result<Arc<BackendPreparer>> {
+    let backend: Arc<dyn InstallBackend> = match args.install_backend {
+        Backend::Lab => Arc::new(lab_backend(args).await?),
+        Backend::OpenshiftInstall => Arc::new(match &args.openshift_install_binary {
+            Some(binary) => OpenshiftInstallBackend::new(binary.clone()),
+            None => {
+                OpenshiftInstallBackend::from_release_payloads(args.data_dir.join("installers"))
+                    .context("the registry client for release payloads")?
+            }
+        }),
+    };
+    Ok(Arc::new(BackendPreparer {
+        backend,
+        files: FileStore::new(files_root.to_path_buf()),
+        work_root: args.data_dir.join("work"),
+        api_url: args.lab_api_url.clone(),
+    }))
+}
+
+/// The TLS acceptor of the https listeners, when a serving certificate is used.
+fn tls_acceptor(
+    serving: Option<&Arc<ServingCertificate>>,
+) -> anyhow::Result<Option<tokio_rustls::TlsAcceptor>> {
+    Ok(match serving {
+        Some(s) => Some(manager::webhook::tls_acceptor(s.clone()).map_err(|e| {
+            anyhow::anyhow!("configuring TLS for the agent API and image server: {e}")
+        })?),
+        None => None,
+    })
 }
 
 /// How long a client may take to send a request's head (request line and headers). Without a
