@@ -19,6 +19,100 @@ pub enum Action {
     InstallDay2(String, String),
 }
 
+/// One monitor pass over one cluster: what it marks dirty and asks of the async side.
+struct Pass<'a> {
+    cid: &'a String,
+    now: Timestamp,
+    cfg: &'a Config,
+    dirty: &'a mut Vec<Dirty>,
+    actions: &'a mut Vec<Action>,
+}
+
+impl Pass<'_> {
+    /// Refreshes the cluster and its hosts (statuses, validations, suggested roles).
+    fn refresh(&mut self, rec: &mut ClusterRecord, host_extra: &mut HashMap<String, HostExtra>) {
+        let (cid, now, cfg) = (self.cid, self.now, self.cfg);
+        let (dirty, actions) = (&mut *self.dirty, &mut *self.actions);
+        if let Some(cidr) = calculated_machine_network(&rec.snapshot) {
+            rec.snapshot.machine_networks = vec![cidr];
+            dirty.push(Dirty::Cluster(cid.clone()));
+        }
+        let refresh = refresh_all(&rec.snapshot, now, cfg);
+        for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
+            let extra = host_extra.entry(h.id.clone()).or_default();
+            let suggested_changed =
+                o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
+            // Typed comparison: building their JSON for each host on every pass was
+            // most of an idle 1,000-host core's CPU.
+            let validations_changed = o.validations.is_some() && extra.validations != o.validations;
+            if o.changed || suggested_changed || validations_changed {
+                dirty.push(Dirty::Host(h.id.clone()));
+            }
+            if validations_changed {
+                extra.validations.clone_from(&o.validations);
+            }
+        }
+        let cluster_validations_changed =
+            refresh.cluster.validations.is_some() && rec.validations != refresh.cluster.validations;
+        if refresh.cluster.changed || cluster_validations_changed {
+            dirty.push(Dirty::Cluster(cid.clone()));
+        }
+        if cluster_validations_changed {
+            rec.validations.clone_from(&refresh.cluster.validations);
+        }
+        apply_refresh(&mut rec.snapshot, &refresh, now);
+        if refresh
+            .cluster
+            .effects
+            .contains(&ClusterEffect::PreparationStarted)
+        {
+            actions.push(Action::Prepare(cid.clone()));
+        }
+    }
+
+    /// Day-1 auto-start and day-2 installs.
+    fn start_installs(&mut self, rec: &mut ClusterRecord) {
+        let (cid, now, cfg) = (self.cid, self.now, self.cfg);
+        let (dirty, actions) = (&mut *self.dirty, &mut *self.actions);
+        // Day-1 auto-start (kube-API rule).
+        let decision = auto_start_day1(
+            &rec.snapshot,
+            &AutoStartParams {
+                hold: rec.settings.hold,
+                unsynced_agents: rec.settings.unsynced_agents,
+                spec_unsynced: rec.spec_error.is_some(),
+            },
+            cfg,
+        );
+        let backing_off = rec
+            .preparation_failed_at
+            .is_some_and(|t| elapsed(now, t) < PREPARATION_RETRY_DELAY);
+        if decision.start
+            && !backing_off
+            && let Ok(plan) = start_install(&rec.snapshot, now, cfg)
+        {
+            apply_install_plan(&mut rec.snapshot, &plan, now);
+            rec.preparation_error = None;
+            if plan.schedulable_masters_forced_true {
+                rec.snapshot.schedulable_masters = true;
+            }
+            actions.push(Action::Prepare(cid.clone()));
+            dirty.push(Dirty::Cluster(cid.clone()));
+            dirty.extend(rec.snapshot.hosts.iter().map(|h| Dirty::Host(h.id.clone())));
+        }
+        if rec.requirements.as_ref() != Some(&decision) {
+            rec.requirements = Some(decision);
+            dirty.push(Dirty::Cluster(cid.clone()));
+        }
+
+        // Day-2: approved known hosts of an adding-hosts cluster install once their
+        // ignition is written (see `start_day2_install`).
+        for hid in day2_hosts_to_install(&rec.snapshot) {
+            actions.push(Action::InstallDay2(cid.clone(), hid.to_string()));
+        }
+    }
+}
+
 impl Store {
     /// One monitor pass: refresh every cluster and its hosts, decide day-1 auto-start and
     /// day-2 installs, and mark what changed. Pure apart from the dirty/wake signals.
@@ -29,79 +123,15 @@ impl Store {
             let mut st = self.write();
             let st = &mut *st;
             for (cid, rec) in st.clusters.iter_mut() {
-                if let Some(cidr) = calculated_machine_network(&rec.snapshot) {
-                    rec.snapshot.machine_networks = vec![cidr];
-                    dirty.push(Dirty::Cluster(cid.clone()));
-                }
-                let refresh = refresh_all(&rec.snapshot, now, &self.cfg);
-                for (h, o) in rec.snapshot.hosts.iter().zip(&refresh.hosts) {
-                    let extra = st.host_extra.entry(h.id.clone()).or_default();
-                    let suggested_changed =
-                        o.suggested_role.is_some() && o.suggested_role != h.suggested_role;
-                    // Typed comparison: building their JSON for each host on every pass was
-                    // most of an idle 1,000-host core's CPU.
-                    let validations_changed =
-                        o.validations.is_some() && extra.validations != o.validations;
-                    if o.changed || suggested_changed || validations_changed {
-                        dirty.push(Dirty::Host(h.id.clone()));
-                    }
-                    if validations_changed {
-                        extra.validations.clone_from(&o.validations);
-                    }
-                }
-                let cluster_validations_changed = refresh.cluster.validations.is_some()
-                    && rec.validations != refresh.cluster.validations;
-                if refresh.cluster.changed || cluster_validations_changed {
-                    dirty.push(Dirty::Cluster(cid.clone()));
-                }
-                if cluster_validations_changed {
-                    rec.validations.clone_from(&refresh.cluster.validations);
-                }
-                apply_refresh(&mut rec.snapshot, &refresh, now);
-                if refresh
-                    .cluster
-                    .effects
-                    .contains(&ClusterEffect::PreparationStarted)
-                {
-                    actions.push(Action::Prepare(cid.clone()));
-                }
-
-                // Day-1 auto-start (kube-API rule).
-                let decision = auto_start_day1(
-                    &rec.snapshot,
-                    &AutoStartParams {
-                        hold: rec.settings.hold,
-                        unsynced_agents: rec.settings.unsynced_agents,
-                        spec_unsynced: rec.spec_error.is_some(),
-                    },
-                    &self.cfg,
-                );
-                let backing_off = rec
-                    .preparation_failed_at
-                    .is_some_and(|t| elapsed(now, t) < PREPARATION_RETRY_DELAY);
-                if decision.start
-                    && !backing_off
-                    && let Ok(plan) = start_install(&rec.snapshot, now, &self.cfg)
-                {
-                    apply_install_plan(&mut rec.snapshot, &plan, now);
-                    rec.preparation_error = None;
-                    if plan.schedulable_masters_forced_true {
-                        rec.snapshot.schedulable_masters = true;
-                    }
-                    actions.push(Action::Prepare(cid.clone()));
-                    dirty.push(Dirty::Cluster(cid.clone()));
-                    dirty.extend(rec.snapshot.hosts.iter().map(|h| Dirty::Host(h.id.clone())));
-                }
-                if rec.requirements.as_ref() != Some(&decision) {
-                    rec.requirements = Some(decision);
-                    dirty.push(Dirty::Cluster(cid.clone()));
-                }
-
-                // Day-2: approved known hosts of an adding-hosts cluster install once their
-                // ignition is written (see `start_day2_install`).
-                for hid in day2_hosts_to_install(&rec.snapshot) {
-                    actions.push(Action::InstallDay2(cid.clone(), hid.to_string()));
-                }
+                let mut pass = Pass {
+                    cid,
+                    now,
+                    cfg: &self.cfg,
+                    dirty: &mut dirty,
+                    actions: &mut actions,
+                };
+                pass.refresh(rec, &mut st.host_extra);
+                pass.start_installs(rec);
             }
             for (hid, h) in st.unbound.iter_mut() {
                 let o = refresh_host(h, None, now, &self.cfg);
