@@ -304,24 +304,7 @@ impl OpenshiftInstallBackend {
         // Never closed, so acquiring only waits.
         let _running = self.running.acquire().await.ok();
         let (binary, release) = self.installer(req).await?;
-        crate::service::private_fs::create_dir_all(dir)
-            .await
-            .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
-        // The installer resumes from any state file it finds; a reused directory could
-        // silently mix two attempts, so insist on a fresh one.
-        let mut entries = tokio::fs::read_dir(dir)
-            .await
-            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
-        let first = entries
-            .next_entry()
-            .await
-            .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
-        if first.is_some() {
-            return Err(InstallError::InvalidInput(format!(
-                "work directory {} is not empty",
-                dir.display()
-            )));
-        }
+        fresh_work_dir(dir).await?;
         // The installer consumes (deletes) install-config.yaml, so keep our own copy.
         let cfg_path = dir.join("install-config.yaml");
         crate::service::private_fs::write(&cfg_path, req.install_config_yaml.as_bytes())
@@ -500,6 +483,28 @@ fn tail(s: &[u8], max: usize) -> String {
         start += 1;
     }
     text[start..].to_string()
+}
+
+/// Creates the installer's work directory, which must be empty: the installer resumes from
+/// any state file it finds, so a reused directory could silently mix two attempts.
+async fn fresh_work_dir(dir: &Path) -> Result<(), InstallError> {
+    crate::service::private_fs::create_dir_all(dir)
+        .await
+        .map_err(|e| InstallError::io("creating the work directory", dir, e))?;
+    let mut entries = tokio::fs::read_dir(dir)
+        .await
+        .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+    let first = entries
+        .next_entry()
+        .await
+        .map_err(|e| InstallError::io("listing the work directory", dir, e))?;
+    if first.is_some() {
+        return Err(InstallError::InvalidInput(format!(
+            "work directory {} is not empty",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -296,6 +296,25 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
         root.insert("sshKey".into(), json!(key));
     }
     let mut doc = Value::Object(root);
+    apply_overrides(&mut doc, input)?;
+    // The overrides' bundle first, then the InfraEnvs' (upstream merges them, in this order).
+    let bundle = doc
+        .get("additionalTrustBundle")
+        .and_then(Value::as_str)
+        .into_iter()
+        .chain(input.additional_trust_bundles.iter().map(String::as_str))
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !bundle.is_empty() {
+        doc["additionalTrustBundle"] = json!(bundle);
+    }
+    Ok(doc)
+}
+
+/// The user's install-config overrides (the ACI annotation), merged over the generated document.
+fn apply_overrides(doc: &mut Value, input: &InstallConfigInput) -> Result<(), InstallError> {
     if let Some(overrides) = input
         .install_config_overrides
         .as_deref()
@@ -319,22 +338,9 @@ pub fn build_install_config(input: &InstallConfigInput) -> Result<Value, Install
                 "expected a JSON object",
             ));
         }
-        apply_merge_patch(&mut doc, &patch);
+        apply_merge_patch(doc, &patch);
     }
-    // The overrides' bundle first, then the InfraEnvs' (upstream merges them, in this order).
-    let bundle = doc
-        .get("additionalTrustBundle")
-        .and_then(Value::as_str)
-        .into_iter()
-        .chain(input.additional_trust_bundles.iter().map(String::as_str))
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
-    if !bundle.is_empty() {
-        doc["additionalTrustBundle"] = json!(bundle);
-    }
-    Ok(doc)
+    Ok(())
 }
 
 /// Renders the document as install-config.yaml.
