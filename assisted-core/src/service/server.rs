@@ -12,7 +12,7 @@ use futures::FutureExt;
 use kube::Client;
 use tokio::sync::watch;
 
-use super::auth::load_or_create_keys;
+use super::auth::{Keys, load_or_create_keys};
 use super::controllers;
 use super::controllers::context::Context;
 use super::controllers::context::ImageSettings;
@@ -259,24 +259,8 @@ pub async fn run(
         },
         &registry,
     ));
-    let resume = journal::restore(&ctx.store, &ctx.files_root).await;
-    controllers::initial_sync(&ctx).await;
-    for id in resume {
-        monitor::start_preparation(&ctx, id).await;
-    }
-
-    let api = super::http::router(super::http::AppState {
-        store: store.clone(),
-        keys: keys.clone(),
-        files_root: files_root.clone(),
-        client: Some(ctx.client.clone()),
-    });
-    let images = image_server::router(ImageServerState {
-        store: store.clone(),
-        keys: keys.clone(),
-        cache: Arc::new(OsImageCache::new(args.data_dir.join("os-images"))),
-        os_images: Arc::new(os_images),
-    });
+    resume(&ctx).await;
+    let (api, images) = routers(&ctx, &keys, &args, os_images);
     tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
     let agents = controllers::watch_agents(ctx.client.clone(), shutdown.clone());
     let agent_store = agents.store.clone();
@@ -309,6 +293,38 @@ pub async fn run(
         certificate,
     );
     Ok(())
+}
+
+/// After a (re)start, before serving: the journal's clusters back in the store, every cluster
+/// and infra-env registered once, and the preparations that were running started again.
+async fn resume(ctx: &Arc<Context>) {
+    let resume = journal::restore(&ctx.store, &ctx.files_root).await;
+    controllers::initial_sync(ctx).await;
+    for id in resume {
+        monitor::start_preparation(ctx, id).await;
+    }
+}
+
+/// The agent REST API's router and the image server's.
+fn routers(
+    ctx: &Context,
+    keys: &Arc<Keys>,
+    args: &CoreArgs,
+    os_images: Vec<OsImage>,
+) -> (axum::Router, axum::Router) {
+    let api = super::http::router(super::http::AppState {
+        store: ctx.store.clone(),
+        keys: keys.clone(),
+        files_root: ctx.files_root.clone(),
+        client: Some(ctx.client.clone()),
+    });
+    let images = image_server::router(ImageServerState {
+        store: ctx.store.clone(),
+        keys: keys.clone(),
+        cache: Arc::new(OsImageCache::new(args.data_dir.join("os-images"))),
+        os_images: Arc::new(os_images),
+    });
+    (api, images)
 }
 
 /// The store's settings from the command line.
