@@ -140,6 +140,54 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
     );
     files.push(file("/etc/motd", 0o644, motd.as_bytes()));
 
+    let cacert = trust_files(p, &mut files);
+
+    for (path, contents, mode) in &p.mirror_files {
+        files.push(file(path, *mode, contents.as_bytes()));
+    }
+
+    if !p.proxy.is_empty() {
+        files.push(file(
+            "/etc/profile.d/proxy.sh",
+            0o644,
+            proxy_profile(&p.proxy).as_bytes(),
+        ));
+    }
+
+    files.push(file(
+        "/usr/local/bin/agent-pull-image",
+        0o755,
+        PULL_IMAGE_SCRIPT.as_bytes(),
+    ));
+    units.push(unit(AGENT_UNIT, &agent_unit(p, cacert)?));
+
+    ntp_and_network(p, &mut files, &mut units)?;
+
+    let keys = ssh_keys(&p.ssh_authorized_key);
+    let mut user = json!({ "name": "core" });
+    if !keys.is_empty() {
+        user["sshAuthorizedKeys"] = json!(keys);
+    }
+
+    let mut config = json!({
+        "ignition": { "version": version_string(IGNITION_VERSION) },
+        "passwd": { "users": [user] },
+        "storage": { "files": files },
+        "systemd": { "units": units },
+    });
+    if let Some(ov) = p
+        .ignition_config_override
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        merge_override(&mut config, ov)?;
+    }
+    serde_json::to_string(&config).map_err(|e| ImageError::input("ignition", e.to_string()))
+}
+
+/// The service's CA (also what the agent's `--cacert` names) and the InfraEnv's additional
+/// trust bundle, as trust anchors; the CA path when there is one.
+fn trust_files(p: &DiscoveryIgnitionParams, files: &mut Vec<Value>) -> Option<&'static str> {
     let mut cacert = None;
     if let Some(ca) = p
         .service_ca_bundle
@@ -166,26 +214,15 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
             tb.as_bytes(),
         ));
     }
+    cacert
+}
 
-    for (path, contents, mode) in &p.mirror_files {
-        files.push(file(path, *mode, contents.as_bytes()));
-    }
-
-    if !p.proxy.is_empty() {
-        files.push(file(
-            "/etc/profile.d/proxy.sh",
-            0o644,
-            proxy_profile(&p.proxy).as_bytes(),
-        ));
-    }
-
-    files.push(file(
-        "/usr/local/bin/agent-pull-image",
-        0o755,
-        PULL_IMAGE_SCRIPT.as_bytes(),
-    ));
-    units.push(unit(AGENT_UNIT, &agent_unit(p, cacert)?));
-
+/// The NTP sources and the static network configuration, with the units that apply them.
+fn ntp_and_network(
+    p: &DiscoveryIgnitionParams,
+    files: &mut Vec<Value>,
+    units: &mut Vec<Value>,
+) -> Result<(), ImageError> {
     let ntp = ntp_sources(&p.ntp_sources)?;
     if !ntp.is_empty() {
         files.push(file(
@@ -210,32 +247,13 @@ pub fn discovery_ignition(p: &DiscoveryIgnitionParams) -> Result<String, ImageEr
             &with_discovery_delay(PRE_NM_UNIT_ROOTFS, p.network_discovery_delay_seconds),
         ));
     }
-
-    let keys = ssh_keys(&p.ssh_authorized_key);
-    let mut user = json!({ "name": "core" });
-    if !keys.is_empty() {
-        user["sshAuthorizedKeys"] = json!(keys);
-    }
-
-    let mut config = json!({
-        "ignition": { "version": version_string(IGNITION_VERSION) },
-        "passwd": { "users": [user] },
-        "storage": { "files": files },
-        "systemd": { "units": units },
-    });
-    if let Some(ov) = p
-        .ignition_config_override
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        merge_override(&mut config, ov)?;
-    }
-    serde_json::to_string(&config).map_err(|e| ImageError::input("ignition", e.to_string()))
+    Ok(())
 }
 
 #[cfg(any(test, feature = "test-support"))]
 /// Reads the agent settings back out of a discovery ignition (ours or upstream-shaped:
 /// an `agent.service` whose ExecStart carries `--url`, `--infra-env-id`, ...).
+// Over 80 lines: test support only (not built into the service), one read of the agent unit's flags.
 pub fn parse_discovery_ignition(ign: &str) -> Result<DiscoveredAgentConfig, ImageError> {
     let bad = |m: &str| ImageError::NotDiscoveryIgnition(m.to_string());
     let v: Value = serde_json::from_str(ign).map_err(|e| bad(&format!("not JSON: {e}")))?;

@@ -551,6 +551,8 @@ fn write_image_file(path: &Path, files: &[TestFile<'_>], legacy_header: bool) ->
 }
 
 /// Writes the image of `files` (laid out as [`plan`] says) to `out`, front to back.
+// Over 80 lines: the metadata sectors are filled in disk order, one after another; the
+// directory records loop shares its offsets with the rest.
 fn write_image(
     out: &mut impl Write,
     files: &[TestFile<'_>],
@@ -610,12 +612,47 @@ fn write_image(
         }
     }
 
+    let (l_table, m_table) = path_tables(&dirs);
+    if l_table.len() > SECTOR as usize {
+        return Err(invalid("the path table exceeds one sector".into()));
+    }
+    meta[sector(L_PATH_LBA)..][..l_table.len()].copy_from_slice(&l_table);
+    meta[sector(M_PATH_LBA)..][..m_table.len()].copy_from_slice(&m_table);
+
+    let root = dir_record(&[0], ROOT_LBA, dir_size, true);
+    primary_volume_descriptor(
+        &mut meta[sector(PVD_LBA)..][..SECTOR as usize],
+        total_sectors,
+        l_table.len() as u32,
+        &root,
+    );
+    let term = &mut meta[sector(PVD_LBA + 1)..][..SECTOR as usize];
+    term[0] = 255;
+    term[1..6].copy_from_slice(b"CD001");
+    term[6] = 1;
+
+    out.write_all(&meta)?;
+    let zeros = vec![0u8; 64 * 1024];
+    for f in files {
+        let len = f.data.len();
+        match f.data {
+            Payload::Bytes(data) => out.write_all(data)?,
+            Payload::Zeros(n) => write_zeros(out, &zeros, n)?,
+        }
+        let pad = len.next_multiple_of(SECTOR) - len;
+        write_zeros(out, &zeros, pad)?;
+    }
+    Ok(())
+}
+
+/// The little- and big-endian path tables.
+fn path_tables(dirs: &[Dir]) -> (Vec<u8>, Vec<u8>) {
     // Path tables: (name length, extended attributes, LBA, parent number, name), in the
     // directories' order; parent numbers count from 1.
     let mut l_table = Vec::new();
     let mut m_table = Vec::new();
     for (i, d) in dirs.iter().enumerate() {
-        let (name, lba, parent) = (d.name(), dir_lba(i), d.parent as u16 + 1);
+        let (name, lba, parent) = (d.name(), ROOT_LBA + i as u32, d.parent as u16 + 1);
         for (table, big) in [(&mut l_table, false), (&mut m_table, true)] {
             table.push(name.len() as u8);
             table.push(0);
@@ -635,14 +672,11 @@ fn write_image(
             }
         }
     }
-    if l_table.len() > SECTOR as usize {
-        return Err(invalid("the path table exceeds one sector".into()));
-    }
-    meta[sector(L_PATH_LBA)..][..l_table.len()].copy_from_slice(&l_table);
-    meta[sector(M_PATH_LBA)..][..m_table.len()].copy_from_slice(&m_table);
+    (l_table, m_table)
+}
 
-    let root = dir_record(&[0], ROOT_LBA, dir_size, true);
-    let pvd = &mut meta[sector(PVD_LBA)..][..SECTOR as usize];
+/// The primary volume descriptor (ECMA-119 8.4): the volume's size, its path tables and root.
+fn primary_volume_descriptor(pvd: &mut [u8], total_sectors: u32, path_table_len: u32, root: &[u8]) {
     pvd[0] = 1;
     pvd[1..6].copy_from_slice(b"CD001");
     pvd[6] = 1;
@@ -652,10 +686,10 @@ fn write_image(
     pvd[120..124].copy_from_slice(&both16(1));
     pvd[124..128].copy_from_slice(&both16(1));
     pvd[128..132].copy_from_slice(&both16(SECTOR as u16));
-    pvd[132..140].copy_from_slice(&both32(l_table.len() as u32));
+    pvd[132..140].copy_from_slice(&both32(path_table_len));
     pvd[140..144].copy_from_slice(&L_PATH_LBA.to_le_bytes());
     pvd[148..152].copy_from_slice(&M_PATH_LBA.to_be_bytes());
-    pvd[156..190].copy_from_slice(&root);
+    pvd[156..190].copy_from_slice(root);
     for range in [
         190..318,
         318..446,
@@ -676,23 +710,6 @@ fn write_image(
         pvd[at..at + 16].fill(b'0');
     }
     pvd[881] = 1;
-    let term = &mut meta[sector(PVD_LBA + 1)..][..SECTOR as usize];
-    term[0] = 255;
-    term[1..6].copy_from_slice(b"CD001");
-    term[6] = 1;
-
-    out.write_all(&meta)?;
-    let zeros = vec![0u8; 64 * 1024];
-    for f in files {
-        let len = f.data.len();
-        match f.data {
-            Payload::Bytes(data) => out.write_all(data)?,
-            Payload::Zeros(n) => write_zeros(out, &zeros, n)?,
-        }
-        let pad = len.next_multiple_of(SECTOR) - len;
-        write_zeros(out, &zeros, pad)?;
-    }
-    Ok(())
 }
 
 fn write_zeros(out: &mut impl Write, zeros: &[u8], mut n: u64) -> io::Result<()> {
