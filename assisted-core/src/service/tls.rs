@@ -55,35 +55,64 @@ impl CertificateNames {
     }
 }
 
+/// Why the serving certificate cannot be planned, loaded or requested.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{url:?} is not a URL: {source}")]
+    NotUrl {
+        url: String,
+        source: http::uri::InvalidUri,
+    },
+    #[error("{0:?} must start with https:// (or http://, without TLS)")]
+    Scheme(String),
+    #[error("{0:?} names no host")]
+    NoHost(String),
+    #[error("Secret {0} has no tls.crt and tls.key (not issued yet?)")]
+    NotIssued(String),
+    #[error("Secret {secret}: {problem}")]
+    KeyPair { secret: String, problem: String },
+    #[error("Secret {0}: ca.crt is not PEM")]
+    CaNotPem(String),
+    #[error("serving certificate lock poisoned")]
+    LockPoisoned,
+    #[error("applying Certificate {namespace}/{name}: {source}")]
+    Apply {
+        namespace: String,
+        name: String,
+        source: kube::Error,
+    },
+}
+
+fn parse_url(url: &str) -> Result<http::Uri, TlsError> {
+    url.parse().map_err(|source| TlsError::NotUrl {
+        url: url.to_string(),
+        source,
+    })
+}
+
 /// Whether a public URL is served over TLS: `Ok(true)` for https, `Ok(false)` for http, an
 /// error for anything else (hosts and BMCs speak nothing else).
-pub fn is_https(url: &str) -> Result<bool, String> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+pub fn is_https(url: &str) -> Result<bool, TlsError> {
+    let uri = parse_url(url)?;
     match uri.scheme_str() {
         Some("https") => Ok(true),
         Some("http") => Ok(false),
-        _ => Err(format!(
-            "{url:?} must start with https:// (or http://, without TLS)"
-        )),
+        _ => Err(TlsError::Scheme(url.to_string())),
     }
 }
 
 /// The certificate's names for `urls`: each https URL's host, as a DNS name or an IP address.
-pub fn certificate_names(urls: &ServiceUrls) -> Result<CertificateNames, String> {
+pub fn certificate_names(urls: &ServiceUrls) -> Result<CertificateNames, TlsError> {
     let mut names = CertificateNames::default();
     for url in [&urls.agent_api, &urls.images] {
         if !is_https(url)? {
             continue;
         }
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let uri = parse_url(url)?;
         let host = uri
             .host()
             .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("{url:?} names no host"))?;
+            .ok_or_else(|| TlsError::NoHost(url.to_string()))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let list = if host.parse::<IpAddr>().is_ok() {
             &mut names.ip_addresses
@@ -149,7 +178,7 @@ impl ServingCertificate {
 
     /// Serves the key pair in `secret` (`tls.crt`, `tls.key`, optional `ca.crt`); an unusable
     /// Secret leaves the previous certificate in place.
-    pub fn load(&self, secret: &Secret) -> Result<bool, String> {
+    pub fn load(&self, secret: &Secret) -> Result<bool, TlsError> {
         let name = secret.name_any();
         let version = secret.resource_version();
         if let Ok(current) = self.current.read()
@@ -162,16 +191,14 @@ impl ServingCertificate {
         let data = secret.data.clone().unwrap_or_default();
         let field = |k: &str| data.get(k).map(|b| b.0.clone()).filter(|b| !b.is_empty());
         let (Some(cert), Some(key)) = (field("tls.crt"), field("tls.key")) else {
-            return Err(format!(
-                "Secret {name} has no tls.crt and tls.key (not issued yet?)"
-            ));
+            return Err(TlsError::NotIssued(name));
         };
-        let key = manager::webhook::certified_key(&cert, &key)
-            .map_err(|e| format!("Secret {name}: {e}"))?;
+        let key = manager::webhook::certified_key(&cert, &key).map_err(|e| TlsError::KeyPair {
+            secret: name.clone(),
+            problem: e,
+        })?;
         let ca_bundle = match field("ca.crt") {
-            Some(ca) => Some(
-                String::from_utf8(ca).map_err(|_| format!("Secret {name}: ca.crt is not PEM"))?,
-            ),
+            Some(ca) => Some(String::from_utf8(ca).map_err(|_| TlsError::CaNotPem(name.clone()))?),
             None => None,
         };
         let served = Served {
@@ -179,10 +206,7 @@ impl ServingCertificate {
             ca_bundle,
             resource_version: version,
         };
-        *self
-            .current
-            .write()
-            .map_err(|_| "serving certificate lock poisoned")? = Some(Arc::new(served));
+        *self.current.write().map_err(|_| TlsError::LockPoisoned)? = Some(Arc::new(served));
         Ok(true)
     }
 
@@ -290,7 +314,7 @@ async fn apply_certificate(
     client: &Client,
     settings: &TlsSettings,
     certificate: &Value,
-) -> Result<(), String> {
+) -> Result<(), TlsError> {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "cert-manager.io",
         "v1",
@@ -305,11 +329,10 @@ async fn apply_certificate(
     )
     .await
     .map(|_| ())
-    .map_err(|e| {
-        format!(
-            "applying Certificate {}/{}: {e}",
-            settings.namespace, settings.secret
-        )
+    .map_err(|source| TlsError::Apply {
+        namespace: settings.namespace.clone(),
+        name: settings.secret.clone(),
+        source,
     })
 }
 
@@ -361,9 +384,13 @@ mod tests {
 
     #[test]
     fn other_schemes_and_hostless_urls_are_refused_with_the_url() {
-        let e = certificate_names(&urls("ftp://a:1", "http://b")).unwrap_err();
+        let e = certificate_names(&urls("ftp://a:1", "http://b"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"ftp://a:1\"") && e.contains("https://"), "{e}");
-        let e = certificate_names(&urls("not a url", "http://b")).unwrap_err();
+        let e = certificate_names(&urls("not a url", "http://b"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a URL"), "{e}");
     }
 
@@ -422,7 +449,7 @@ mod tests {
         );
         let mut empty = issued(None);
         empty.data = Some(BTreeMap::new());
-        let e = serving.load(&empty).unwrap_err();
+        let e = serving.load(&empty).unwrap_err().to_string();
         assert!(e.contains("no tls.crt and tls.key"), "{e}");
         assert_eq!(serving.ca_bundle(), None);
 
@@ -450,7 +477,7 @@ mod tests {
             .as_mut()
             .unwrap()
             .insert("tls.key".into(), ByteString(b"garbage".to_vec()));
-        let e = serving.load(&broken).unwrap_err();
+        let e = serving.load(&broken).unwrap_err().to_string();
         assert!(
             e.contains("Secret core-tls") && e.contains("tls.key"),
             "{e}"

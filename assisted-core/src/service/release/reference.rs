@@ -14,6 +14,32 @@ pub struct ReferenceError {
     pub reason: String,
 }
 
+/// What is wrong with one part of a pull spec (the reason of a [`ReferenceError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReferenceProblem {
+    #[error("registry {0:?} has an unclosed '['")]
+    UnclosedBracket(String),
+    #[error("registry {0:?} is not a valid IPv6 address")]
+    BadIpv6(String),
+    #[error("registry {0:?} has junk after ']'")]
+    JunkAfterBracket(String),
+    #[error("registry {0:?} is not a valid host name")]
+    BadHost(String),
+    #[error("registry port {0:?} is not a number")]
+    BadPort(String),
+    #[error("no repository")]
+    NoRepository,
+    #[error(
+        "repository component {0:?} must be lowercase letters, digits and . _ - \
+         (starting and ending with a letter or digit)"
+    )]
+    BadRepositoryComponent(String),
+    #[error("tag {0:?} is not valid")]
+    BadTag(String),
+    #[error("digest {0:?} is not sha256:<64 hex> or sha512:<128 hex>")]
+    BadDigest(String),
+}
+
 /// A parsed pull spec. `registry` is the host[:port] the registry API is served on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ImageRef {
@@ -41,7 +67,7 @@ impl ImageRef {
         }
         let (name, digest) = match spec.split_once('@') {
             Some((name, digest)) => {
-                check_digest(digest).map_err(|r| fail(&r))?;
+                check_digest(digest).map_err(|r| fail(&r.to_string()))?;
                 (name, Some(digest.to_string()))
             }
             None => (spec, None),
@@ -52,14 +78,14 @@ impl ImageRef {
         let (name, tag) = match name[last_slash..].rfind(':') {
             Some(i) => {
                 let tag = &name[last_slash + i + 1..];
-                check_tag(tag).map_err(|r| fail(&r))?;
+                check_tag(tag).map_err(|r| fail(&r.to_string()))?;
                 (&name[..last_slash + i], Some(tag.to_string()))
             }
             None => (name, None),
         };
         let (registry, repository) = split_registry(name);
-        check_registry(&registry).map_err(|r| fail(&r))?;
-        check_repository(&repository).map_err(|r| fail(&r))?;
+        check_registry(&registry).map_err(|r| fail(&r.to_string()))?;
+        check_repository(&repository).map_err(|r| fail(&r.to_string()))?;
         Ok(Self {
             registry,
             repository,
@@ -164,19 +190,19 @@ fn split_registry(name: &str) -> (String, String) {
     (DOCKER_HUB.to_string(), repository)
 }
 
-fn check_registry(registry: &str) -> Result<(), String> {
+fn check_registry(registry: &str) -> Result<(), ReferenceProblem> {
     let (host, port) = if let Some(rest) = registry.strip_prefix('[') {
         let (inside, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("registry {registry:?} has an unclosed '['"))?;
+            .ok_or_else(|| ReferenceProblem::UnclosedBracket(registry.to_string()))?;
         if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
-            return Err(format!("registry {registry:?} is not a valid IPv6 address"));
+            return Err(ReferenceProblem::BadIpv6(registry.to_string()));
         }
         match after {
             "" => (inside, None),
             _ => match after.strip_prefix(':') {
                 Some(port) => (inside, Some(port)),
-                None => return Err(format!("registry {registry:?} has junk after ']'")),
+                None => return Err(ReferenceProblem::JunkAfterBracket(registry.to_string())),
             },
         }
     } else {
@@ -191,20 +217,20 @@ fn check_registry(registry: &str) -> Result<(), String> {
                 !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
             }));
     if !host_ok {
-        return Err(format!("registry {registry:?} is not a valid host name"));
+        return Err(ReferenceProblem::BadHost(registry.to_string()));
     }
     if let Some(port) = port
         && port.parse::<u16>().is_err()
     {
-        return Err(format!("registry port {port:?} is not a number"));
+        return Err(ReferenceProblem::BadPort(port.to_string()));
     }
     Ok(())
 }
 
 /// Repository components are lowercase alphanumerics joined by `.`, `_` or `-`.
-fn check_repository(repository: &str) -> Result<(), String> {
+fn check_repository(repository: &str) -> Result<(), ReferenceProblem> {
     if repository.is_empty() {
-        return Err("no repository".into());
+        return Err(ReferenceProblem::NoRepository);
     }
     for part in repository.split('/') {
         let edges_ok = part
@@ -216,16 +242,13 @@ fn check_repository(repository: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
         if !edges_ok || !chars_ok {
-            return Err(format!(
-                "repository component {part:?} must be lowercase letters, digits and . _ - \
-                 (starting and ending with a letter or digit)"
-            ));
+            return Err(ReferenceProblem::BadRepositoryComponent(part.to_string()));
         }
     }
     Ok(())
 }
 
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), ReferenceProblem> {
     let first_ok = tag
         .chars()
         .next()
@@ -236,13 +259,13 @@ fn check_tag(tag: &str) -> Result<(), String> {
     if first_ok && chars_ok && tag.len() <= 128 {
         Ok(())
     } else {
-        Err(format!("tag {tag:?} is not valid"))
+        Err(ReferenceProblem::BadTag(tag.to_string()))
     }
 }
 
 /// A content digest: `sha256:` + 64 hex digits (or `sha512:` + 128).
-pub fn check_digest(digest: &str) -> Result<(), String> {
-    let bad = || format!("digest {digest:?} is not sha256:<64 hex> or sha512:<128 hex>");
+pub fn check_digest(digest: &str) -> Result<(), ReferenceProblem> {
+    let bad = || ReferenceProblem::BadDigest(digest.to_string());
     let (algorithm, hex) = digest.split_once(':').ok_or_else(bad)?;
     let len = match algorithm {
         "sha256" => 64,

@@ -131,6 +131,24 @@ impl RegistryError {
     }
 }
 
+/// Why a registry's answer (a manifest list, a token, a redirect) cannot be used: the reason
+/// a [`RegistryError`] carries.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("bad manifest list: {0}")]
+    ManifestList(serde_json::Error),
+    #[error("no {platform} image in the manifest list (it has: {available})")]
+    NoPlatform { platform: String, available: String },
+    #[error("bad token response: {0}")]
+    TokenResponse(serde_json::Error),
+    #[error("the token response has no token")]
+    NoToken,
+    #[error("bad URL: {0}")]
+    BadUrl(http::uri::InvalidUri),
+    #[error("redirect to a non-HTTP URL {0}")]
+    NotHttp(String),
+}
+
 /// One layer of an image manifest.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Layer {
@@ -395,7 +413,7 @@ impl RegistryClient {
         let (bytes, media_type, digest) = self.manifest(r, creds).await?;
         let (bytes, media_type, manifest_digest) = if is_index(&media_type) {
             let child = pick_platform(&bytes, os, arch)
-                .map_err(|reason| RegistryError::manifest(r, reason))?;
+                .map_err(|reason| RegistryError::manifest(r, reason.to_string()))?;
             let child_ref = r.with_digest(&child);
             let (b, mt, d) = self.manifest(&child_ref, creds).await?;
             if is_index(&mt) {
@@ -440,7 +458,7 @@ impl RegistryClient {
 
     fn blob_url(&self, r: &ImageRef, digest: &str) -> Result<String, RegistryError> {
         // Checked so that a digest from a manifest cannot steer the URL.
-        check_digest(digest).map_err(|reason| RegistryError::manifest(r, reason))?;
+        check_digest(digest).map_err(|reason| RegistryError::manifest(r, reason.to_string()))?;
         Ok(format!("{}/blobs/{digest}", r.api_base()))
     }
 
@@ -513,7 +531,7 @@ impl RegistryClient {
             current =
                 resolve_location(&current, location).map_err(|reason| RegistryError::Redirect {
                     url: strip_query(&current),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
             let same_origin = origin(&current) == origin(original);
             resp = self
@@ -589,7 +607,7 @@ impl RegistryClient {
         let body = read_capped(&strip_query(&url), resp, MAX_TOKEN_BYTES).await?;
         parse_token(&body).map_err(|reason| RegistryError::Auth {
             url: strip_query(&url),
-            reason,
+            reason: reason.to_string(),
         })
     }
 
@@ -685,9 +703,8 @@ fn manifest_media_type(content_type: &str, bytes: &[u8]) -> String {
 }
 
 /// The digest of the index entry for `os`/`arch`, or why there is none.
-fn pick_platform(index: &[u8], os: &str, arch: &str) -> Result<String, String> {
-    let index: Index =
-        serde_json::from_slice(index).map_err(|e| format!("bad manifest list: {e}"))?;
+fn pick_platform(index: &[u8], os: &str, arch: &str) -> Result<String, Unusable> {
+    let index: Index = serde_json::from_slice(index).map_err(Unusable::ManifestList)?;
     let arch = normalize_arch(arch);
     let platform_of = |e: &IndexEntry| {
         e.platform
@@ -707,28 +724,27 @@ fn pick_platform(index: &[u8], os: &str, arch: &str) -> Result<String, String> {
         .filter_map(platform_of)
         .map(|(o, a)| format!("{o}/{a}"))
         .collect();
-    Err(format!(
-        "no {os}/{arch} image in the manifest list (it has: {})",
-        if available.is_empty() {
+    Err(Unusable::NoPlatform {
+        platform: format!("{os}/{arch}"),
+        available: if available.is_empty() {
             "none".to_string()
         } else {
             available.join(", ")
-        }
-    ))
+        },
+    })
 }
 
-fn parse_token(body: &[u8]) -> Result<String, String> {
+fn parse_token(body: &[u8]) -> Result<String, Unusable> {
     #[derive(serde::Deserialize)]
     struct TokenResponse {
         token: Option<String>,
         access_token: Option<String>,
     }
-    let t: TokenResponse =
-        serde_json::from_slice(body).map_err(|e| format!("bad token response: {e}"))?;
+    let t: TokenResponse = serde_json::from_slice(body).map_err(Unusable::TokenResponse)?;
     t.token
         .filter(|t| !t.is_empty())
         .or(t.access_token.filter(|t| !t.is_empty()))
-        .ok_or_else(|| "the token response has no token".to_string())
+        .ok_or(Unusable::NoToken)
 }
 
 /// Keeps a 2xx response; turns anything else into [`RegistryError::Status`].
@@ -935,11 +951,11 @@ fn origin(url: &str) -> Option<(String, String)> {
 }
 
 /// The absolute URL a `Location` header points to from `base`.
-fn resolve_location(base: &str, location: &str) -> Result<String, String> {
+fn resolve_location(base: &str, location: &str) -> Result<String, Unusable> {
     if location.starts_with("https://") || location.starts_with("http://") {
         return Ok(location.to_string());
     }
-    let uri: http::Uri = base.parse().map_err(|e| format!("bad URL: {e}"))?;
+    let uri: http::Uri = base.parse().map_err(Unusable::BadUrl)?;
     let scheme = uri.scheme_str().unwrap_or("https");
     let authority = uri.authority().map(|a| a.as_str()).unwrap_or_default();
     if let Some(rest) = location.strip_prefix("//") {
@@ -949,10 +965,7 @@ fn resolve_location(base: &str, location: &str) -> Result<String, String> {
         return Ok(format!("{scheme}://{authority}{location}"));
     }
     if location.contains("://") {
-        return Err(format!(
-            "redirect to a non-HTTP URL {}",
-            strip_query(location)
-        ));
+        return Err(Unusable::NotHttp(strip_query(location)));
     }
     let dir = uri.path().rsplit_once('/').map_or("", |(d, _)| d);
     Ok(format!("{scheme}://{authority}{dir}/{location}"))
@@ -992,7 +1005,7 @@ mod tests {
         assert_eq!(pick("linux", "amd64").unwrap(), "sha256:bb");
         assert_eq!(pick("linux", "x86_64").unwrap(), "sha256:bb");
         assert_eq!(pick("linux", "aarch64").unwrap(), "sha256:aa");
-        let e = pick("linux", "s390x").unwrap_err();
+        let e = pick("linux", "s390x").unwrap_err().to_string();
         assert!(
             e.contains("no linux/s390x") && e.contains("linux/arm64, linux/amd64"),
             "{e}"
@@ -1078,10 +1091,16 @@ mod tests {
             parse_token(br#"{"token":"","access_token":"a"}"#).unwrap(),
             "a"
         );
-        assert!(parse_token(br#"{}"#).unwrap_err().contains("no token"));
+        assert!(
+            parse_token(br#"{}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("no token")
+        );
         assert!(
             parse_token(b"nope")
                 .unwrap_err()
+                .to_string()
                 .contains("bad token response")
         );
         assert_eq!(
