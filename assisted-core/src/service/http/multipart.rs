@@ -19,28 +19,46 @@ pub fn boundary(content_type: &str) -> Option<String> {
     })
 }
 
+/// Why a multipart body has no usable part.
+#[derive(Debug, thiserror::Error)]
+pub enum MultipartError {
+    #[error("no multipart boundary in the body")]
+    NoBoundary,
+    #[error("the body has no part named {0:?}")]
+    NoPart(String),
+    #[error("a part's headers never end")]
+    HeadersNeverEnd,
+    #[error("a part never ends")]
+    PartNeverEnds,
+    #[error("the multipart body ends too early")]
+    EndsEarly,
+    #[error("reading the body: {0}")]
+    Read(std::io::Error),
+}
+
 /// Where the content of the part named `name` lies in a multipart body: `[start, end)`.
 pub fn part_range<R: Read + Seek>(
     body: &mut R,
     boundary: &str,
     name: &str,
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64), MultipartError> {
     let delimiter = format!("--{boundary}").into_bytes();
-    let mut at = find(body, &delimiter, 0)?.ok_or("no multipart boundary in the body")?;
+    let mut at = find(body, &delimiter, 0)?.ok_or(MultipartError::NoBoundary)?;
     loop {
         let after = at + delimiter.len() as u64;
         let mut next = [0u8; 2];
         read_at(body, after, &mut next)?;
         if &next == b"--" {
-            return Err(format!("the body has no part named {name:?}"));
+            return Err(MultipartError::NoPart(name.to_string()));
         }
-        let headers_end = find(body, b"\r\n\r\n", after)?.ok_or("a part's headers never end")?;
+        let headers_end = find(body, b"\r\n\r\n", after)?.ok_or(MultipartError::HeadersNeverEnd)?;
         let mut headers = vec![0u8; (headers_end - after).min(16 * 1024) as usize];
         read_at(body, after, &mut headers)?;
         let content_start = headers_end + 4;
         let mut closing = b"\r\n".to_vec();
         closing.extend_from_slice(&delimiter);
-        let content_end = find(body, &closing, content_start)?.ok_or("a part never ends")?;
+        let content_end =
+            find(body, &closing, content_start)?.ok_or(MultipartError::PartNeverEnds)?;
         if disposition_name(&String::from_utf8_lossy(&headers)).as_deref() == Some(name) {
             return Ok((content_start, content_end));
         }
@@ -59,26 +77,28 @@ fn disposition_name(headers: &str) -> Option<String> {
     })
 }
 
-fn read_at<R: Read + Seek>(body: &mut R, at: u64, buf: &mut [u8]) -> Result<(), String> {
+fn read_at<R: Read + Seek>(body: &mut R, at: u64, buf: &mut [u8]) -> Result<(), MultipartError> {
     body.seek(SeekFrom::Start(at))
         .and_then(|_| body.read_exact(buf))
-        .map_err(|_| "the multipart body ends too early".to_string())
+        .map_err(|_| MultipartError::EndsEarly)
 }
 
 /// The first offset at or after `from` where `pattern` occurs, reading in chunks.
-fn find<R: Read + Seek>(body: &mut R, pattern: &[u8], from: u64) -> Result<Option<u64>, String> {
+fn find<R: Read + Seek>(
+    body: &mut R,
+    pattern: &[u8],
+    from: u64,
+) -> Result<Option<u64>, MultipartError> {
     const CHUNK: usize = 64 * 1024;
     body.seek(SeekFrom::Start(from))
-        .map_err(|e| format!("reading the body: {e}"))?;
+        .map_err(MultipartError::Read)?;
     // Keeps the last `pattern.len() - 1` bytes of the previous chunk, so a match across two
     // chunks is found.
     let mut window: Vec<u8> = Vec::with_capacity(CHUNK + pattern.len());
     let mut window_start = from;
     let mut chunk = vec![0u8; CHUNK];
     loop {
-        let n = body
-            .read(&mut chunk)
-            .map_err(|e| format!("reading the body: {e}"))?;
+        let n = body.read(&mut chunk).map_err(MultipartError::Read)?;
         if n == 0 {
             return Ok(None);
         }
@@ -111,7 +131,8 @@ mod tests {
     }
 
     fn extract(body: &[u8], boundary: &str, name: &str) -> Result<Vec<u8>, String> {
-        let (start, end) = part_range(&mut Cursor::new(body), boundary, name)?;
+        let (start, end) =
+            part_range(&mut Cursor::new(body), boundary, name).map_err(|e| e.to_string())?;
         Ok(body[start as usize..end as usize].to_vec())
     }
 

@@ -139,7 +139,7 @@ impl<'a> BmhHosts<'a> {
 
     /// The host named like the manifest, else the first free host of the role its name
     /// implies (the installer names them `<cluster>-master-N` when it knows no hostnames).
-    fn take(&mut self, bmh_name: &str) -> Result<&'a GenerateHost, String> {
+    fn take(&mut self, bmh_name: &str) -> Result<&'a GenerateHost, BmhError> {
         if let Some(i) = self.left.iter().position(|h| h.hostname == bmh_name) {
             return Ok(self.left.remove(i));
         }
@@ -154,11 +154,25 @@ impl<'a> BmhHosts<'a> {
             .left
             .iter()
             .position(|h| h.role == role)
-            .ok_or_else(|| {
-                format!("no registered {role:?} host left for BareMetalHost {bmh_name}")
+            .ok_or_else(|| BmhError::NoHostLeft {
+                role,
+                bmh: bmh_name.to_string(),
             })?;
         Ok(self.left.remove(i))
     }
+}
+
+/// Why a BareMetalHost manifest of the installer cannot be rewritten.
+#[derive(Debug, thiserror::Error)]
+enum BmhError {
+    #[error("{0}")]
+    Yaml(serde_yaml::Error),
+    #[error("{0}")]
+    Shape(&'static str),
+    #[error("no registered {role:?} host left for BareMetalHost {bmh}")]
+    NoHostLeft { role: HostRole, bmh: String },
+    #[error("host {0} has no inventory")]
+    NoInventory(String),
 }
 
 /// One BareMetalHost manifest, externally provisioned, with its hardware in the status
@@ -167,17 +181,17 @@ fn externally_provisioned_bmh(
     yaml: &[u8],
     hosts: &mut BmhHosts<'_>,
     input: &BootstrapInput<'_>,
-) -> Result<Vec<u8>, String> {
-    let mut bmh: Value = serde_yaml::from_slice(yaml).map_err(|e| e.to_string())?;
+) -> Result<Vec<u8>, BmhError> {
+    let mut bmh: Value = serde_yaml::from_slice(yaml).map_err(BmhError::Yaml)?;
     let name = bmh["metadata"]["name"]
         .as_str()
-        .ok_or("BareMetalHost has no metadata.name")?
+        .ok_or(BmhError::Shape("BareMetalHost has no metadata.name"))?
         .to_string();
     let host = hosts.take(&name)?;
     let inventory = host
         .inventory
         .as_ref()
-        .ok_or_else(|| format!("host {} has no inventory", host.hostname))?;
+        .ok_or_else(|| BmhError::NoInventory(host.hostname.clone()))?;
     let status = json!({
         "operationalStatus": "",
         "hardwareProfile": "",
@@ -189,13 +203,13 @@ fn externally_provisioned_bmh(
     });
     let obj = bmh
         .as_object_mut()
-        .ok_or("BareMetalHost is not a mapping")?;
+        .ok_or(BmhError::Shape("BareMetalHost is not a mapping"))?;
     obj.remove("status");
     let metadata = obj
         .entry("metadata")
         .or_insert_with(|| json!({}))
         .as_object_mut()
-        .ok_or("metadata is not a mapping")?;
+        .ok_or(BmhError::Shape("metadata is not a mapping"))?;
     let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
     if !annotations.is_object() {
         *annotations = json!({});
@@ -203,12 +217,12 @@ fn externally_provisioned_bmh(
     annotations[BMH_STATUS_ANNOTATION] = json!(status.to_string());
     let spec = obj.entry("spec").or_insert_with(|| json!({}));
     if !spec.is_object() {
-        return Err("spec is not a mapping".into());
+        return Err(BmhError::Shape("spec is not a mapping"));
     }
     spec["externallyProvisioned"] = json!(true);
     serde_yaml::to_string(&bmh)
         .map(String::into_bytes)
-        .map_err(|e| e.to_string())
+        .map_err(BmhError::Yaml)
 }
 
 /// metal3 `HardwareDetails` from the discovery inventory.
@@ -450,6 +464,7 @@ mod tests {
         assert!(
             left.take("ocp-master-1")
                 .unwrap_err()
+                .to_string()
                 .contains("no registered")
         );
         assert_eq!(left.take("ocp-worker-0").unwrap().hostname, "w0");
