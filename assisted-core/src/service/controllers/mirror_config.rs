@@ -6,8 +6,20 @@ use kube::api::Api;
 
 use super::context::Context;
 use crate::api::infraenv::NamespacedReference;
-use crate::domain::mirrors::{self, MirrorConfig};
+use crate::domain::mirrors::{self, MirrorConfig, MirrorConfigError};
 use manager::controller::Error;
+
+/// Why the mirror registry ConfigMap cannot be used: an input error the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MirrorError {
+    #[error("mirror registry ConfigMap {0} (spec.mirrorRegistryRef) not found")]
+    Missing(String),
+    #[error("mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {source}")]
+    Invalid {
+        name: String,
+        source: MirrorConfigError,
+    },
+}
 
 /// The referenced ConfigMap's name and the ConfigMap (`None` inside: it does not exist);
 /// `None` without a reference. The reference's namespace defaults to the object's.
@@ -33,14 +45,17 @@ pub async fn read(
 
 /// The parsed configuration, or the input error to show (the ConfigMap missing, or what is
 /// wrong in it, naming the key and line).
-pub fn parse(read: &MirrorRead) -> Result<Option<MirrorConfig>, String> {
+pub fn parse(read: &MirrorRead) -> Result<Option<MirrorConfig>, MirrorError> {
     let Some((name, cm)) = read else {
         return Ok(None);
     };
-    let cm = cm.as_ref().ok_or_else(|| {
-        format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef) not found")
-    })?;
+    let cm = cm
+        .as_ref()
+        .ok_or_else(|| MirrorError::Missing(name.clone()))?;
     mirrors::parse(&cm.data.clone().unwrap_or_default())
         .map(Some)
-        .map_err(|e| format!("mirror registry ConfigMap {name} (spec.mirrorRegistryRef): {e}"))
+        .map_err(|source| MirrorError::Invalid {
+            name: name.clone(),
+            source,
+        })
 }

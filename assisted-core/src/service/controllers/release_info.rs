@@ -9,17 +9,26 @@ pub const RELEASE_VERSION_ANNOTATION: &str = "assisted-core.openshift.io/openshi
 /// Explicit architecture of a ClusterImageSet whose image is pinned by digest (no tag).
 pub const RELEASE_ARCHITECTURE_ANNOTATION: &str = "assisted-core.openshift.io/cpu-architecture";
 
+/// Why a release's version is not known: an input error the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReleaseInfoError {
+    #[error(
+        "cannot tell the OpenShift version of release image {image:?}: use a tag like :4.17.3-x86_64 or set the {RELEASE_VERSION_ANNOTATION} annotation"
+    )]
+    UnknownVersion { image: String },
+}
+
 /// Learns a release image's OpenShift version and architecture. The real lookup
 /// (`oc adm release info`) can replace the tag parser behind this trait.
 pub trait ReleaseInfoSource: Send + Sync {
-    fn version(&self, image_set: &ClusterImageSet) -> Result<(String, String), String>;
+    fn version(&self, image_set: &ClusterImageSet) -> Result<(String, String), ReleaseInfoError>;
 }
 
 /// Reads the version from the annotation, else from the image tag (`...:4.17.3-x86_64`).
 pub struct TagReleaseInfo;
 
 impl ReleaseInfoSource for TagReleaseInfo {
-    fn version(&self, cis: &ClusterImageSet) -> Result<(String, String), String> {
+    fn version(&self, cis: &ClusterImageSet) -> Result<(String, String), ReleaseInfoError> {
         let image = &cis.spec.release_image;
         let (tag_version, tag_arch) = release_from_tag(image);
         let arch = cis
@@ -32,10 +41,8 @@ impl ReleaseInfoSource for TagReleaseInfo {
             .get(RELEASE_VERSION_ANNOTATION)
             .cloned()
             .or(tag_version)
-            .ok_or_else(|| {
-                format!(
-                    "cannot tell the OpenShift version of release image {image:?}: use a tag like :4.17.3-x86_64 or set the {RELEASE_VERSION_ANNOTATION} annotation"
-                )
+            .ok_or_else(|| ReleaseInfoError::UnknownVersion {
+                image: image.clone(),
             })?;
         Ok((version, arch))
     }

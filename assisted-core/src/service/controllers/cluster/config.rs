@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 
+use super::input_error::InputError;
 use super::record::RecordFacts;
 use crate::api::agentclusterinstall::{
     AgentClusterInstall, DiskEncryptionEnableOn, DiskEncryptionMode,
@@ -104,7 +105,7 @@ impl ClusterConfig {
 
 /// ACI `diskEncryption` → the snapshot's (which turns on the TPM/Tang validations and the
 /// Tang step) or the input error; `None` when it is off. Mode defaults to tpmv2, as upstream.
-pub fn disk_encryption_of(aci: &AgentClusterInstall) -> Result<Option<DiskEncryption>, String> {
+pub fn disk_encryption_of(aci: &AgentClusterInstall) -> Result<Option<DiskEncryption>, InputError> {
     let Some(enc) = &aci.spec.disk_encryption else {
         return Ok(None);
     };
@@ -121,7 +122,8 @@ pub fn disk_encryption_of(aci: &AgentClusterInstall) -> Result<Option<DiskEncryp
     };
     let tang_servers = enc.tang_servers.clone().unwrap_or_default();
     if mode == "tang" {
-        crate::service::install::tang_servers(&tang_servers).map_err(|e| e.to_string())?;
+        crate::service::install::tang_servers(&tang_servers)
+            .map_err(|e| InputError::Tang(e.to_string()))?;
     }
     Ok(Some(DiskEncryption {
         enable_on,
@@ -135,7 +137,7 @@ pub fn disk_encryption_of(aci: &AgentClusterInstall) -> Result<Option<DiskEncryp
 pub fn ignition_ca_of(
     aci: &AgentClusterInstall,
     secret: Option<&Secret>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, InputError> {
     let Some(r) = aci
         .spec
         .ignition_endpoint
@@ -149,15 +151,15 @@ pub fn ignition_ca_of(
         "ignitionEndpoint.caCertificateReference: Secret {ns}/{}",
         r.name
     );
-    let secret = secret.ok_or_else(|| format!("{what} not found"))?;
+    let secret = secret.ok_or_else(|| InputError::CaMissing(what.clone()))?;
     let bytes = secret
         .data
         .as_ref()
         .and_then(|d| d.get("tls.crt"))
-        .ok_or_else(|| format!("{what} has no tls.crt key"))?;
+        .ok_or_else(|| InputError::CaNoCert(what.clone()))?;
     String::from_utf8(bytes.0.clone())
         .map(Some)
-        .map_err(|_| format!("{what}: tls.crt is not PEM text"))
+        .map_err(|_| InputError::CaNotPem(what))
 }
 
 /// The namespace of the CA Secret: the reference's, else the ACI's own.
@@ -173,13 +175,19 @@ pub(super) fn ignition_ca_namespace(aci: &AgentClusterInstall) -> String {
 
 /// Names and the SSH key in the formats the installer checks (it would fail the install on
 /// them, after the hosts were discovered).
-fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<(), String> {
+fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<(), InputError> {
     use crate::domain::formats::{dns_label_problem, dns_subdomain_problem, ssh_keys_problem};
     if let Some(p) = dns_label_problem(&cd.spec.cluster_name) {
-        return Err(format!("ClusterDeployment spec.clusterName: {p}"));
+        return Err(InputError::Format {
+            field: "ClusterDeployment spec.clusterName",
+            problem: p,
+        });
     }
     if let Some(p) = dns_subdomain_problem(&cd.spec.base_domain) {
-        return Err(format!("ClusterDeployment spec.baseDomain: {p}"));
+        return Err(InputError::Format {
+            field: "ClusterDeployment spec.baseDomain",
+            problem: p,
+        });
     }
     if let Some(p) = aci
         .spec
@@ -188,11 +196,14 @@ fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<()
         .filter(|k| !k.trim().is_empty())
         .and_then(ssh_keys_problem)
     {
-        return Err(format!("spec.sshPublicKey: {p}"));
+        return Err(InputError::Format {
+            field: "spec.sshPublicKey",
+            problem: p,
+        });
     }
     if let Some(p) = &aci.spec.proxy {
         crate::domain::formats::check_proxy(p.http_proxy.as_deref(), p.https_proxy.as_deref())
-            .map_err(|e| format!("spec.{e}"))?;
+            .map_err(InputError::Proxy)?;
     }
     Ok(())
 }
@@ -203,7 +214,7 @@ fn check_formats(cd: &ClusterDeployment, aci: &AgentClusterInstall) -> Result<()
 pub(super) fn fixed_names(
     record: Option<&RecordFacts>,
     config: &ClusterConfig,
-) -> Result<(), String> {
+) -> Result<(), InputError> {
     let Some(rec) = record else {
         return Ok(());
     };
@@ -219,9 +230,11 @@ pub(super) fn fixed_names(
         ("baseDomain", &rec.base_domain, &config.base_domain),
     ] {
         if !before.is_empty() && before != after {
-            return Err(format!(
-                "ClusterDeployment spec.{field} cannot change after the install started (it is {before:?}, the spec says {after:?})"
-            ));
+            return Err(InputError::FixedName {
+                field,
+                before: before.clone(),
+                after: after.clone(),
+            });
         }
     }
     Ok(())
@@ -235,7 +248,7 @@ fn release_rules(
     control_plane: u32,
     arbiters: u32,
     network_type: Option<&NetworkType>,
-) -> Result<(), String> {
+) -> Result<(), InputError> {
     use crate::domain::release_support::{
         Support, arbiter_support, large_control_plane_supported, openshift_sdn_supported,
     };
@@ -243,19 +256,16 @@ fn release_rules(
         return Ok(());
     }
     if control_plane > 3 && !large_control_plane_supported(version) {
-        return Err(format!(
-            "provisionRequirements.controlPlaneAgents: OpenShift {version} installs 1 or 3 control-plane nodes, not {control_plane} (4 and 5 need 4.18 or later)"
-        ));
+        return Err(InputError::LargeControlPlane {
+            version: version.to_string(),
+            count: control_plane,
+        });
     }
     if arbiters > 0 && arbiter_support(version) == Support::Unsupported {
-        return Err(format!(
-            "provisionRequirements.arbiterAgents: arbiter nodes need OpenShift 4.19 or later, this cluster installs {version}"
-        ));
+        return Err(InputError::Arbiter(version.to_string()));
     }
     if network_type == Some(&NetworkType::OpenShiftSDN) && !openshift_sdn_supported(version) {
-        return Err(format!(
-            "networking.networkType: OpenShift {version} does not install OpenShiftSDN (4.14 was the last); use OVNKubernetes"
-        ));
+        return Err(InputError::OpenShiftSdn(version.to_string()));
     }
     Ok(())
 }
@@ -265,7 +275,7 @@ pub fn cluster_config(
     cd: &ClusterDeployment,
     aci: &AgentClusterInstall,
     version: (String, String),
-) -> Result<ClusterConfig, String> {
+) -> Result<ClusterConfig, InputError> {
     let s = &aci.spec;
     check_formats(cd, aci)?;
     check_networks(aci)?;
@@ -278,9 +288,7 @@ pub fn cluster_config(
         && cp > 1
         && (api_vips.is_empty() || ingress_vips.is_empty())
     {
-        return Err(
-            "apiVIPs and ingressVIPs are required for a multi-node baremetal cluster".into(),
-        );
+        return Err(InputError::VipsRequired);
     }
     Ok(ClusterConfig {
         name: cd.spec.cluster_name.clone(),
@@ -339,40 +347,39 @@ pub fn cluster_config(
 
 /// The install-config overrides annotation, when set, is a JSON object that leaves alone
 /// what the core owns.
-fn check_overrides(aci: &AgentClusterInstall) -> Result<(), String> {
+fn check_overrides(aci: &AgentClusterInstall) -> Result<(), InputError> {
     let Some(overrides) = aci.annotations().get(INSTALL_CONFIG_OVERRIDES_ANNOTATION) else {
         return Ok(());
     };
     match serde_json::from_str::<serde_json::Value>(overrides) {
         Ok(doc @ serde_json::Value::Object(_)) => {
             match crate::domain::formats::owned_override_problem(&doc) {
-                Some(p) => Err(format!(
-                    "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION}: {p}"
-                )),
+                Some(problem) => Err(InputError::Overrides {
+                    annotation: INSTALL_CONFIG_OVERRIDES_ANNOTATION,
+                    problem,
+                }),
                 None => Ok(()),
             }
         }
-        _ => Err(format!(
-            "annotation {INSTALL_CONFIG_OVERRIDES_ANNOTATION} must be a JSON object"
+        _ => Err(InputError::OverridesNotObject(
+            INSTALL_CONFIG_OVERRIDES_ANNOTATION,
         )),
     }
 }
 
 /// (control plane, workers, arbiters) from `provisionRequirements`, in the topologies the
 /// installer knows.
-fn node_counts(aci: &AgentClusterInstall) -> Result<(u32, u32, u32), String> {
+fn node_counts(aci: &AgentClusterInstall) -> Result<(u32, u32, u32), InputError> {
     let req = &aci.spec.provision_requirements;
     let cp = u32::try_from(req.control_plane_agents)
-        .map_err(|_| "provisionRequirements.controlPlaneAgents must not be negative".to_string())?;
-    let workers = u32::try_from(req.worker_agents)
-        .map_err(|_| "provisionRequirements.workerAgents must not be negative".to_string())?;
-    let arbiters = u32::try_from(req.arbiter_agents)
-        .map_err(|_| "provisionRequirements.arbiterAgents must not be negative".to_string())?;
+        .map_err(|_| InputError::Negative("controlPlaneAgents"))?;
+    let workers =
+        u32::try_from(req.worker_agents).map_err(|_| InputError::Negative("workerAgents"))?;
+    let arbiters =
+        u32::try_from(req.arbiter_agents).map_err(|_| InputError::Negative("arbiterAgents"))?;
     // Two control-plane nodes only beside an arbiter.
     if !(cp == 1 || (3..=5).contains(&cp) || (cp == 2 && arbiters > 0)) {
-        return Err(format!(
-            "provisionRequirements.controlPlaneAgents must be 1 or 3 to 5 (2 with arbiterAgents), got {cp}"
-        ));
+        return Err(InputError::ControlPlaneCount(cp));
     }
     Ok((cp, workers, arbiters))
 }
@@ -432,7 +439,7 @@ pub(super) fn image_mode_of(
 
 /// Every CIDR and VIP of the networking section must parse (upstream's ACI controller answers
 /// SpecSynced False / InputError; they were dropped silently).
-fn check_networks(aci: &AgentClusterInstall) -> Result<(), String> {
+fn check_networks(aci: &AgentClusterInstall) -> Result<(), InputError> {
     use crate::domain::net::{Cidr, parse_ip};
     let n = &aci.spec.networking;
     let cidrs = n
@@ -451,9 +458,10 @@ fn check_networks(aci: &AgentClusterInstall) -> Result<(), String> {
         );
     for (field, cidr) in cidrs {
         if !cidr.contains('/') || Cidr::parse(cidr).is_none() {
-            return Err(format!(
-                "networking.{field} {cidr:?} is not a CIDR (address/prefix)"
-            ));
+            return Err(InputError::NotCidr {
+                field,
+                cidr: cidr.to_string(),
+            });
         }
     }
     let vips = aci
@@ -464,7 +472,10 @@ fn check_networks(aci: &AgentClusterInstall) -> Result<(), String> {
         .chain(aci.spec.ingress_vips.iter().map(|v| ("ingressVIPs", v)));
     for (field, vip) in vips {
         if vip.contains('/') || parse_ip(vip).is_none() {
-            return Err(format!("{field} {vip:?} is not an IP address"));
+            return Err(InputError::NotIp {
+                field,
+                vip: vip.clone(),
+            });
         }
     }
     Ok(())
@@ -472,11 +483,15 @@ fn check_networks(aci: &AgentClusterInstall) -> Result<(), String> {
 
 /// ConfigMap → manifest files; a key that is not a plain YAML/JSON/patch file name, or content
 /// that does not parse as its kind, is an input error (caught before the install starts).
-pub fn manifests_of(cm: &ConfigMap) -> Result<Vec<(String, Vec<u8>)>, String> {
+pub fn manifests_of(cm: &ConfigMap) -> Result<Vec<(String, Vec<u8>)>, InputError> {
     let mut out = Vec::new();
     for (key, value) in cm.data.iter().flatten() {
-        crate::service::install::check_manifest(key, value.as_bytes())
-            .map_err(|e| format!("manifests ConfigMap {}: {e}", cm.name_any()))?;
+        crate::service::install::check_manifest(key, value.as_bytes()).map_err(|e| {
+            InputError::Manifest {
+                config_map: cm.name_any(),
+                problem: e.to_string(),
+            }
+        })?;
         out.push((key.clone(), value.clone().into_bytes()));
     }
     Ok(out)

@@ -9,6 +9,7 @@ mod apply;
 mod config;
 mod credentials;
 mod dereference;
+mod input_error;
 mod plan;
 mod record;
 #[cfg(test)]
@@ -36,6 +37,7 @@ pub use super::release_info::{
 pub use config::{ClusterConfig, cluster_config, disk_encryption_of, ignition_ca_of, manifests_of};
 pub use credentials::{Credentials, credentials};
 pub use dereference::Dereferenced;
+pub use input_error::InputError;
 pub use plan::{Plan, SyncPlan, plan};
 pub use record::{ClusterFiles, RecordFacts};
 

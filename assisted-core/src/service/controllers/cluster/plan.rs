@@ -11,6 +11,7 @@ use super::config::{
 };
 use super::credentials::{Credentials, credentials};
 use super::dereference::Dereferenced;
+use super::input_error::InputError;
 use crate::api::agentclusterinstall::{
     AgentClusterInstall, INSTALL_CONFIG_OVERRIDES_ANNOTATION, LoadBalancerType,
 };
@@ -53,26 +54,28 @@ pub struct SyncPlan {
 pub(super) fn pull_secret_of(
     cd: &ClusterDeployment,
     secret: Option<&Secret>,
-) -> Result<String, String> {
+) -> Result<String, InputError> {
     let name = cd
         .spec
         .pull_secret_ref
         .as_ref()
         .map(|r| r.name.clone())
         .filter(|n| !n.is_empty())
-        .ok_or("spec.pullSecretRef is required")?;
-    let secret = secret.ok_or_else(|| format!("pull secret {name} not found"))?;
+        .ok_or(InputError::NoPullSecretRef)?;
+    let secret = secret.ok_or_else(|| InputError::PullSecretMissing(name.clone()))?;
     let bytes = secret
         .data
         .as_ref()
         .and_then(|d| d.get(".dockerconfigjson"))
-        .ok_or_else(|| format!("pull secret {name} has no .dockerconfigjson key"))?;
+        .ok_or_else(|| InputError::PullSecretNoKey(name.clone()))?;
     let text = String::from_utf8(bytes.0.clone())
-        .map_err(|_| format!("pull secret {name} is not UTF-8"))?;
+        .map_err(|_| InputError::PullSecretNotUtf8(name.clone()))?;
     // The shape the installer and every registry client need (`{"auths": {...}}`, each entry
     // `auth` or `username`/`password`): caught here, not when the install or an image read fails.
-    crate::service::release::PullSecret::parse(&text)
-        .map_err(|e| format!("pull secret {name}: {e}"))?;
+    crate::service::release::PullSecret::parse(&text).map_err(|e| InputError::PullSecretShape {
+        name,
+        problem: e.to_string(),
+    })?;
     Ok(text)
 }
 
@@ -107,7 +110,8 @@ pub fn plan(cd: &ClusterDeployment, read: &Dereferenced, release: &dyn ReleaseIn
     // applies, so validations go on.
     let spec_error = spec_error
         .or_else(|| manifests.as_ref().err().cloned())
-        .or_else(|| mirrors.as_ref().err().cloned())
+        .or_else(|| mirrors.as_ref().err().cloned().map(InputError::from))
+        .map(|e| e.to_string())
         .or_else(|| unsupported::input_error(unsupported::ACI_ROWS, &aci.spec));
     let mut settings = settings(cd, aci, pull.unwrap_or_default(), release_image);
     settings.manifests = manifests.unwrap_or_default();
@@ -137,27 +141,28 @@ fn release_version(
     aci: &AgentClusterInstall,
     read: &Dereferenced,
     release: &dyn ReleaseInfoSource,
-) -> Result<((String, String), String), String> {
+) -> Result<((String, String), String), InputError> {
     match &aci.spec.image_set_ref {
         Some(r) => match &read.image_set {
             Some(cis) => release
                 .version(cis)
-                .map(|v| (v, cis.spec.release_image.clone())),
-            None => Err(format!("ClusterImageSet {} not found", r.name)),
+                .map(|v| (v, cis.spec.release_image.clone()))
+                .map_err(InputError::from),
+            None => Err(InputError::ImageSetMissing(r.name.clone())),
         },
         None if cd.spec.installed => Ok((("".into(), "x86_64".into()), String::new())),
-        None => Err("spec.imageSetRef is required".into()),
+        None => Err(InputError::NoImageSetRef),
     }
 }
 
 /// The files of the manifests ConfigMaps, in order; a missing one is an input error.
-fn user_manifests(read: &Dereferenced) -> Result<Vec<(String, Vec<u8>)>, String> {
+fn user_manifests(read: &Dereferenced) -> Result<Vec<(String, Vec<u8>)>, InputError> {
     read.manifests
         .iter()
         .try_fold(Vec::new(), |mut out, (name, cm)| {
             let cm = cm
                 .as_ref()
-                .ok_or_else(|| format!("manifests ConfigMap {name} not found"))?;
+                .ok_or_else(|| InputError::ManifestsMissing(name.clone()))?;
             out.extend(manifests_of(cm)?);
             Ok(out)
         })
@@ -173,7 +178,7 @@ fn spec_config(
     release_image: &str,
     pull_secret: &str,
     manifests: &[(String, Vec<u8>)],
-) -> Result<ClusterConfig, String> {
+) -> Result<ClusterConfig, InputError> {
     let mut c = cluster_config(cd, aci, version)?;
     c.ignition_endpoint.ca_certificate = ignition_ca_of(aci, read.ignition_ca.as_ref())?;
     fixed_names(read.record.as_ref(), &c)?;

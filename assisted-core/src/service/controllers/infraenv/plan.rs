@@ -197,7 +197,7 @@ fn image_content(
         .unwrap_or(0);
     // The mirrors the discovery agent pulls through (its registries.conf and CA).
     let mirror_files = crate::service::controllers::mirror_config::parse(&read.mirror_registry)
-        .map_err(Problem::Error)?
+        .map_err(|e| Problem::Error(e.to_string()))?
         .map(|c| crate::domain::mirrors::discovery_files(&c))
         .unwrap_or_default();
     let params = DiscoveryIgnitionParams {
