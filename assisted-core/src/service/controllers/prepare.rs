@@ -190,22 +190,45 @@ fn day1_hosts(c: &ClusterSnapshot) -> impl Iterator<Item = &crate::domain::HostS
     c.hosts.iter().filter(|h| !h.is_day2())
 }
 
+/// Why a cluster's install preparation failed, by step (shown in the ACI's
+/// LastInstallationPreparationFailed condition).
+#[derive(Debug, thiserror::Error)]
+pub enum PreparationError {
+    #[error("install-config: {0}")]
+    InstallConfig(InstallError),
+    #[error("{0}")]
+    Request(InstallError),
+    #[error("creating {}: {source}", path.display())]
+    WorkDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Generate(InstallError),
+    #[error("storing artifacts: {0}")]
+    StoreArtifacts(InstallError),
+    #[error("ignition of host {host}: {source}")]
+    HostIgnition { host: String, source: InstallError },
+    #[error("storing ignition of host {host}: {source}")]
+    StoreIgnition { host: String, source: InstallError },
+}
+
 impl BackendPreparer {
     /// The install step; gives back what it learned of the release.
     async fn run(
         &self,
         rec: ClusterRecord,
         infra_envs: InfraEnvInputs,
-    ) -> Result<ReleaseInfo, String> {
+    ) -> Result<ReleaseInfo, PreparationError> {
         let c = &rec.snapshot;
         let input = install_config_input(&rec, &infra_envs);
-        let yaml =
-            render_install_config_yaml(&input).map_err(|e| format!("install-config: {e}"))?;
+        let yaml = render_install_config_yaml(&input).map_err(PreparationError::InstallConfig)?;
         let api_url = self
             .api_url
             .clone()
             .unwrap_or_else(|| format!("https://api.{}:6443", c.domain()));
-        let req = generate_request(&rec, &infra_envs, yaml, &api_url).map_err(|e| e.to_string())?;
+        let req = generate_request(&rec, &infra_envs, yaml, &api_url)
+            .map_err(PreparationError::Request)?;
         let work = self.work_root.join(format!(
             "{}-{}",
             c.id,
@@ -213,17 +236,20 @@ impl BackendPreparer {
         ));
         crate::service::private_fs::create_dir_all(&work)
             .await
-            .map_err(|e| format!("creating {}: {e}", work.display()))?;
+            .map_err(|source| PreparationError::WorkDir {
+                path: work.clone(),
+                source,
+            })?;
         let result = self.backend.generate(&req, &work).await;
         let _ = tokio::fs::remove_dir_all(&work).await;
-        let art = result.map_err(|e| e.to_string())?;
+        let art = result.map_err(PreparationError::Generate)?;
         for warning in &art.warnings {
             tracing::warn!(cluster = %c.id, %warning, "openshift-install warned");
         }
         self.files
             .put_artifacts(&c.id, &art)
             .await
-            .map_err(|e| format!("storing artifacts: {e}"))?;
+            .map_err(PreparationError::StoreArtifacts)?;
         for h in day1_hosts(c) {
             let role = h.effective_role();
             let base = match role {
@@ -236,11 +262,17 @@ impl BackendPreparer {
                 role,
                 h.ignition_config_overrides.as_deref(),
             )
-            .map_err(|e| format!("ignition of host {}: {e}", h.id))?;
+            .map_err(|source| PreparationError::HostIgnition {
+                host: h.id.clone(),
+                source,
+            })?;
             self.files
                 .put(&c.id, &host_ignition_file_name(role, &h.id), &ign)
                 .await
-                .map_err(|e| format!("storing ignition of host {}: {e}", h.id))?;
+                .map_err(|source| PreparationError::StoreIgnition {
+                    host: h.id.clone(),
+                    source,
+                })?;
         }
         // What the payload told (a pinned installer binary tells nothing but the image).
         Ok(art.release.clone().unwrap_or_else(|| ReleaseInfo {
@@ -255,7 +287,7 @@ impl Preparer for BackendPreparer {
         &self,
         cluster: ClusterRecord,
         infra_envs: InfraEnvInputs,
-    ) -> BoxFuture<'static, Result<ReleaseInfo, String>> {
+    ) -> BoxFuture<'static, Result<ReleaseInfo, PreparationError>> {
         let this = BackendPreparer {
             backend: self.backend.clone(),
             files: FileStore::new(self.files.root.clone()),
@@ -272,7 +304,7 @@ pub trait Preparer: Send + Sync {
         &self,
         cluster: ClusterRecord,
         infra_envs: InfraEnvInputs,
-    ) -> BoxFuture<'static, Result<crate::domain::ReleaseInfo, String>>;
+    ) -> BoxFuture<'static, Result<crate::domain::ReleaseInfo, PreparationError>>;
 }
 
 #[cfg(test)]

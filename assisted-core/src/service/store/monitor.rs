@@ -155,7 +155,7 @@ impl Store {
     pub fn preparation_done(
         &self,
         cluster_id: &str,
-        result: Result<crate::domain::ReleaseInfo, String>,
+        result: Result<crate::domain::ReleaseInfo, impl std::fmt::Display>,
         now: Timestamp,
     ) {
         let mut st = self.write();
@@ -168,7 +168,7 @@ impl Store {
                 }
                 Err(e) => {
                     rec.snapshot.preparation = PreparationStatus::Failed;
-                    rec.preparation_error = Some(e);
+                    rec.preparation_error = Some(e.to_string());
                     rec.preparation_failed_at = Some(now);
                 }
             }
