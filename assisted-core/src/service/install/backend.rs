@@ -411,7 +411,8 @@ async fn write_manifests(dir: &Path, manifests: &[Manifest]) -> Result<(), Insta
                 manifest.name
             )));
         }
-        let parts = split_multi_document(manifest.clone()).map_err(InstallError::InvalidInput)?;
+        let parts = split_multi_document(manifest.clone())
+            .map_err(|e| InstallError::InvalidInput(e.to_string()))?;
         for part in parts {
             let folder = dir.join(part.folder.dir_name());
             crate::service::private_fs::create_dir_all(&folder)
@@ -427,7 +428,7 @@ async fn write_manifests(dir: &Path, manifests: &[Manifest]) -> Result<(), Insta
     tokio::task::spawn_blocking(move || apply_patches_in_dir(&dir))
         .await
         .map_err(|e| InstallError::InvalidInput(format!("applying manifest patches: {e}")))?
-        .map_err(InstallError::InvalidInput)
+        .map_err(|e| InstallError::InvalidInput(e.to_string()))
 }
 
 /// The SNO master pointer: the installer's worker pointer (its CA included) aimed at the

@@ -98,45 +98,225 @@ pub fn patch_target(name: &str) -> Option<&str> {
     (ext.starts_with("patch") && !target.is_empty()).then_some(target)
 }
 
+/// Why a manifest is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(
+        "manifest {0:?}: the name must be a plain file name (letters, digits, '-', '_', \
+         '.') ending in .yaml, .yml or .json, or a patch of such a file ending in .patch*"
+    )]
+    BadName(String),
+    #[error("manifest {name}: {len} bytes is more than the {MAX_MANIFEST_SIZE} bytes allowed")]
+    TooLarge { name: String, len: usize },
+    #[error("manifest {0}: the content is empty")]
+    Empty(String),
+    #[error("manifest {name}: {source}")]
+    Patch { name: String, source: PatchError },
+    #[error("manifest {name}: {source}")]
+    Yaml {
+        name: String,
+        source: YamlDocumentError,
+    },
+    #[error("manifest {0}: there is no YAML document in it")]
+    NoDocument(String),
+    #[error("manifest {name}: invalid JSON: {source}")]
+    Json {
+        name: String,
+        source: serde_json::Error,
+    },
+    #[error("manifest {name}: document {index}: {source}")]
+    Document {
+        name: String,
+        index: usize,
+        source: serde_yaml::Error,
+    },
+}
+
+/// One document of a YAML file that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("YAML document {index}: {source}")]
+pub struct YamlDocumentError {
+    index: usize,
+    source: serde_yaml::Error,
+}
+
+/// Why a patch file is not a list of JSON-Patch operations.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("the patch is neither YAML nor JSON: {0}")]
+    NotYamlNorJson(serde_yaml::Error),
+    #[error("the patch must be a list of JSON-Patch operations")]
+    NotList,
+    #[error("the patch has no operation")]
+    Empty,
+    #[error("operation {index}{source}")]
+    Operation {
+        index: usize,
+        source: OperationError,
+    },
+}
+
+/// Why one operation of a patch is not usable (the text follows "operation N").
+#[derive(Debug, thiserror::Error)]
+pub enum OperationError {
+    #[error(": must be a mapping with op and path")]
+    NotMapping,
+    #[error(": op is missing or not a string")]
+    NoOp,
+    #[error(" ({0}): path is missing or not a string")]
+    NoPath(String),
+    #[error(" ({0}): unknown op (add, remove, replace, move, copy or test)")]
+    UnknownOp(String),
+    #[error(" ({label}): {source}")]
+    Path { label: String, source: PointerError },
+    #[error(" ({0}): value is missing")]
+    NoValue(String),
+    #[error(" ({label}): from: {source}")]
+    From { label: String, source: PointerError },
+    #[error(" ({0}): from is missing or not a string")]
+    NoFrom(String),
+}
+
+/// A JSON Pointer that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum PointerError {
+    #[error("{0:?} is not a JSON Pointer: it must start with '/'")]
+    NoSlash(String),
+    #[error("{0:?}: '~' must be followed by 0 or 1 in a JSON Pointer")]
+    BadEscape(String),
+}
+
+/// Why an operation does not apply to the document.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{0:?} is not an array index")]
+    NotIndex(String),
+    #[error("index {index} is past the end of the array ({len} items)")]
+    PastEnd { index: usize, len: usize },
+    #[error("the parent is neither a mapping nor a list")]
+    ParentNotContainer,
+    #[error("parent path not found")]
+    ParentNotFound,
+    #[error("cannot remove the whole document")]
+    RemoveWhole,
+    #[error("path not found")]
+    NotFound,
+    #[error("cannot move a value into one of its own children")]
+    IntoOwnChild,
+    #[error("from: {0}")]
+    From(Box<ApplyError>),
+    #[error("test failed: the value differs")]
+    TestFailed,
+}
+
+/// Why a patch cannot be applied to its target.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyPatchError {
+    #[error("patching {target}: {source}")]
+    Parse { target: String, source: PatchError },
+    #[error("{target}: invalid JSON: {source}")]
+    TargetJson {
+        target: String,
+        source: serde_json::Error,
+    },
+    #[error("{target}: not a single YAML document: {source}")]
+    TargetYaml {
+        target: String,
+        source: serde_yaml::Error,
+    },
+    #[error("patching {target}: operation {index} ({label}): {source}")]
+    Operation {
+        target: String,
+        index: usize,
+        label: String,
+        source: ApplyError,
+    },
+    #[error("patching {target}: writing JSON: {source}")]
+    WriteJson {
+        target: String,
+        source: serde_json::Error,
+    },
+    #[error("patching {target}: writing YAML: {source}")]
+    WriteYaml {
+        target: String,
+        source: serde_yaml::Error,
+    },
+}
+
+/// Why the patches of a manifests directory cannot be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchDirError {
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("patch {patch}: its target {target} is in neither openshift/ nor manifests/")]
+    NoTarget { patch: String, target: String },
+    #[error("patch {patch}: {source}")]
+    Patch {
+        patch: String,
+        source: ApplyPatchError,
+    },
+}
+
+impl PatchDirError {
+    fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        PatchDirError::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// Checks a manifest before it is accepted: a valid name, at most [`MAX_MANIFEST_SIZE`]
 /// bytes, not empty, and content that parses as what its extension says (every document of
 /// a YAML file, JSON, or a list of JSON-Patch operations for a patch).
-pub fn check_manifest(name: &str, content: &[u8]) -> Result<(), String> {
+pub fn check_manifest(name: &str, content: &[u8]) -> Result<(), ManifestError> {
     if !valid_manifest_name(name) {
-        return Err(format!(
-            "manifest {name:?}: the name must be a plain file name (letters, digits, '-', '_', \
-             '.') ending in .yaml, .yml or .json, or a patch of such a file ending in .patch*"
-        ));
+        return Err(ManifestError::BadName(name.to_string()));
     }
     if content.len() > MAX_MANIFEST_SIZE {
-        return Err(format!(
-            "manifest {name}: {} bytes is more than the {MAX_MANIFEST_SIZE} bytes allowed",
-            content.len()
-        ));
+        return Err(ManifestError::TooLarge {
+            name: name.to_string(),
+            len: content.len(),
+        });
     }
     if content.iter().all(u8::is_ascii_whitespace) {
-        return Err(format!("manifest {name}: the content is empty"));
+        return Err(ManifestError::Empty(name.to_string()));
     }
     if is_patch(name) {
-        parse_patch(content).map_err(|e| format!("manifest {name}: {e}"))?;
+        parse_patch(content).map_err(|source| ManifestError::Patch {
+            name: name.to_string(),
+            source,
+        })?;
     } else if is_yaml_name(name) {
-        let documents = yaml_documents(content).map_err(|e| format!("manifest {name}: {e}"))?;
+        let documents = yaml_documents(content).map_err(|source| ManifestError::Yaml {
+            name: name.to_string(),
+            source,
+        })?;
         if documents.is_empty() {
-            return Err(format!("manifest {name}: there is no YAML document in it"));
+            return Err(ManifestError::NoDocument(name.to_string()));
         }
     } else {
-        serde_json::from_slice::<serde_json::Value>(content)
-            .map_err(|e| format!("manifest {name}: invalid JSON: {e}"))?;
+        serde_json::from_slice::<serde_json::Value>(content).map_err(|source| {
+            ManifestError::Json {
+                name: name.to_string(),
+                source,
+            }
+        })?;
     }
     Ok(())
 }
 
 /// The non-empty documents of a (possibly multi-document) YAML file.
-fn yaml_documents(content: &[u8]) -> Result<Vec<Value>, String> {
+fn yaml_documents(content: &[u8]) -> Result<Vec<Value>, YamlDocumentError> {
     let mut documents = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_slice(content).enumerate() {
         let value =
-            Value::deserialize(document).map_err(|e| format!("YAML document {index}: {e}"))?;
+            Value::deserialize(document).map_err(|source| YamlDocumentError { index, source })?;
         if !value.is_null() {
             documents.push(value);
         }
@@ -159,11 +339,14 @@ fn name_token(name: &str) -> String {
 /// named `<stem>-<token>-<NN><ext>` (token: see [`name_token`]; NN from 00), each document
 /// re-serialised. Empty documents are dropped. A manifest with at most one document, and any
 /// non-user or non-YAML manifest, comes back unchanged.
-pub fn split_multi_document(m: Manifest) -> Result<Vec<Manifest>, String> {
+pub fn split_multi_document(m: Manifest) -> Result<Vec<Manifest>, ManifestError> {
     if !m.user || !is_yaml_name(&m.name) {
         return Ok(vec![m]);
     }
-    let documents = yaml_documents(&m.content).map_err(|e| format!("manifest {}: {e}", m.name))?;
+    let documents = yaml_documents(&m.content).map_err(|source| ManifestError::Yaml {
+        name: m.name.clone(),
+        source,
+    })?;
     if documents.len() <= 1 {
         return Ok(vec![m]);
     }
@@ -175,8 +358,12 @@ pub fn split_multi_document(m: Manifest) -> Result<Vec<Manifest>, String> {
         .iter()
         .enumerate()
         .map(|(index, document)| {
-            let content = serde_yaml::to_string(document)
-                .map_err(|e| format!("manifest {}: document {index}: {e}", m.name))?;
+            let content =
+                serde_yaml::to_string(document).map_err(|source| ManifestError::Document {
+                    name: m.name.clone(),
+                    index,
+                    source,
+                })?;
             Ok(Manifest {
                 folder: m.folder,
                 name: format!("{stem}-{token}-{index:02}.{ext}"),
@@ -210,38 +397,41 @@ struct Operation {
 }
 
 /// Parses a patch file: a YAML (or JSON) list of `{op, path, value?, from?}`.
-fn parse_patch(patch: &[u8]) -> Result<Vec<Operation>, String> {
+fn parse_patch(patch: &[u8]) -> Result<Vec<Operation>, PatchError> {
     // JSON is (almost always) YAML too; fall back to a JSON parser for the rest.
     let value: Value = match serde_yaml::from_slice(patch) {
         Ok(v) => v,
-        Err(yaml_err) => serde_json::from_slice(patch)
-            .map_err(|_| format!("the patch is neither YAML nor JSON: {yaml_err}"))?,
+        Err(yaml_err) => {
+            serde_json::from_slice(patch).map_err(|_| PatchError::NotYamlNorJson(yaml_err))?
+        }
     };
     let Value::Sequence(items) = value else {
-        return Err("the patch must be a list of JSON-Patch operations".to_string());
+        return Err(PatchError::NotList);
     };
     if items.is_empty() {
-        return Err("the patch has no operation".to_string());
+        return Err(PatchError::Empty);
     }
     items
         .iter()
         .enumerate()
-        .map(|(index, item)| parse_operation(item).map_err(|e| format!("operation {index}{e}")))
+        .map(|(index, item)| {
+            parse_operation(item).map_err(|source| PatchError::Operation { index, source })
+        })
         .collect()
 }
 
 /// One operation; errors start with what to print after "operation N".
-fn parse_operation(item: &Value) -> Result<Operation, String> {
+fn parse_operation(item: &Value) -> Result<Operation, OperationError> {
     let Value::Mapping(fields) = item else {
-        return Err(": must be a mapping with op and path".to_string());
+        return Err(OperationError::NotMapping);
     };
     let op = match fields.get("op") {
         Some(Value::String(op)) => op.as_str(),
-        _ => return Err(": op is missing or not a string".to_string()),
+        _ => return Err(OperationError::NoOp),
     };
     let path = match fields.get("path") {
         Some(Value::String(path)) => path.as_str(),
-        _ => return Err(format!(" ({op}): path is missing or not a string")),
+        _ => return Err(OperationError::NoPath(op.to_string())),
     };
     let label = format!("{op} {path}");
     let kind = match op {
@@ -252,23 +442,27 @@ fn parse_operation(item: &Value) -> Result<Operation, String> {
         "copy" => OpKind::Copy,
         "test" => OpKind::Test,
         _ => {
-            return Err(format!(
-                " ({label}): unknown op (add, remove, replace, move, copy or test)"
-            ));
+            return Err(OperationError::UnknownOp(label));
         }
     };
-    let path_tokens = parse_pointer(path).map_err(|e| format!(" ({label}): {e}"))?;
+    let path_tokens = parse_pointer(path).map_err(|source| OperationError::Path {
+        label: label.clone(),
+        source,
+    })?;
     // A present `value: null` is a value; only an absent key is missing.
     let value = fields.get("value").cloned();
     if value.is_none() && matches!(kind, OpKind::Add | OpKind::Replace | OpKind::Test) {
-        return Err(format!(" ({label}): value is missing"));
+        return Err(OperationError::NoValue(label));
     }
     let from = match (kind, fields.get("from")) {
         (OpKind::Move | OpKind::Copy, Some(Value::String(from))) => {
-            Some(parse_pointer(from).map_err(|e| format!(" ({label}): from: {e}"))?)
+            Some(parse_pointer(from).map_err(|source| OperationError::From {
+                label: label.clone(),
+                source,
+            })?)
         }
         (OpKind::Move | OpKind::Copy, _) => {
-            return Err(format!(" ({label}): from is missing or not a string"));
+            return Err(OperationError::NoFrom(label));
         }
         _ => None,
     };
@@ -282,14 +476,12 @@ fn parse_operation(item: &Value) -> Result<Operation, String> {
 }
 
 /// Splits a JSON Pointer (RFC 6901) into unescaped tokens; "" is the whole document.
-fn parse_pointer(pointer: &str) -> Result<Vec<String>, String> {
+fn parse_pointer(pointer: &str) -> Result<Vec<String>, PointerError> {
     if pointer.is_empty() {
         return Ok(Vec::new());
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(format!(
-            "{pointer:?} is not a JSON Pointer: it must start with '/'"
-        ));
+        return Err(PointerError::NoSlash(pointer.to_string()));
     };
     rest.split('/')
         .map(|token| {
@@ -304,9 +496,7 @@ fn parse_pointer(pointer: &str) -> Result<Vec<String>, String> {
                     Some('0') => out.push('~'),
                     Some('1') => out.push('/'),
                     _ => {
-                        return Err(format!(
-                            "{pointer:?}: '~' must be followed by 0 or 1 in a JSON Pointer"
-                        ));
+                        return Err(PointerError::BadEscape(pointer.to_string()));
                     }
                 }
             }
@@ -346,9 +536,7 @@ fn resolve_mut<'a>(mut node: &'a mut Value, tokens: &[String]) -> Option<&'a mut
     Some(node)
 }
 
-const NOT_FOUND: &str = "path not found";
-
-fn add(doc: &mut Value, path: &[String], value: Value) -> Result<(), String> {
+fn add(doc: &mut Value, path: &[String], value: Value) -> Result<(), ApplyError> {
     let Some((last, parent_path)) = path.split_last() else {
         *doc = value;
         return Ok(());
@@ -363,34 +551,34 @@ fn add(doc: &mut Value, path: &[String], value: Value) -> Result<(), String> {
             let index = if last == "-" {
                 items.len()
             } else {
-                array_index(last).ok_or_else(|| format!("{last:?} is not an array index"))?
+                array_index(last).ok_or_else(|| ApplyError::NotIndex(last.clone()))?
             };
             if index > items.len() {
-                return Err(format!(
-                    "index {index} is past the end of the array ({} items)",
-                    items.len()
-                ));
+                return Err(ApplyError::PastEnd {
+                    index,
+                    len: items.len(),
+                });
             }
             items.insert(index, value);
             Ok(())
         }
-        Some(_) => Err("the parent is neither a mapping nor a list".to_string()),
-        None => Err("parent path not found".to_string()),
+        Some(_) => Err(ApplyError::ParentNotContainer),
+        None => Err(ApplyError::ParentNotFound),
     }
 }
 
-fn remove(doc: &mut Value, path: &[String]) -> Result<Value, String> {
+fn remove(doc: &mut Value, path: &[String]) -> Result<Value, ApplyError> {
     let Some((last, parent_path)) = path.split_last() else {
-        return Err("cannot remove the whole document".to_string());
+        return Err(ApplyError::RemoveWhole);
     };
     match resolve_mut(doc, parent_path) {
         // shift_remove keeps the order of the other keys.
-        Some(Value::Mapping(map)) => map.shift_remove(last.as_str()).ok_or(NOT_FOUND.to_string()),
+        Some(Value::Mapping(map)) => map.shift_remove(last.as_str()).ok_or(ApplyError::NotFound),
         Some(Value::Sequence(items)) => match array_index(last) {
             Some(index) if index < items.len() => Ok(items.remove(index)),
-            _ => Err(NOT_FOUND.to_string()),
+            _ => Err(ApplyError::NotFound),
         },
-        _ => Err(NOT_FOUND.to_string()),
+        _ => Err(ApplyError::NotFound),
     }
 }
 
@@ -419,7 +607,7 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn apply_operation(doc: &mut Value, op: &Operation) -> Result<(), String> {
+fn apply_operation(doc: &mut Value, op: &Operation) -> Result<(), ApplyError> {
     // parse_operation guarantees value for add/replace/test and from for move/copy.
     let value = || op.value.clone().unwrap_or(Value::Null);
     let from = op.from.as_deref().unwrap_or_default();
@@ -427,27 +615,29 @@ fn apply_operation(doc: &mut Value, op: &Operation) -> Result<(), String> {
         OpKind::Add => add(doc, &op.path, value()),
         OpKind::Remove => remove(doc, &op.path).map(drop),
         OpKind::Replace => {
-            let slot = resolve_mut(doc, &op.path).ok_or(NOT_FOUND)?;
+            let slot = resolve_mut(doc, &op.path).ok_or(ApplyError::NotFound)?;
             *slot = value();
             Ok(())
         }
         OpKind::Move => {
             if from.len() < op.path.len() && op.path.starts_with(from) {
-                return Err("cannot move a value into one of its own children".to_string());
+                return Err(ApplyError::IntoOwnChild);
             }
-            let moved = remove(doc, from).map_err(|e| format!("from: {e}"))?;
+            let moved = remove(doc, from).map_err(|e| ApplyError::From(Box::new(e)))?;
             add(doc, &op.path, moved)
         }
         OpKind::Copy => {
-            let copied = resolve(doc, from).ok_or("from: path not found")?.clone();
+            let copied = resolve(doc, from)
+                .ok_or_else(|| ApplyError::From(Box::new(ApplyError::NotFound)))?
+                .clone();
             add(doc, &op.path, copied)
         }
         OpKind::Test => {
-            let actual = resolve(doc, &op.path).ok_or(NOT_FOUND)?;
+            let actual = resolve(doc, &op.path).ok_or(ApplyError::NotFound)?;
             if same_value(actual, &value()) {
                 Ok(())
             } else {
-                Err("test failed: the value differs".to_string())
+                Err(ApplyError::TestFailed)
             }
         }
     }
@@ -456,48 +646,67 @@ fn apply_operation(doc: &mut Value, op: &Operation) -> Result<(), String> {
 /// Applies a patch (a YAML or JSON list of RFC 6902 operations) to `target`, one YAML or JSON
 /// document, and returns the result: JSON when `target_name` ends in `.json`, YAML otherwise.
 /// Errors name the target and the failing operation by its index (from 0) and path.
-pub fn apply_patch(target_name: &str, target: &[u8], patch: &[u8]) -> Result<Vec<u8>, String> {
+pub fn apply_patch(
+    target_name: &str,
+    target: &[u8],
+    patch: &[u8],
+) -> Result<Vec<u8>, ApplyPatchError> {
+    let target_name_owned = || target_name.to_string();
     let json = target_name.ends_with(".json");
-    let operations = parse_patch(patch).map_err(|e| format!("patching {target_name}: {e}"))?;
+    let operations = parse_patch(patch).map_err(|source| ApplyPatchError::Parse {
+        target: target_name_owned(),
+        source,
+    })?;
     let mut doc: Value = if json {
-        serde_json::from_slice(target).map_err(|e| format!("{target_name}: invalid JSON: {e}"))?
+        serde_json::from_slice(target).map_err(|source| ApplyPatchError::TargetJson {
+            target: target_name_owned(),
+            source,
+        })?
     } else {
-        serde_yaml::from_slice(target)
-            .map_err(|e| format!("{target_name}: not a single YAML document: {e}"))?
+        serde_yaml::from_slice(target).map_err(|source| ApplyPatchError::TargetYaml {
+            target: target_name_owned(),
+            source,
+        })?
     };
     for (index, op) in operations.iter().enumerate() {
-        apply_operation(&mut doc, op).map_err(|e| {
-            format!(
-                "patching {target_name}: operation {index} ({}): {e}",
-                op.label
-            )
+        apply_operation(&mut doc, op).map_err(|source| ApplyPatchError::Operation {
+            target: target_name_owned(),
+            index,
+            label: op.label.clone(),
+            source,
         })?;
     }
     if json {
-        let mut out = serde_json::to_vec_pretty(&doc)
-            .map_err(|e| format!("patching {target_name}: writing JSON: {e}"))?;
+        let mut out =
+            serde_json::to_vec_pretty(&doc).map_err(|source| ApplyPatchError::WriteJson {
+                target: target_name_owned(),
+                source,
+            })?;
         out.push(b'\n');
         Ok(out)
     } else {
         serde_yaml::to_string(&doc)
             .map(String::into_bytes)
-            .map_err(|e| format!("patching {target_name}: writing YAML: {e}"))
+            .map_err(|source| ApplyPatchError::WriteYaml {
+                target: target_name_owned(),
+                source,
+            })
     }
 }
 
 /// The regular files of `folder` by name, sorted; none when the folder does not exist.
-fn sorted_file_names(folder: &Path) -> Result<Vec<String>, String> {
+fn sorted_file_names(folder: &Path) -> Result<Vec<String>, PatchDirError> {
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("reading {}: {e}", folder.display())),
+        Err(e) => return Err(PatchDirError::io("reading", folder, e)),
     };
     let mut names = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("reading {}: {e}", folder.display()))?;
+        let entry = entry.map_err(|e| PatchDirError::io("reading", folder, e))?;
         let is_file = entry
             .file_type()
-            .map_err(|e| format!("reading {}: {e}", entry.path().display()))?
+            .map_err(|e| PatchDirError::io("reading", &entry.path(), e))?
             .is_file();
         // Names that are not UTF-8 cannot be valid manifest names, so cannot be patches.
         if let (true, Some(name)) = (is_file, entry.file_name().to_str()) {
@@ -512,7 +721,7 @@ fn sorted_file_names(folder: &Path) -> Result<Vec<String>, String> {
 /// order) to its target, found in `<dir>/openshift` first, then `<dir>/manifests`. Each
 /// patched target is written back with mode 0600 and the patch file removed, so that
 /// openshift-install never sees the patches.
-pub fn apply_patches_in_dir(dir: &Path) -> Result<(), String> {
+pub fn apply_patches_in_dir(dir: &Path) -> Result<(), PatchDirError> {
     let folders = [ManifestFolder::Openshift, ManifestFolder::Manifests];
     for folder in folders {
         let folder_path = dir.join(folder.dir_name());
@@ -525,25 +734,27 @@ pub fn apply_patches_in_dir(dir: &Path) -> Result<(), String> {
                 .iter()
                 .map(|f| dir.join(f.dir_name()).join(target_name))
                 .find(|p| p.is_file())
-                .ok_or_else(|| {
-                    format!(
-                        "patch {patch_label}: its target {target_name} is in neither \
-                         openshift/ nor manifests/"
-                    )
+                .ok_or_else(|| PatchDirError::NoTarget {
+                    patch: patch_label.clone(),
+                    target: target_name.to_string(),
                 })?;
             let patch_path = folder_path.join(&patch_name);
-            let patch = fs::read(&patch_path)
-                .map_err(|e| format!("reading {}: {e}", patch_path.display()))?;
+            let patch =
+                fs::read(&patch_path).map_err(|e| PatchDirError::io("reading", &patch_path, e))?;
             let target = fs::read(&target_path)
-                .map_err(|e| format!("reading {}: {e}", target_path.display()))?;
-            let patched = apply_patch(target_name, &target, &patch)
-                .map_err(|e| format!("patch {patch_label}: {e}"))?;
+                .map_err(|e| PatchDirError::io("reading", &target_path, e))?;
+            let patched = apply_patch(target_name, &target, &patch).map_err(|source| {
+                PatchDirError::Patch {
+                    patch: patch_label.clone(),
+                    source,
+                }
+            })?;
             fs::write(&target_path, patched)
-                .map_err(|e| format!("writing {}: {e}", target_path.display()))?;
+                .map_err(|e| PatchDirError::io("writing", &target_path, e))?;
             fs::set_permissions(&target_path, fs::Permissions::from_mode(0o600))
-                .map_err(|e| format!("setting the mode of {}: {e}", target_path.display()))?;
+                .map_err(|e| PatchDirError::io("setting the mode of", &target_path, e))?;
             fs::remove_file(&patch_path)
-                .map_err(|e| format!("removing {}: {e}", patch_path.display()))?;
+                .map_err(|e| PatchDirError::io("removing", &patch_path, e))?;
         }
     }
     Ok(())
@@ -589,6 +800,7 @@ status: {}
     fn patch_yaml(target: &str, patch: &str) -> Result<String, String> {
         apply_patch("t.yaml", target.as_bytes(), patch.as_bytes())
             .map(|b| String::from_utf8(b).unwrap())
+            .map_err(|e| e.to_string())
     }
 
     fn yaml(text: &str) -> Value {
@@ -669,7 +881,9 @@ status: {}
 
     #[test]
     fn check_rejects_bad_names_naming_the_extensions() {
-        let err = check_manifest("run.sh", b"kind: A\n").unwrap_err();
+        let err = check_manifest("run.sh", b"kind: A\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"run.sh\""), "{err}");
         assert!(err.contains(".yaml, .yml or .json"), "{err}");
         assert!(err.contains(".patch"), "{err}");
@@ -678,10 +892,14 @@ status: {}
     #[test]
     fn check_rejects_empty_content() {
         for content in ["", "  \n\t\n"] {
-            let err = check_manifest("a.yaml", content.as_bytes()).unwrap_err();
+            let err = check_manifest("a.yaml", content.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("a.yaml") && err.contains("empty"), "{err}");
         }
-        let err = check_manifest("a.yaml", b"# only a comment\n---\n").unwrap_err();
+        let err = check_manifest("a.yaml", b"# only a comment\n---\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no YAML document"), "{err}");
         assert!(check_manifest("a.json", b" ").is_err());
         assert!(check_manifest("a.yaml.patch", b"\n").is_err());
@@ -696,31 +914,42 @@ status: {}
         assert_eq!(content.len(), MAX_MANIFEST_SIZE);
         check_manifest("big.yaml", &content).unwrap();
         content.insert(3, b'x');
-        let err = check_manifest("big.yaml", &content).unwrap_err();
+        let err = check_manifest("big.yaml", &content)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("big.yaml") && err.contains("1048576"), "{err}");
     }
 
     #[test]
     fn check_rejects_unparsable_content() {
-        let err = check_manifest("a.yaml", b"kind: A\n---\nkey: [unclosed\n").unwrap_err();
+        let err = check_manifest("a.yaml", b"kind: A\n---\nkey: [unclosed\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("a.yaml") && err.contains("document 1"),
             "{err}"
         );
-        let err = check_manifest("a.json", b"{\"kind\": ").unwrap_err();
+        let err = check_manifest("a.json", b"{\"kind\": ")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("a.json") && err.contains("invalid JSON"),
             "{err}"
         );
-        let err = check_manifest("a.yaml.patch", b"op: add\npath: /x\n").unwrap_err();
+        let err = check_manifest("a.yaml.patch", b"op: add\npath: /x\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("list of JSON-Patch operations"), "{err}");
-        let err = check_manifest("a.yaml.patch", b"- op: frobnicate\n  path: /x\n").unwrap_err();
+        let err = check_manifest("a.yaml.patch", b"- op: frobnicate\n  path: /x\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("operation 0 (frobnicate /x): unknown op"),
             "{err}"
         );
-        let err =
-            check_manifest("a.yaml.patch", b"- op: add\n  path: x\n  value: 1\n").unwrap_err();
+        let err = check_manifest("a.yaml.patch", b"- op: add\n  path: x\n  value: 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("must start with '/'"), "{err}");
     }
 
@@ -780,7 +1009,9 @@ status: {}
 
     #[test]
     fn split_reports_bad_yaml() {
-        let err = split_multi_document(user_yaml("bad.yaml", "a: 1\n---\nb: [\n")).unwrap_err();
+        let err = split_multi_document(user_yaml("bad.yaml", "a: 1\n---\nb: [\n"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bad.yaml"), "{err}");
     }
 
@@ -845,7 +1076,9 @@ status: {}
             yaml(&out),
             yaml("metadata: {annotations: {example.com/a~b: new}}")
         );
-        let err = patch_yaml(target, "- {op: remove, path: /metadata/a~2}\n").unwrap_err();
+        let err = patch_yaml(target, "- {op: remove, path: /metadata/a~2}\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("'~' must be followed by 0 or 1"), "{err}");
     }
 
@@ -866,12 +1099,15 @@ status: {}
             target,
             "- {op: test, path: /spec/n, value: 1}\n- {op: test, path: /spec/n, value: 2}\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("operation 1 (test /spec/n): test failed"),
             "{err}"
         );
-        let err = patch_yaml(target, "- {op: test, path: /spec/none, value: 1}\n").unwrap_err();
+        let err = patch_yaml(target, "- {op: test, path: /spec/none, value: 1}\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("path not found"), "{err}");
     }
 
@@ -930,7 +1166,7 @@ status: {}
             ("[]\n", "no operation"),
         ];
         for (patch, expected) in cases {
-            let err = patch_yaml(target, patch).unwrap_err();
+            let err = patch_yaml(target, patch).unwrap_err().to_string();
             assert!(err.starts_with("patching t.yaml: "), "{err}");
             assert!(err.contains(expected), "{patch}: {err}");
         }
@@ -956,12 +1192,15 @@ status: {}
             b"a: 1\n---\nb: 2\n",
             b"- {op: remove, path: /a}\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("x.yaml") && err.contains("single YAML document"),
             "{err}"
         );
-        let err = apply_patch("x.json", b"{", b"- {op: remove, path: /a}\n").unwrap_err();
+        let err = apply_patch("x.json", b"{", b"- {op: remove, path: /a}\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("x.json: invalid JSON"), "{err}");
     }
 
@@ -1079,7 +1318,7 @@ status: {}
             "gone.yml.patch_x",
             "- {op: remove, path: /a}\n",
         );
-        let err = apply_patches_in_dir(dir.path()).unwrap_err();
+        let err = apply_patches_in_dir(dir.path()).unwrap_err().to_string();
         assert!(
             err.contains("openshift/gone.yml.patch_x") && err.contains("gone.yml "),
             "{err}"
@@ -1097,7 +1336,7 @@ status: {}
             "s.yaml.patch",
             "- {op: replace, path: /spec/foo, value: 1}\n",
         );
-        let err = apply_patches_in_dir(dir.path()).unwrap_err();
+        let err = apply_patches_in_dir(dir.path()).unwrap_err().to_string();
         assert!(
             err.contains("patch openshift/s.yaml.patch: patching s.yaml: operation 0 (replace /spec/foo): path not found"),
             "{err}"
