@@ -244,7 +244,13 @@ fn ntp_and_network(
         }
         units.push(unit(
             PRE_NM_UNIT,
-            &with_discovery_delay(PRE_NM_UNIT_ROOTFS, p.network_discovery_delay_seconds),
+            &with_discovery_delay(
+                &pre_nm_unit(
+                    "network-pre.target NetworkManager.service nmstate.service",
+                    "multi-user.target",
+                ),
+                p.network_discovery_delay_seconds,
+            ),
         ));
     }
     Ok(())
@@ -691,11 +697,16 @@ pub(crate) fn with_discovery_delay(unit: &str, delay_seconds: u64) -> String {
     )
 }
 
-const PRE_NM_UNIT_ROOTFS: &str = "[Unit]\n\
+/// The unit that selects the host's static network configuration before NetworkManager
+/// starts: in the live rootfs (ignition) or in the minimal ISO's initrd, which differ in what
+/// it runs before and which target wants it.
+pub(super) fn pre_nm_unit(before: &str, wanted_by: &str) -> String {
+    format!(
+        "[Unit]\n\
 Description=Select the assisted static network configuration for this host\n\
 DefaultDependencies=no\n\
 Wants=network-pre.target\n\
-Before=network-pre.target NetworkManager.service nmstate.service\n\
+Before={before}\n\
 After=systemd-udev-settle.service\n\
 \n\
 [Service]\n\
@@ -704,7 +715,9 @@ RemainAfterExit=yes\n\
 ExecStart=/usr/local/bin/pre-network-manager-config.sh\n\
 \n\
 [Install]\n\
-WantedBy=multi-user.target\n";
+WantedBy={wanted_by}\n"
+    )
+}
 
 // --- override merge ------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 use super::ImageError;
 use super::cpio::Builder;
 use super::ignition::{
-    PRE_NM_UNIT, ProxySettings, StaticNetworkConfig, env_line, static_network_files,
+    PRE_NM_UNIT, ProxySettings, StaticNetworkConfig, env_line, pre_nm_unit, static_network_files,
     with_discovery_delay,
 };
 use crate::domain::{HostStage, HostStatus};
@@ -153,7 +153,13 @@ pub fn minimal_initrd(
         b.file(
             &unit,
             0o644,
-            with_discovery_delay(PRE_NM_UNIT_INITRD, network_discovery_delay_seconds),
+            with_discovery_delay(
+                &pre_nm_unit(
+                    "network-pre.target nm-initrd.service NetworkManager.service",
+                    "initrd.target",
+                ),
+                network_discovery_delay_seconds,
+            ),
         );
         // The initrd has no systemctl enable step: wire the unit in by symlink.
         b.symlink(
@@ -174,21 +180,6 @@ pub fn minimal_initrd(
     }
     Ok(Some(b.finish()))
 }
-
-const PRE_NM_UNIT_INITRD: &str = "[Unit]\n\
-Description=Select the assisted static network configuration for this host\n\
-DefaultDependencies=no\n\
-Wants=network-pre.target\n\
-Before=network-pre.target nm-initrd.service NetworkManager.service\n\
-After=systemd-udev-settle.service\n\
-\n\
-[Service]\n\
-Type=oneshot\n\
-RemainAfterExit=yes\n\
-ExecStart=/usr/local/bin/pre-network-manager-config.sh\n\
-\n\
-[Install]\n\
-WantedBy=initrd.target\n";
 
 #[cfg(test)]
 mod tests {

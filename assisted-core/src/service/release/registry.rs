@@ -346,43 +346,37 @@ impl RegistryClient {
         creds: Option<&Credentials>,
         dest: &Path,
     ) -> Result<(), RegistryError> {
-        let result = self.blob_to_file_inner(r, digest, creds, dest).await;
+        // Written through an async block so a failure at any step removes `dest`.
+        let result: Result<(), RegistryError> = async {
+            let url = self.blob_url(r, digest)?;
+            let limit = self.inner.max_blob_bytes;
+            let (shown, resp) = self.get(r, &url, None, creds).await?;
+            let resp = expect_ok(&shown, resp).await?;
+            check_length(&shown, &resp, limit)?;
+            let context = format!("writing {}", dest.display());
+            let file = tokio::fs::File::create(dest)
+                .await
+                .map_err(io_error(&context))?;
+            let mut out = tokio::io::BufWriter::with_capacity(1024 * 1024, file);
+            let mut hasher = Hasher::for_digest(digest);
+            let mut body = resp.into_body();
+            let mut total = 0u64;
+            while let Some(chunk) = next_chunk(&shown, &mut body).await? {
+                total += chunk.len() as u64;
+                if total > limit {
+                    return Err(RegistryError::TooLarge { url: shown, limit });
+                }
+                hasher.update(&chunk);
+                out.write_all(&chunk).await.map_err(io_error(&context))?;
+            }
+            out.flush().await.map_err(io_error(&context))?;
+            hasher.check(&shown, digest)
+        }
+        .await;
         if result.is_err() {
             let _ = tokio::fs::remove_file(dest).await;
         }
         result
-    }
-
-    async fn blob_to_file_inner(
-        &self,
-        r: &ImageRef,
-        digest: &str,
-        creds: Option<&Credentials>,
-        dest: &Path,
-    ) -> Result<(), RegistryError> {
-        let url = self.blob_url(r, digest)?;
-        let limit = self.inner.max_blob_bytes;
-        let (shown, resp) = self.get(r, &url, None, creds).await?;
-        let resp = expect_ok(&shown, resp).await?;
-        check_length(&shown, &resp, limit)?;
-        let context = format!("writing {}", dest.display());
-        let file = tokio::fs::File::create(dest)
-            .await
-            .map_err(io_error(&context))?;
-        let mut out = tokio::io::BufWriter::with_capacity(1024 * 1024, file);
-        let mut hasher = Hasher::for_digest(digest);
-        let mut body = resp.into_body();
-        let mut total = 0u64;
-        while let Some(chunk) = next_chunk(&shown, &mut body).await? {
-            total += chunk.len() as u64;
-            if total > limit {
-                return Err(RegistryError::TooLarge { url: shown, limit });
-            }
-            hasher.update(&chunk);
-            out.write_all(&chunk).await.map_err(io_error(&context))?;
-        }
-        out.flush().await.map_err(io_error(&context))?;
-        hasher.check(&shown, digest)
     }
 
     /// A small blob (an image config) in memory, digest-checked.
