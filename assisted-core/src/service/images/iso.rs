@@ -53,23 +53,8 @@ pub fn read_embed_area(header: &[u8]) -> Option<EmbedArea> {
 mod tests {
     use std::io::Cursor;
 
-    use super::super::test_iso::{
-        TestIsoContents, extract_embedded_ignition, write_legacy_test_iso,
-    };
+    use super::super::test_iso::{extract_embedded_ignition, legacy_test_iso};
     use super::*;
-
-    /// A test ISO of the 2020 layout, the one with the header.
-    fn test_iso(area_len: u64) -> (tempfile::TempDir, std::path::PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("live.iso");
-        let contents = TestIsoContents {
-            kernel: b"kernel",
-            initrd: &[7u8; 5000],
-            rootfs: b"rootfs!",
-        };
-        write_legacy_test_iso(&path, &contents, area_len).unwrap();
-        (dir, path)
-    }
 
     /// Finds `name` in a directory extent by walking its records, as an ISO reader would.
     fn lookup(iso: &[u8], dir_lba: u32, name: &[u8]) -> Option<(u32, u32, bool)> {
@@ -113,7 +98,7 @@ mod tests {
 
     #[test]
     fn test_iso_is_walkable_iso9660() {
-        let (_dir, path) = test_iso(256 * 1024);
+        let (_dir, path) = legacy_test_iso(256 * 1024);
         let iso = std::fs::read(&path).unwrap();
         assert_eq!(iso.len() % 2048, 0);
         let pvd = &iso[16 * 2048..17 * 2048];
@@ -143,7 +128,7 @@ mod tests {
 
     #[test]
     fn extract_finds_nothing_then_the_embedded_config() {
-        let (_dir, path) = test_iso(64 * 1024);
+        let (_dir, path) = legacy_test_iso(64 * 1024);
         let mut iso = std::fs::read(&path).unwrap();
         assert_eq!(extract_embedded_ignition(Cursor::new(&iso)).unwrap(), None);
         let area = read_embed_area(&iso[HEADER_OFFSET as usize..][..HEADER_LEN]).unwrap();

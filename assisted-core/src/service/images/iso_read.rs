@@ -214,19 +214,12 @@ mod tests {
     use std::io::Cursor;
 
     use super::super::iso::read_embed_area;
-    use super::super::test_iso::{TestIsoContents, write_legacy_test_iso};
+    use super::super::test_iso::legacy_test_iso;
     use super::*;
 
     fn test_iso() -> Vec<u8> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("live.iso");
-        let contents = TestIsoContents {
-            kernel: b"kernel",
-            initrd: &[7u8; 5000],
-            rootfs: b"rootfs!",
-        };
         // The 2020 layout: the tests below poke its fixed sectors and read its header.
-        write_legacy_test_iso(&path, &contents, 64 * 1024).unwrap();
+        let (_dir, path) = legacy_test_iso(64 * 1024);
         std::fs::read(&path).unwrap()
     }
 

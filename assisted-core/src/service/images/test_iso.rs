@@ -166,6 +166,21 @@ pub fn write_legacy_test_iso(
     write_test_iso_with_layout(path, contents, embed_area_len, TestIsoLayout::Legacy2020)
 }
 
+/// For the unit tests of the readers: a small ISO of the 2020 layout (the one with the header,
+/// whose fixed sectors they poke) in a temporary directory, with an embed area of `area_len`.
+#[cfg(test)]
+pub(super) fn legacy_test_iso(area_len: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.iso");
+    let contents = TestIsoContents {
+        kernel: b"kernel",
+        initrd: &[7u8; 5000],
+        rootfs: b"rootfs!",
+    };
+    write_legacy_test_iso(&path, &contents, area_len).unwrap();
+    (dir, path)
+}
+
 /// [`write_test_iso`] in the given layout.
 pub fn write_test_iso_with_layout(
     path: &Path,
