@@ -185,7 +185,6 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::domain::Config;
-    use crate::service::store::InfraEnvRecord;
 
     const IE: &str = "11111111-1111-1111-1111-111111111111";
     const CL: &str = "22222222-2222-2222-2222-222222222222";
@@ -193,24 +192,7 @@ mod tests {
     const WAIT: Duration = Duration::from_secs(5);
 
     fn store_with_a_cluster() -> Arc<Store> {
-        let (store, _rx) = Store::new(Config::default());
-        store.edit_for_tests(|st| {
-            st.infra_envs.insert(
-                IE.into(),
-                InfraEnvRecord {
-                    id: IE.into(),
-                    cluster_id: Some(CL.into()),
-                    ..Default::default()
-                },
-            );
-            st.clusters.insert(
-                CL.into(),
-                ClusterRecord::new(
-                    ClusterSnapshot::new(CL, "c1", Timestamp::UNIX_EPOCH),
-                    ClusterSettings::default(),
-                ),
-            );
-        });
+        let (store, _rx) = Store::with_bound_infra_env(IE, CL);
         store.mark(Dirty::Cluster(CL.into()));
         store
     }

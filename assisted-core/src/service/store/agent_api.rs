@@ -384,26 +384,7 @@ mod tests {
     const H1: &str = "33333333-3333-3333-3333-333333333333";
 
     fn store() -> (Arc<Store>, DirtyReceiver) {
-        let (s, rx) = Store::new(Config::default());
-        {
-            let mut st = s.write();
-            st.infra_envs.insert(
-                IE.into(),
-                InfraEnvRecord {
-                    id: IE.into(),
-                    cluster_id: Some(CL.into()),
-                    ..Default::default()
-                },
-            );
-            st.clusters.insert(
-                CL.into(),
-                ClusterRecord::new(
-                    ClusterSnapshot::new(CL, "c1", Timestamp::UNIX_EPOCH),
-                    ClusterSettings::default(),
-                ),
-            );
-        }
-        (s, rx)
+        Store::with_bound_infra_env(IE, CL)
     }
 
     #[test]

@@ -287,6 +287,30 @@ impl Store {
         f(&mut self.write())
     }
 
+    /// For tests: a store holding infra-env `ie` bound to cluster `cl` (named c1, no hosts).
+    #[cfg(test)]
+    pub(crate) fn with_bound_infra_env(ie: &str, cl: &str) -> (Arc<Store>, DirtyReceiver) {
+        let (store, rx) = Store::new(crate::domain::Config::default());
+        store.edit_for_tests(|st| {
+            st.infra_envs.insert(
+                ie.into(),
+                InfraEnvRecord {
+                    id: ie.into(),
+                    cluster_id: Some(cl.into()),
+                    ..Default::default()
+                },
+            );
+            st.clusters.insert(
+                cl.into(),
+                ClusterRecord::new(
+                    ClusterSnapshot::new(cl, "c1", Timestamp::UNIX_EPOCH),
+                    ClusterSettings::default(),
+                ),
+            );
+        });
+        (store, rx)
+    }
+
     pub fn mark(&self, d: Dirty) {
         {
             let mut unsaved = self.unsaved.lock().unwrap_or_else(|e| e.into_inner());
