@@ -6,10 +6,13 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use manager::controller::Error;
 
-use super::AGENT_FINALIZER;
 use super::plan::Plan;
 use crate::api::agent::Agent;
 use crate::service::controllers::context::Context;
+
+pub const AGENT_FINALIZER: &str = "agent.agent-install.openshift.io/ai-deprovision";
+/// Owns the Agent's finalizer (the persister writes status under its own manager).
+pub(super) const FIELD_MANAGER: &str = "assisted-core-agent";
 
 /// The store follows the host spec; a missing ClusterDeployment is looked at again later.
 pub(super) fn apply(agent: &Agent, ctx: &Context, plan: Plan) -> Action {

@@ -21,12 +21,10 @@ use super::context::Context;
 use super::finalizer::{FinalizerStep, finalizer_step};
 use crate::api::agent::Agent;
 
+pub use apply::AGENT_FINALIZER;
+use apply::FIELD_MANAGER;
 pub use dereference::Dereferenced;
 pub use plan::{Plan, binding_error, host_spec, plan};
-
-pub const AGENT_FINALIZER: &str = "agent.agent-install.openshift.io/ai-deprovision";
-/// Owns the Agent's finalizer (the persister writes status under its own manager).
-const FIELD_MANAGER: &str = "assisted-core-agent";
 
 /// The Agent controller, on the Agents watch it shares with the persister.
 pub(super) async fn run(

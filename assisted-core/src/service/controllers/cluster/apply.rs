@@ -8,8 +8,8 @@ use kube::runtime::controller::Action;
 use manager::controller::{Error, set_finalizer};
 
 use super::credentials::Credentials;
+use super::ours::{ACI_FINALIZER, CD_FINALIZER, FIELD_MANAGER, is_ours};
 use super::plan::Plan;
-use super::{ACI_FINALIZER, CD_FINALIZER, FIELD_MANAGER, is_ours};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::ClusterDeployment;
 use crate::service::controllers::context::Context;

@@ -8,7 +8,7 @@ use manager::controller::Error;
 
 use super::config::ignition_ca_namespace;
 use super::credentials::publishes_credentials;
-use super::is_ours;
+use super::ours::is_ours;
 use super::record::{ClusterFiles, RecordFacts};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::{ClusterDeployment, ClusterImageSet};

@@ -10,6 +10,7 @@ mod config;
 mod credentials;
 mod dereference;
 mod input_error;
+mod ours;
 mod plan;
 mod record;
 #[cfg(test)]
@@ -38,12 +39,10 @@ pub use config::{ClusterConfig, cluster_config, disk_encryption_of, ignition_ca_
 pub use credentials::{Credentials, credentials};
 pub use dereference::Dereferenced;
 pub use input_error::InputError;
+pub use ours::{ACI_FINALIZER, CD_FINALIZER};
+use ours::{FIELD_MANAGER, is_ours};
 pub use plan::{Plan, SyncPlan, plan};
 pub use record::{ClusterFiles, RecordFacts};
-
-pub const CD_FINALIZER: &str = "clusterdeployments.agent-install.openshift.io/ai-deprovision";
-pub const ACI_FINALIZER: &str = "agentclusterinstall.agent-install.openshift.io/ai-deprovision";
-const FIELD_MANAGER: &str = "assisted-core-cluster";
 
 /// The ClusterDeployment controller: reconciles on a ClusterDeployment change and on a change
 /// of the AgentClusterInstall its `clusterInstallRef` names.
@@ -73,12 +72,6 @@ pub(super) async fn run(
         )
         .for_each(|_| async {})
         .await
-}
-
-fn is_ours(cd: &ClusterDeployment) -> Option<String> {
-    let r = cd.spec.cluster_install_ref.as_ref()?;
-    (r.group == "extensions.hive.openshift.io" && r.kind == "AgentClusterInstall")
-        .then(|| r.name.clone())
 }
 
 pub async fn reconcile(cd: Arc<ClusterDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {

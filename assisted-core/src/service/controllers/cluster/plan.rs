@@ -5,13 +5,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 
-use super::ACI_FINALIZER;
 use super::config::{
     ClusterConfig, cluster_config, fixed_names, ignition_ca_of, image_mode_of, manifests_of,
 };
 use super::credentials::{Credentials, credentials};
 use super::dereference::Dereferenced;
 use super::input_error::InputError;
+use super::ours::ACI_FINALIZER;
 use crate::api::agentclusterinstall::{
     AgentClusterInstall, INSTALL_CONFIG_OVERRIDES_ANNOTATION, LoadBalancerType,
 };

@@ -4,13 +4,15 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use manager::controller::{Error, PlannedEvent};
 
-use super::STATUS_MANAGER;
 use super::image::ImageUrls;
 use super::plan::Problem;
 use crate::api::infraenv::{InfraEnv, InfraEnvStatus};
 use crate::service::controllers::context::Context;
 use crate::service::controllers::events;
 use crate::service::store::InfraEnvRecord;
+
+/// Owns the InfraEnv's status and finalizer.
+pub(super) const STATUS_MANAGER: &str = "assisted-core-infraenv";
 
 /// Registers the infra-env (when it has an image), sends the event, writes the status when
 /// it changed.

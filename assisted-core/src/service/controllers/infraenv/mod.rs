@@ -32,17 +32,15 @@ use crate::api::infraenv::InfraEnv;
 use crate::api::nmstateconfig::NMStateConfig;
 
 pub use super::context::ImageSettings;
+use apply::STATUS_MANAGER;
 pub use dereference::{BoundCluster, Dereferenced};
 pub use image::{
     ImageRevision, ImageUrls, content_rev, current_token, image_urls, static_network_of,
 };
-pub use plan::{Problem, decide};
+pub use plan::{DEFAULT_OS_VERSION, Problem, decide};
 pub use status::status;
 
 pub const INFRAENV_FINALIZER: &str = "infraenv.agent-install.openshift.io/ai-deprovision";
-const STATUS_MANAGER: &str = "assisted-core-infraenv";
-/// OpenShift version of images for infra-envs without a cluster or `osImageVersion`.
-pub const DEFAULT_OS_VERSION: &str = "4.20";
 
 /// What else reconciles an InfraEnv: NMStateConfigs, pull secrets and ClusterDeployments change
 /// what its image holds.

@@ -6,7 +6,6 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
-use super::DEFAULT_OS_VERSION;
 use super::dereference::{BoundCluster, Dereferenced};
 use super::image::{
     ImageRevision, ImageUrls, content_rev, image_urls, static_network_json, static_network_of,
@@ -19,6 +18,9 @@ use crate::service::images::{
     ipxe_script, minimal_initrd,
 };
 use crate::service::store::InfraEnvRecord;
+
+/// OpenShift version of images for infra-envs without a cluster or `osImageVersion`.
+pub const DEFAULT_OS_VERSION: &str = "4.20";
 use crate::service::tls::AgentTrust;
 
 /// Why an InfraEnv has no image.
