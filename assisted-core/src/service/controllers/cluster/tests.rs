@@ -15,6 +15,11 @@ use crate::api::hive::ClusterImageSet;
 use crate::domain::{ClusterSnapshot, ClusterStatus, PlatformType};
 use crate::service::store::{ClusterRecord, ClusterSettings};
 
+/// The input error `cluster_config` answers, as the condition shows it.
+fn config_error(cd: &ClusterDeployment, aci: &AgentClusterInstall, v: (String, String)) -> String {
+    cluster_config(cd, aci, v).unwrap_err().to_string()
+}
+
 #[test]
 fn versions_come_from_release_tags() {
     assert_eq!(
@@ -116,15 +121,11 @@ fn manifests_come_from_config_map_keys() {
 
 #[test]
 fn config_rejects_bad_counts_and_missing_vips() {
-    let e = cluster_config(&cd(), &aci(2, 0), ("4.17".into(), "x86_64".into()))
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &aci(2, 0), ("4.17".into(), "x86_64".into()));
     assert!(e.contains("controlPlaneAgents"), "{e}");
     let mut a = aci(3, 0);
     a.spec.api_vips.clear();
-    let e = cluster_config(&cd(), &a, ("4.17".into(), "x86_64".into()))
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &a, ("4.17".into(), "x86_64".into()));
     assert!(e.contains("apiVIPs"), "{e}");
 }
 
@@ -133,19 +134,15 @@ fn config_refuses_names_and_keys_the_installer_would() {
     let v = || ("4.17.3".to_string(), "x86_64".to_string());
     let mut bad = cd();
     bad.spec.cluster_name = "Bad_Name!".into();
-    let e = cluster_config(&bad, &aci(3, 2), v())
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&bad, &aci(3, 2), v());
     assert!(e.starts_with("ClusterDeployment spec.clusterName"), "{e}");
     let mut bad = cd();
     bad.spec.base_domain = "bad_domain!.example".into();
-    let e = cluster_config(&bad, &aci(3, 2), v())
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&bad, &aci(3, 2), v());
     assert!(e.starts_with("ClusterDeployment spec.baseDomain"), "{e}");
     let mut a = aci(3, 2);
     a.spec.ssh_public_key = Some("not a key".into());
-    let e = cluster_config(&cd(), &a, v()).unwrap_err().to_string();
+    let e = config_error(&cd(), &a, v());
     assert!(e.starts_with("spec.sshPublicKey"), "{e}");
 }
 
@@ -154,24 +151,18 @@ fn config_refuses_what_the_release_cannot_install() {
     let v = |s: &str| (s.to_string(), "x86_64".to_string());
     let mut sdn = aci(3, 2);
     sdn.spec.networking.network_type = Some(NetworkType::OpenShiftSDN);
-    let e = cluster_config(&cd(), &sdn, v("4.17.3"))
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &sdn, v("4.17.3"));
     assert!(
         e.contains("networkType") && e.contains("OVNKubernetes"),
         "{e}"
     );
     assert!(cluster_config(&cd(), &sdn, v("4.14.2")).is_ok());
-    let e = cluster_config(&cd(), &aci(5, 0), v("4.17.3"))
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &aci(5, 0), v("4.17.3"));
     assert!(e.contains("4.18"), "{e}");
     assert!(cluster_config(&cd(), &aci(5, 0), v("4.18.1")).is_ok());
     let mut tna = aci(2, 0);
     tna.spec.provision_requirements.arbiter_agents = 1;
-    let e = cluster_config(&cd(), &tna, v("4.18.1"))
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &tna, v("4.18.1"));
     assert!(e.contains("arbiter"), "{e}");
 }
 
@@ -181,30 +172,18 @@ fn config_rejects_networks_that_do_not_parse_and_bad_overrides() {
     for bad in ["300.1.1.0/24", "banana", "10.0.0.0/33", "10.0.0.0"] {
         let mut a = aci(3, 2);
         a.spec.networking.service_network = vec![bad.into()];
-        let e = cluster_config(&cd(), &a, version())
-            .unwrap_err()
-            .to_string();
+        let e = config_error(&cd(), &a, version());
         assert!(e.contains("serviceNetwork") && e.contains(bad), "{e}");
     }
     let mut a = aci(3, 2);
     a.spec.api_vips = vec!["not-an-ip".into()];
-    assert!(
-        cluster_config(&cd(), &a, version())
-            .unwrap_err()
-            .to_string()
-            .contains("apiVIPs")
-    );
+    assert!(config_error(&cd(), &a, version()).contains("apiVIPs"));
     let mut a = aci(3, 2);
     a.metadata.annotations = Some(BTreeMap::from([(
         INSTALL_CONFIG_OVERRIDES_ANNOTATION.to_string(),
         "{not json".to_string(),
     )]));
-    assert!(
-        cluster_config(&cd(), &a, version())
-            .unwrap_err()
-            .to_string()
-            .contains(INSTALL_CONFIG_OVERRIDES_ANNOTATION)
-    );
+    assert!(config_error(&cd(), &a, version()).contains(INSTALL_CONFIG_OVERRIDES_ANNOTATION));
     assert!(cluster_config(&cd(), &aci(3, 2), version()).is_ok());
 }
 
@@ -406,9 +385,7 @@ fn disk_encryption_reaches_the_snapshot_or_is_an_input_error() {
         mode: Some(DiskEncryptionMode::Tang),
         tang_servers: Some("not json".into()),
     });
-    let e = cluster_config(&cd(), &a, version())
-        .unwrap_err()
-        .to_string();
+    let e = config_error(&cd(), &a, version());
     assert!(e.contains("tangServers"), "{e}");
     a.spec.disk_encryption.as_mut().unwrap().tang_servers =
         Some(r#"[{"url":"http://tang:7500","thumbprint":"t"}]"#.into());
