@@ -70,7 +70,10 @@ pub enum TlsError {
     #[error("Secret {0} has no tls.crt and tls.key (not issued yet?)")]
     NotIssued(String),
     #[error("Secret {secret}: {problem}")]
-    KeyPair { secret: String, problem: String },
+    KeyPair {
+        secret: String,
+        problem: manager::webhook::PemError,
+    },
     #[error("Secret {0}: ca.crt is not PEM")]
     CaNotPem(String),
     #[error("serving certificate lock poisoned")]

@@ -13,7 +13,7 @@ pub enum InputError {
         problem: String,
     },
     #[error("spec.{0}")]
-    Proxy(String),
+    Proxy(crate::domain::formats::ProxyError),
     #[error(
         "ClusterDeployment spec.{field} cannot change after the install started (it is {before:?}, the spec says {after:?})"
     )]
