@@ -284,6 +284,17 @@ pub fn next_steps(input: &NextStepsInput) -> Steps {
 
 /// Computes the steps for the host's current state; `infra_env_ntp` holds the InfraEnvs' NTP
 /// sources, which the NTP step asks for when the cluster names none ([`ntp_source`]).
+/// Whether a host in this state gets the connectivity check when it is due: the discovery states,
+/// the ones whose validations read connectivity. The store asks the cluster's connectivity pace
+/// only for these, as upstream asks its rate limiter only from the connectivity command: a host
+/// still discovering or already installing must not use up one of the cluster's admissions.
+pub fn state_carries_connectivity_check(status: HostStatus) -> bool {
+    matches!(
+        status,
+        HostStatus::Known | HostStatus::Insufficient | HostStatus::PendingForInput
+    )
+}
+
 pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByInfraEnv) -> Steps {
     let h = input.host;
     let mut interval = 60;
@@ -296,6 +307,7 @@ pub fn next_steps_with_ntp(input: &NextStepsInput, infra_env_ntp: &NtpSourcesByI
     }
     use HostStatus as S;
     match h.status {
+        // The states of `state_carries_connectivity_check`.
         S::Known | S::Insufficient | S::PendingForInput => {
             discovery_steps(input, infra_env_ntp, &mut plan)
         }
@@ -361,7 +373,10 @@ fn agent_upgrade_step(input: &NextStepsInput) -> Option<(StepType, Vec<String>)>
     let h = input.host;
     let cfg = input.cfg;
     let pre_install = h.status.is_pre_install() || h.status.is_unbound_state();
+    // A disabled upgrade-agent step means no upgrade: the host gets its normal steps (upstream
+    // does the same), not an answer emptied by the filter.
     let outdated = cfg.enable_upgrade_agent
+        && !cfg.disabled_steps.contains(&StepType::UpgradeAgent)
         && !cfg.agent_image.is_empty()
         && h.discovery_agent_version != cfg.agent_image;
     (pre_install && outdated).then(|| {

@@ -312,6 +312,50 @@ fn pool_reclaim_and_upgrade_steps() {
 }
 
 #[test]
+fn a_disabled_upgrade_step_leaves_the_normal_steps() {
+    let cfg = Config {
+        enable_upgrade_agent: true,
+        agent_image: "quay.io/agent:new".into(),
+        disabled_steps: vec![T::UpgradeAgent],
+        ..Config::default()
+    };
+    let h = HostSnapshot::new_registered("p1", "e", None, t0());
+    let s = next_steps(&NextStepsInput {
+        host: &h,
+        cluster: None,
+        cfg: &cfg,
+        seed: 1,
+        boot_artifacts: None,
+        connectivity_check: true,
+    });
+    // Was an empty answer: the upgrade replaced every step, then the filter removed it.
+    assert_eq!(types(&s), vec![T::Inventory, T::NtpSynchronizer]);
+}
+
+#[test]
+fn only_the_discovery_states_carry_the_connectivity_check() {
+    let carrying: Vec<S> = [
+        S::Discovering,
+        S::Known,
+        S::Insufficient,
+        S::PendingForInput,
+        S::Disconnected,
+        S::PreparingForInstallation,
+        S::Installing,
+        S::InstallingInProgress,
+        S::Installed,
+        S::Error,
+    ]
+    .into_iter()
+    .filter(|s| state_carries_connectivity_check(*s))
+    .collect();
+    assert_eq!(
+        carrying,
+        vec![S::Known, S::Insufficient, S::PendingForInput]
+    );
+}
+
+#[test]
 fn steps_json_wire_shape() {
     let s = steps_for(&in_state(S::Discovering), 0, &Config::default());
     let v = serde_json::to_value(&s).unwrap();

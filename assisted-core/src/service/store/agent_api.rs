@@ -136,7 +136,8 @@ impl Store {
             .host_with_cluster(host_id)
             .filter(|(h, _)| h.infra_env_id == infra_env_id)
             .ok_or_else(missing)?;
-        let connectivity_check = rec.is_none_or(|r| self.connectivity_check_due(r, host_id, now));
+        let connectivity_check = state_carries_connectivity_check(h.status)
+            && rec.is_none_or(|r| self.connectivity_check_due(r, host_id, now));
         Ok(next_steps_with_ntp(
             &NextStepsInput {
                 host: h,
@@ -421,6 +422,44 @@ mod tests {
             .next_steps(CL, H1, None, None, 1, None, Timestamp::UNIX_EPOCH)
             .unwrap_err();
         assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+    }
+
+    /// `n` hosts registered to the big cluster, ids `00000000-0000-0000-0000-<n as 12 digits>`.
+    fn big_cluster(n: usize) -> (Arc<Store>, Vec<String>) {
+        let (s, _rx) = store();
+        let ids: Vec<String> = (0..n)
+            .map(|i| format!("00000000-0000-0000-0000-{i:012}"))
+            .collect();
+        for id in &ids {
+            s.register_host(IE, id, "v1", Timestamp::UNIX_EPOCH)
+                .unwrap();
+        }
+        (s, ids)
+    }
+
+    fn queued(s: &Store) -> bool {
+        s.connectivity_queues.lock().unwrap().contains_key(CL)
+    }
+
+    #[test]
+    fn discovering_hosts_do_not_use_up_the_connectivity_pace() {
+        let (s, ids) = big_cluster(MAX_CONNECTIVITY_CHECKS_PER_MINUTE + 10);
+        let now = Timestamp::from_second(10).unwrap();
+        for id in &ids {
+            s.next_steps(IE, id, None, None, 1, None, now).unwrap();
+        }
+        // Discovering hosts never carry the check, so they are not admitted (upstream asks its
+        // limiter only from the connectivity command, run in the discovery states).
+        assert!(!queued(&s));
+        s.edit_for_tests(|st| {
+            let c = st.clusters.get_mut(CL).unwrap();
+            c.snapshot.host_mut(&ids[0]).unwrap().status = HostStatus::Insufficient;
+        });
+        s.next_steps(IE, &ids[0], None, None, 1, None, now).unwrap();
+        assert!(queued(&s));
+        // The cluster's line goes with the cluster.
+        s.remove_cluster(CL);
+        assert!(!queued(&s));
     }
 
     #[test]

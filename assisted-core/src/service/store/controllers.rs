@@ -66,6 +66,12 @@ impl Store {
                 st.host_extra.remove(&h.id);
             }
         }
+        drop(st);
+        // Its connectivity-check line goes with it (kept forever before: one per cluster ever made).
+        self.connectivity_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
     }
 
     /// Drops a host (Agent deleted).
