@@ -12,7 +12,8 @@ fn main() -> ExitCode {
         crds: manifests::crds,
         manifest: Some(manifests::provider_manifest),
         convert: Some(|object, version| {
-            provider_api::bootstrap::conversion::convert(object, version).map_err(|e| e.to_string())
+            provider_api::bootstrap::conversion::convert(object, version)
+                .map_err(|e| manager::webhook::Refusal::because(e.to_string()))
         }),
         validate: &[
             (

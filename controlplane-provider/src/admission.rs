@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 
+use manager::webhook::Refusal;
 use provider_api::controlplane::api::{
     OpenshiftAssistedControlPlane, OpenshiftAssistedControlPlaneMachineTemplate, default_deletion,
 };
@@ -318,7 +319,7 @@ fn replicas_problem(replicas: i32, version: Option<&Version>) -> Option<String> 
 /// is copied over the one left as it was; otherwise a flat `deletion` equal to the schema's
 /// default yields to `spec.deletion`. Anything else that differs is left for [`problems`] to
 /// refuse. Pure, on the request's JSON (fields this version does not know are kept).
-pub fn default_patch(request: &Value) -> Result<Vec<Value>, String> {
+pub fn default_patch(request: &Value) -> Result<Vec<Value>, Refusal> {
     let template = &request["object"]["spec"]["machineTemplate"];
     if !template.is_object() {
         return Ok(Vec::new());
@@ -356,7 +357,7 @@ pub fn default_patch(request: &Value) -> Result<Vec<Value>, String> {
 }
 
 /// The answer to an `AdmissionReview` v1 request about a control plane.
-pub fn review(request: &Value) -> Result<Vec<String>, String> {
+pub fn review(request: &Value) -> Result<Vec<String>, Refusal> {
     let object = &request["object"];
     let dry_run = request["dryRun"].as_bool() == Some(true);
     let annotated = object["metadata"]["annotations"]
@@ -365,13 +366,17 @@ pub fn review(request: &Value) -> Result<Vec<String>, String> {
     if dry_run && annotated {
         return Ok(Vec::new());
     }
-    let new: OpenshiftAssistedControlPlane = serde_json::from_value(object.clone())
-        .map_err(|e| format!("the object is not an OpenshiftAssistedControlPlane: {e}"))?;
+    let new: OpenshiftAssistedControlPlane =
+        serde_json::from_value(object.clone()).map_err(|e| {
+            Refusal::because(format!(
+                "the object is not an OpenshiftAssistedControlPlane: {e}"
+            ))
+        })?;
     let old: Option<OpenshiftAssistedControlPlane> = match &request["oldObject"] {
         Value::Null => None,
         o => Some(
             serde_json::from_value(o.clone())
-                .map_err(|e| format!("the old object does not parse: {e}"))?,
+                .map_err(|e| Refusal::because(format!("the old object does not parse: {e}")))?,
         ),
     };
     manager::webhook::decision(problems(&new, old.as_ref()))
@@ -802,7 +807,9 @@ mod tests {
             json!({"replicas": 2, "distributionVersion": "4.10.0"}),
         ))
         .unwrap();
-        let err = review(&json!({"object": bad.clone()})).unwrap_err();
+        let err = review(&json!({"object": bad.clone()}))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("spec.distributionVersion") && err.contains("spec.replicas"),
             "{err}"
@@ -815,6 +822,7 @@ mod tests {
         assert!(
             review(&json!({"object": {"spec": 1}}))
                 .unwrap_err()
+                .to_string()
                 .contains("not an OpenshiftAssistedControlPlane")
         );
     }

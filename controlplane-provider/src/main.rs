@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         manifest: Some(manifests::provider_manifest),
         convert: Some(|object, version| {
             provider_api::controlplane::conversion::convert(object, version)
-                .map_err(|e| e.to_string())
+                .map_err(|e| manager::webhook::Refusal::because(e.to_string()))
         }),
         validate: &[(
             controlplane_provider::admission::VALIDATE_PATH,

@@ -38,7 +38,7 @@ fn table() -> String {
         } else {
             kind.to_string()
         };
-        let message = review(&row).expect_err(row.what);
+        let message = review(&row).expect_err(row.what).to_string();
         out.push_str(&format!(
             "| {} | {kind} | {} |\n",
             row.what,

@@ -31,18 +31,35 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The apiserver sends whole objects; a conversion review of a few objects stays far below.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;
 
+/// Why a webhook refuses a request or fails a conversion: the message the user sees (the
+/// apiserver passes it on), every problem named, joined by `; `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.join("; "))]
+pub struct Refusal {
+    pub problems: Vec<String>,
+}
+
+impl Refusal {
+    /// A refusal for one reason.
+    pub fn because(problem: impl Into<String>) -> Self {
+        Refusal {
+            problems: vec![problem.into()],
+        }
+    }
+}
+
 /// Converts one object (as JSON) to `desired_api_version`; the error is shown to the user by the
 /// apiserver, so it says what is wrong with the object.
-pub type Converter = Arc<dyn Fn(Value, &str) -> Result<Value, String> + Send + Sync>;
+pub type Converter = Arc<dyn Fn(Value, &str) -> Result<Value, Refusal> + Send + Sync>;
 
 /// A provider's conversion function, as [`crate::cli::ManagerSpec`] takes it.
-pub type ConvertFn = fn(Value, &str) -> Result<Value, String>;
+pub type ConvertFn = fn(Value, &str) -> Result<Value, Refusal>;
 
 /// The answer to a `ConversionReview` v1: every object converted, or a failure naming the first
 /// object that could not be (the apiserver then fails the whole request, as it requires).
 pub fn review_response(
     review: &Value,
-    convert: &dyn Fn(Value, &str) -> Result<Value, String>,
+    convert: &dyn Fn(Value, &str) -> Result<Value, Refusal>,
 ) -> Value {
     let request = &review["request"];
     let uid = request["uid"].clone();
@@ -99,7 +116,7 @@ async fn convert_handler(
 
 /// A provider's validation of one kind: the `AdmissionReview` request in, the warnings to show
 /// (allowed) or the reason to refuse.
-pub type ValidateFn = fn(&Value) -> Result<Vec<String>, String>;
+pub type ValidateFn = fn(&Value) -> Result<Vec<String>, Refusal>;
 
 /// The answer to an `AdmissionReview` v1: allowed (with warnings) or refused with the reason,
 /// as controller-runtime's `Denied` does (403). The request's uid is echoed.
@@ -107,7 +124,7 @@ pub fn admission_response(review: &Value, validate: ValidateFn) -> Value {
     let request = &review["request"];
     let (allowed, warnings, message) = match validate(request) {
         Ok(warnings) => (true, warnings, None),
-        Err(reason) => (false, Vec::new(), Some(reason)),
+        Err(refusal) => (false, Vec::new(), Some(refusal.to_string())),
     };
     let mut response = json!({"uid": request["uid"].clone(), "allowed": allowed});
     if !warnings.is_empty() {
@@ -142,11 +159,11 @@ fn answer_admission_review(
 
 /// A validation's answer from its list of problems: allowed with no warnings when there are
 /// none, else refused with every problem, each naming its field.
-pub fn decision(problems: Vec<String>) -> Result<Vec<String>, String> {
+pub fn decision(problems: Vec<String>) -> Result<Vec<String>, Refusal> {
     if problems.is_empty() {
         Ok(Vec::new())
     } else {
-        Err(problems.join("; "))
+        Err(Refusal { problems })
     }
 }
 
@@ -160,7 +177,7 @@ pub fn validation_router(path: &str, validate: ValidateFn) -> Router {
 
 /// A provider's defaulting of one kind: the `AdmissionReview` request in, the JSON Patch
 /// (RFC 6902) operations that complete the object (none: unchanged), or the reason to refuse.
-pub type MutateFn = fn(&Value) -> Result<Vec<Value>, String>;
+pub type MutateFn = fn(&Value) -> Result<Vec<Value>, Refusal>;
 
 /// The answer to a mutating `AdmissionReview` v1: allowed with the operations as a base64
 /// `JSONPatch` (none when there is nothing to change), or refused with the reason (403).
@@ -177,9 +194,10 @@ pub fn mutation_response(review: &Value, mutate: MutateFn) -> Value {
                 response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch));
             }
         }
-        Err(reason) => {
+        Err(refusal) => {
             response["allowed"] = json!(false);
-            response["status"] = json!({"code": 403, "reason": "Forbidden", "message": reason});
+            response["status"] =
+                json!({"code": 403, "reason": "Forbidden", "message": refusal.to_string()});
         }
     }
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
@@ -374,9 +392,9 @@ pub async fn serve_tls(
 mod tests {
     use super::*;
 
-    fn rename_kind(object: Value, desired: &str) -> Result<Value, String> {
+    fn rename_kind(object: Value, desired: &str) -> Result<Value, Refusal> {
         if object["spec"]["bad"].as_bool() == Some(true) {
-            return Err("spec.bad is set".into());
+            return Err(Refusal::because("spec.bad is set"));
         }
         let mut o = object;
         o["apiVersion"] = Value::String(desired.to_string());
@@ -428,11 +446,11 @@ mod tests {
         assert_eq!(out["response"]["convertedObjects"], json!([]));
     }
 
-    fn refuse_odd(request: &Value) -> Result<Vec<String>, String> {
+    fn refuse_odd(request: &Value) -> Result<Vec<String>, Refusal> {
         match request["object"]["n"].as_i64() {
-            Some(n) if n % 2 == 1 => Err(format!("spec.n: {n} is odd")),
+            Some(n) if n % 2 == 1 => Err(Refusal::because(format!("spec.n: {n} is odd"))),
             Some(_) => Ok(vec!["even numbers only for now".into()]),
-            None => Err("no n".into()),
+            None => Err(Refusal::because("no n")),
         }
     }
 
@@ -460,9 +478,9 @@ mod tests {
         assert_eq!(malformed["response"]["allowed"], false);
     }
 
-    fn add_a_label(request: &Value) -> Result<Vec<Value>, String> {
+    fn add_a_label(request: &Value) -> Result<Vec<Value>, Refusal> {
         match request["object"]["metadata"]["name"].as_str() {
-            Some("refused") => Err("no".into()),
+            Some("refused") => Err(Refusal::because("no")),
             Some("plain") => Ok(Vec::new()),
             _ => Ok(vec![
                 json!({"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}),

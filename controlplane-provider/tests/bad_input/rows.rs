@@ -212,7 +212,7 @@ pub fn rows() -> Vec<Row> {
 }
 
 /// The answer of the webhook that serves `row`'s kind.
-pub fn review(row: &Row) -> Result<Vec<String>, String> {
+pub fn review(row: &Row) -> Result<Vec<String>, manager::webhook::Refusal> {
     let request = json!({"uid": "u", "object": row.object, "oldObject": row.old.clone().unwrap_or(Value::Null)});
     match row.object["kind"].as_str() {
         Some("OpenshiftAssistedControlPlane") => controlplane_provider::admission::review(&request),

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use manager::names::is_label_value;
+use manager::webhook::Refusal;
 use serde_json::{Map, Value};
 
 use super::api::{IGNITION_OVERRIDE_ANNOTATION, OpenshiftAssistedConfigSpec};
@@ -92,7 +93,7 @@ pub fn spec_problems(
 }
 
 /// The admission decision for a config or template request: the warnings, or why it is refused.
-pub fn review(request: &Value) -> Result<Vec<String>, String> {
+pub fn review(request: &Value) -> Result<Vec<String>, Refusal> {
     let object = &request["object"];
     let kind = object["kind"].as_str().unwrap_or_default();
     let (spec, annotations, at) = match kind {
@@ -102,10 +103,10 @@ pub fn review(request: &Value) -> Result<Vec<String>, String> {
             &object["spec"]["template"]["metadata"]["annotations"],
             "spec.template.spec",
         ),
-        other => return Err(format!("unexpected kind {other:?}")),
+        other => return Err(Refusal::because(format!("unexpected kind {other:?}"))),
     };
-    let spec: OpenshiftAssistedConfigSpec =
-        serde_json::from_value(spec.clone()).map_err(|e| format!("{at} does not parse: {e}"))?;
+    let spec: OpenshiftAssistedConfigSpec = serde_json::from_value(spec.clone())
+        .map_err(|e| Refusal::because(format!("{at} does not parse: {e}")))?;
     manager::webhook::decision(spec_problems(&spec, annotations.as_object(), at))
 }
 
@@ -246,7 +247,7 @@ mod tests {
             "metadata": {"name": "c", "annotations": {IGNITION_OVERRIDE_ANNOTATION: "{\"ignition\":{\"version\":\"2.2.0\"}}"}},
             "spec": {"nodeRegistration": {"kubeletExtraLabels": ["ok=yes", "bad"]}},
         });
-        let e = review(&request(config)).unwrap_err();
+        let e = review(&request(config)).unwrap_err().to_string();
         assert!(
             e.contains("spec.nodeRegistration.kubeletExtraLabels[1]: \"bad\" is not key=value"),
             "{e}"
@@ -265,7 +266,7 @@ mod tests {
                 "spec": {"nodeRegistration": {"kubeletExtraLabels": ["a=b c"]}},
             }},
         });
-        let e = review(&request(template)).unwrap_err();
+        let e = review(&request(template)).unwrap_err().to_string();
         assert!(
             e.contains("spec.template.spec.nodeRegistration.kubeletExtraLabels[0]")
                 && e.contains("not JSON"),

@@ -108,7 +108,7 @@ async fn every_bad_input_is_refused_by_the_apiserver_as_by_its_webhook() {
             mismatches.push((format!("bad-{i}: {}", row.what), expected.into(), got));
         };
         let expected = match expected {
-            Err(message) => message,
+            Err(refusal) => refusal.to_string(),
             Ok(warnings) => {
                 mismatch(
                     "refused by the admission function",

@@ -26,7 +26,8 @@ pub async fn serve(tb: &Testbed) -> Webhooks {
         tb,
         "controlplane",
         Arc::new(|o, v| {
-            provider_api::controlplane::conversion::convert(o, v).map_err(|e| e.to_string())
+            provider_api::controlplane::conversion::convert(o, v)
+                .map_err(|e| manager::webhook::Refusal::because(e.to_string()))
         }),
         &["openshiftassistedcontrolplanes.controlplane.cluster.x-k8s.io"],
         stopped.clone(),
@@ -36,7 +37,8 @@ pub async fn serve(tb: &Testbed) -> Webhooks {
         tb,
         "bootstrap",
         Arc::new(|o, v| {
-            provider_api::bootstrap::conversion::convert(o, v).map_err(|e| e.to_string())
+            provider_api::bootstrap::conversion::convert(o, v)
+                .map_err(|e| manager::webhook::Refusal::because(e.to_string()))
         }),
         &[
             "openshiftassistedconfigs.bootstrap.cluster.x-k8s.io",
