@@ -326,17 +326,7 @@ impl Snapshot {
     }
 
     pub fn nodes_ready(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|n| {
-                n.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_deref())
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True")
-            })
-            .count()
+        self.nodes.iter().filter(|n| node_ready(n)).count()
     }
 
     /// What was seen, for the report: the progress line and its figures.
@@ -503,4 +493,14 @@ pub fn changes(prev: &Snapshot, cur: &Snapshot) -> Vec<String> {
         out.push(format!("Node {name} removed from the workload cluster"));
     }
     out
+}
+
+/// A Node whose Ready condition is True.
+pub(crate) fn node_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
 }

@@ -231,13 +231,12 @@ pub(crate) fn plan_file(f: &ClusterFile) -> Result<Plan> {
     let hosts = file_servers(f, &spec)?;
     let mut hosts_yaml = manifests::namespace_yaml(&spec.ns);
     for (s, labels) in &hosts {
-        let mac = &s
-            .profile
-            .nics
-            .first()
-            .with_context(|| format!("host profile of {} has no NIC", s.name))?
-            .mac;
-        hosts_yaml.push_str(&manifests::host_yaml_labels(&spec.ns, &s.name, labels, mac));
+        hosts_yaml.push_str(&manifests::host_yaml_labels(
+            &spec.ns,
+            &s.name,
+            labels,
+            s.boot_mac()?,
+        ));
     }
     Plan {
         spec,

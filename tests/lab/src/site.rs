@@ -46,6 +46,17 @@ pub struct Server {
     pub profile: HostProfile,
 }
 
+impl Server {
+    /// The MAC its BareMetalHost boots from: the profile's first NIC.
+    pub fn boot_mac(&self) -> Result<&str> {
+        self.profile
+            .nics
+            .first()
+            .map(|nic| nic.mac.as_str())
+            .with_context(|| format!("host profile of {} has no NIC", self.name))
+    }
+}
+
 /// A powered-on server running the discovery ISO or, after its reboot, the installed OS.
 struct Booted {
     host: Host,
@@ -143,13 +154,7 @@ pub fn servers(spec: &ClusterSpec, masters: u32, workers: u32) -> Result<Vec<Ser
 pub fn site_yaml(ns: &str, servers: &[Server]) -> Result<String> {
     let mut yaml = manifests::namespace_yaml(ns);
     for s in servers {
-        let mac = &s
-            .profile
-            .nics
-            .first()
-            .with_context(|| format!("host profile of {} has no NIC", s.name))?
-            .mac;
-        yaml.push_str(&manifests::host_yaml(ns, &s.name, s.role, mac));
+        yaml.push_str(&manifests::host_yaml(ns, &s.name, s.role, s.boot_mac()?));
     }
     Ok(yaml)
 }

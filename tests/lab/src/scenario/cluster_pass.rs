@@ -14,6 +14,7 @@ use super::waiting::Waiting;
 use crate::cluster_ops::{install_cluster_version, installer_controller};
 use crate::cluster_run::ClusterRun;
 use crate::install_check::install_check;
+use crate::observe::node_ready;
 use crate::observe::{self, World};
 use crate::steps::Step;
 use crate::{ImageModeRun, LeaderKill, actions, managers, mco, stamp};
@@ -328,14 +329,4 @@ fn observe_cluster(s: &Scenario<'_>, r: &mut ClusterRun, w: &World, pre: &str) {
             d.node_ready = Some(start.elapsed());
         }
     }
-}
-
-/// A Node whose Ready condition is True.
-pub(super) fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
 }
