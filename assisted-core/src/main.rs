@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         let listeners = Listeners::bind(&args).await?;
         server::run(
             leader.client,
+            leader.scope,
             args,
             listeners,
             leader.registry,

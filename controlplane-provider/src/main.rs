@@ -54,9 +54,10 @@ fn main() -> ExitCode {
             CoreMode::Embedded => {
                 let listeners = Listeners::bind(&args.core).await?;
                 // Bound: the Service may send this pod the hosts' traffic now.
-                controlplane_provider::serving::claim(&leader.client).await?;
+                controlplane_provider::serving::claim(&leader.client, &leader.scope).await?;
                 let core = server::run(
                     leader.client,
+                    leader.scope,
                     args.core,
                     listeners,
                     leader.registry,

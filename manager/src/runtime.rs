@@ -238,11 +238,38 @@ pub struct WatchScope {
     pub watch_filter: String,
 }
 
+/// The label `--watch-filter` selects by (Cluster API's), and that a sharded manager's objects
+/// carry from the object they were made for.
+pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
+
 impl WatchScope {
     /// The label selector the watches use, if any.
     pub fn label_selector(&self) -> Option<String> {
         (!self.watch_filter.is_empty())
-            .then(|| format!("cluster.x-k8s.io/watch-filter={}", self.watch_filter))
+            .then(|| format!("{WATCH_FILTER_LABEL}={}", self.watch_filter))
+    }
+
+    /// Whether this manager serves one shard of the objects (`--watch-filter` set).
+    pub fn is_sharded(&self) -> bool {
+        !self.watch_filter.is_empty()
+    }
+
+    /// The leader Lease of this manager's shard: `base`, or `base-<filter>` when sharded, so
+    /// each shard elects its own leader. The filter is a label value; the characters a Lease
+    /// name cannot hold (`_`, capitals) become `-` and lower case.
+    pub fn lease_name(&self, base: &str) -> String {
+        if !self.is_sharded() {
+            return base.to_string();
+        }
+        let shard: String = self
+            .watch_filter
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '-' | '.') => c,
+                _ => '-',
+            })
+            .collect();
+        format!("{base}-{shard}")
     }
 
     /// An `Api` over the watched namespace (or all namespaces).
@@ -292,6 +319,7 @@ where
         namespace: args.namespace.clone(),
         watch_filter: args.watch_filter.clone(),
     };
+    let lease_name = scope.lease_name(lease_name);
     let health = Arc::new(Health {
         ready: ready_rx,
         registry: registry.clone(),
@@ -312,7 +340,7 @@ where
     let result = if args.leader_elect {
         let lease = LeaseSettings {
             name,
-            lease_name,
+            lease_name: &lease_name,
             namespace: &args.leader_election_namespace,
             identity: args.leader_election_identity.clone(),
         };
@@ -580,5 +608,25 @@ mod tests {
     fn bind_address_rejects_garbage_with_a_clear_message() {
         let error = parse_bind_address("localhost").unwrap_err().to_string();
         assert!(error.contains("expected host:port or :port"), "{error}");
+    }
+
+    #[test]
+    fn each_shard_elects_its_own_leader() {
+        let scope = |filter: &str| WatchScope {
+            namespace: String::new(),
+            watch_filter: filter.into(),
+        };
+        assert_eq!(scope("").lease_name("capoa-leader"), "capoa-leader");
+        assert_eq!(
+            scope("shard-1").lease_name("capoa-leader"),
+            "capoa-leader-shard-1"
+        );
+        // A label value may hold what a Lease name may not.
+        assert_eq!(scope("East_DC.2").lease_name("l"), "l-east-dc.2");
+        assert!(!scope("").is_sharded());
+        assert_eq!(
+            scope("a").label_selector().as_deref(),
+            Some("cluster.x-k8s.io/watch-filter=a")
+        );
     }
 }

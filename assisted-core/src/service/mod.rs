@@ -14,6 +14,7 @@ pub mod persister;
 pub mod private_fs;
 pub mod release;
 pub mod server;
+pub mod shards;
 pub mod store;
 pub mod tls;
 pub mod urls;

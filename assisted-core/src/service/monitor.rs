@@ -24,6 +24,7 @@ pub async fn run(ctx: Arc<Context>, tick: Duration, mut shutdown: watch::Receive
             _ = tokio::time::sleep(tick) => {}
             _ = shutdown.changed() => return,
         }
+        ctx.metrics.held(&ctx.store);
         for action in ctx.store.monitor_pass(Timestamp::now()) {
             match action {
                 StoreAction::Prepare(id) => start_preparation(&ctx, id).await,

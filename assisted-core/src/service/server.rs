@@ -23,10 +23,10 @@ use super::install::{FileStore, InstallBackend, LabBackend, LabClientCa, Openshi
 use super::store::Store;
 use super::tls::{self, CertificateNames, ServingCertificate, TlsSettings, certificate_names};
 use super::urls::ServiceUrls;
-use super::{journal, monitor, persister};
+use super::{journal, monitor, persister, shards};
 use crate::domain::Config;
-use manager::runtime::SharedRegistry;
 use manager::runtime::parse_bind_address;
+use manager::runtime::{SharedRegistry, WatchScope};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -218,6 +218,7 @@ async fn lab_backend(args: &CoreArgs) -> anyhow::Result<LabBackend> {
 /// Runs the core until `shutdown` turns true.
 pub async fn run(
     client: Client,
+    scope: WatchScope,
     args: CoreArgs,
     listeners: Listeners,
     registry: SharedRegistry,
@@ -258,11 +259,16 @@ pub async fn run(
             serving: serving.clone(),
         },
         &registry,
-    ));
+    )
+    .serving(scope));
     resume(&ctx).await;
-    let (api, images) = routers(&ctx, &keys, &args, os_images);
+    // Sharded: every InfraEnv's metadata, to send a host that reached the wrong shard on.
+    let directory = ctx.scope.is_sharded().then(|| {
+        shards::Directory::start(ctx.scope.api(&ctx.client), urls.clone(), shutdown.clone())
+    });
+    let (api, images) = routers(&ctx, &keys, &args, os_images, directory);
     tracing::info!(agent_api = %urls.agent_api, images = %urls.images, "assisted-core serving");
-    let agents = controllers::watch_agents(ctx.client.clone(), shutdown.clone());
+    let agents = controllers::watch_agents(ctx.client.clone(), &ctx.scope, shutdown.clone());
     let agent_store = agents.store.clone();
     let certificate = async {
         if let (Some((settings, names)), Some(serving)) = (tls, serving) {
@@ -311,6 +317,7 @@ fn routers(
     keys: &Arc<Keys>,
     args: &CoreArgs,
     os_images: Vec<OsImage>,
+    directory: Option<Arc<shards::Directory>>,
 ) -> (axum::Router, axum::Router) {
     let api = super::http::router(super::http::AppState {
         store: ctx.store.clone(),
@@ -324,7 +331,19 @@ fn routers(
         cache: Arc::new(OsImageCache::new(args.data_dir.join("os-images"))),
         os_images: Arc::new(os_images),
     });
-    (api, images)
+    let Some(directory) = directory else {
+        return (api, images);
+    };
+    let guard = |service| shards::Guard {
+        directory: directory.clone(),
+        store: ctx.store.clone(),
+        keys: keys.clone(),
+        service,
+    };
+    (
+        shards::redirect_foreign(api, guard(shards::Service::AgentApi)),
+        shards::redirect_foreign(images, guard(shards::Service::Images)),
+    )
 }
 
 /// The store's settings from the command line.

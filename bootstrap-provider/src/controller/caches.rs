@@ -60,9 +60,13 @@ pub async fn start(
     scope: &WatchScope,
     shutdown: watch::Receiver<bool>,
 ) -> (Caches, ConfigTriggers, AgentTriggers) {
-    // Configs follow --watch-filter; Agents never carry it (the core creates them) and the
-    // other kinds are other controllers' objects: those are watched unfiltered.
+    // Configs follow --watch-filter, and so do the objects made for them, which carry their
+    // config's shard label: InfraEnvs (made here), Agents (the core labels them with their
+    // InfraEnv's `agentLabels`), ClusterDeployments and AgentClusterInstalls (the control
+    // plane's). Cluster API's and Metal3's kinds carry it only where users put it: those are
+    // watched unfiltered.
     let all = kube::runtime::watcher::Config::default().any_semantic();
+    let shard = scope.watcher_config();
     let s = || shutdown.clone();
     let mut configs = cache::watch(
         scope.api::<OpenshiftAssistedConfig>(client),
@@ -71,7 +75,7 @@ pub async fn start(
         keep,
         s(),
     );
-    let mut agents = cache::watch(scope.api::<Agent>(client), all.clone(), 1, keep, s());
+    let mut agents = cache::watch(scope.api::<Agent>(client), shard.clone(), 1, keep, s());
     let mut machines = cache::watch(scope.api::<Machine>(client), all.clone(), 1, keep, s());
     let mut metal3machines = cache::watch(
         scope.api::<Metal3Machine>(client),
@@ -94,16 +98,22 @@ pub async fn start(
         strip_host,
         s(),
     );
-    let mut infraenvs = cache::watch(scope.api::<InfraEnv>(client), all.clone(), 1, keep, s());
+    let mut infraenvs = cache::watch(scope.api::<InfraEnv>(client), shard.clone(), 1, keep, s());
     let mut clusters = cache::watch(scope.api::<Cluster>(client), all.clone(), 1, keep, s());
     let cluster_deployments = cache::watch(
         scope.api::<ClusterDeployment>(client),
-        all.clone(),
+        shard.clone(),
         0,
         keep,
         s(),
     );
-    let mut acis = cache::watch(scope.api::<AgentClusterInstall>(client), all, 2, keep, s());
+    let mut acis = cache::watch(
+        scope.api::<AgentClusterInstall>(client),
+        shard,
+        2,
+        keep,
+        s(),
+    );
 
     let caches = Caches {
         configs: configs.store.clone(),

@@ -16,6 +16,7 @@ use assisted_api::infraenv::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use manager::names::readable_label_value;
+use manager::runtime::WATCH_FILTER_LABEL;
 use provider_api::bootstrap::api::{
     DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, KernelArgumentOperation as ConfigKargOp,
     OpenshiftAssistedConfig, OpenshiftAssistedConfigSpec,
@@ -130,6 +131,8 @@ struct Projection {
     os_image_version: Option<String>,
     discovery_kernel_arguments: Vec<String>,
     ignition_override: Option<serde_json::Value>,
+    /// The config's `cluster.x-k8s.io/watch-filter` label: the shard whose managers serve it.
+    shard: Option<String>,
 }
 
 fn non_empty(s: &Option<String>) -> Option<String> {
@@ -224,6 +227,7 @@ fn project(
         os_image_version: non_empty(&spec.os_image_version),
         discovery_kernel_arguments: discovery_kernel_arguments(spec),
         ignition_override: ignition_override(config)?,
+        shard: config.labels().get(WATCH_FILTER_LABEL).cloned(),
     })
 }
 
@@ -279,7 +283,7 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
         });
     }
 
-    let labels = BTreeMap::from([
+    let mut labels = BTreeMap::from([
         (
             CLUSTER_NAME_LABEL.to_string(),
             readable_label_value(inputs.cluster_name),
@@ -289,6 +293,11 @@ pub fn desired_infraenv(inputs: &InfraEnvInputs<'_>) -> Result<InfraEnv, InfraEn
             readable_label_value(&template.name),
         ),
     ]);
+    // The shard goes with the InfraEnv and, as an agent label, with every Agent: the shard's
+    // managers and core watch only their own.
+    if let Some(shard) = &first.shard {
+        labels.insert(WATCH_FILTER_LABEL.to_string(), shard.clone());
+    }
     let spec = infraenv_spec(inputs, first, labels.clone());
     Ok(InfraEnv {
         metadata: ObjectMeta {
@@ -332,6 +341,7 @@ fn conflicts(projections: &[(String, Projection)]) -> Vec<FieldConflict> {
         conflict(DISCOVERY_IGNITION_OVERRIDE_ANNOTATION, projections, |p| {
             &p.ignition_override
         }),
+        conflict(WATCH_FILTER_LABEL, projections, |p| &p.shard),
     ]
     .into_iter()
     .flatten()
@@ -486,6 +496,32 @@ spec:
             }
         });
         assert_eq!(json, expected);
+    }
+
+    fn in_shard(name: &str, shard: &str) -> OpenshiftAssistedConfig {
+        config(&format!(
+            "metadata: {{name: {name}, namespace: ns, labels: {{cluster.x-k8s.io/watch-filter: {shard}}}}}\nspec: {{}}"
+        ))
+    }
+
+    #[test]
+    fn the_shard_goes_with_the_infraenv_and_its_agents() {
+        let ie = build(&[&in_shard("w0", "east"), &in_shard("w1", "east")]).unwrap();
+        let shard = |labels: &BTreeMap<String, String>| labels.get(WATCH_FILTER_LABEL).cloned();
+        assert_eq!(shard(ie.labels()).as_deref(), Some("east"));
+        assert_eq!(shard(&ie.spec.agent_labels).as_deref(), Some("east"));
+        // Unsharded configs: no label at all.
+        let ie = build(&[&named("w0", "{}")]).unwrap();
+        assert_eq!(shard(ie.labels()), None);
+    }
+
+    #[test]
+    fn configs_of_one_template_in_two_shards_are_a_conflict() {
+        let err = build(&[&in_shard("w0", "east"), &in_shard("w1", "west")]).unwrap_err();
+        let InfraEnvError::Conflict { fields, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(fields[0].field, WATCH_FILTER_LABEL);
     }
 
     #[test]

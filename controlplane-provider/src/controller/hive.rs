@@ -539,6 +539,19 @@ spec:
     }
 
     #[test]
+    fn the_control_planes_shard_labels_its_install_objects() {
+        let oacp = oacp_with(|v| {
+            v["metadata"]["labels"] =
+                json!({"cluster.x-k8s.io/watch-filter": "east", "other": "x"});
+        });
+        let cluster = cluster();
+        let mut want = expected_labels();
+        want.insert("cluster.x-k8s.io/watch-filter".into(), "east".into());
+        let cd = cluster_deployment(&inputs(&oacp, &cluster)).unwrap();
+        assert_eq!(cd.metadata.labels, Some(want));
+    }
+
+    #[test]
     fn long_control_plane_names_are_hashed_as_capi_does() {
         let long = "control-plane-with-a-very-long-name-that-does-not-fit-in-a-label-value";
         assert_eq!(long.len(), 70);

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use kube::Resource;
+use kube::{Resource, ResourceExt};
 use manager::names::capi_label_value;
+use manager::runtime::WATCH_FILTER_LABEL;
 use provider_api::controlplane::api::OpenshiftAssistedControlPlane;
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -12,7 +13,8 @@ pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 pub const CONTROL_PLANE_NAME_LABEL: &str = "cluster.x-k8s.io/control-plane-name";
 
 /// The labels of the ClusterDeployment and AgentClusterInstall, as CAPOA's
-/// `ControlPlaneMachineLabelsForCluster`: the machine template's labels, then the CAPI ones.
+/// `ControlPlaneMachineLabelsForCluster`: the machine template's labels, the control plane's
+/// shard (its `cluster.x-k8s.io/watch-filter` label), then the CAPI ones.
 /// The cluster name is the CAPI Cluster's even when `config.clusterName` differs (CAPOA puts
 /// the OpenShift name there, and its bootstrap provider then cannot find the cluster).
 pub fn labels(
@@ -26,6 +28,11 @@ pub fn labels(
         .as_ref()
         .map(|m| m.labels.clone())
         .unwrap_or_default();
+    // The shard goes with everything made for the control plane: the shard's managers and
+    // core watch only their own (`--watch-filter`).
+    if let Some(shard) = oacp.labels().get(WATCH_FILTER_LABEL) {
+        labels.insert(WATCH_FILTER_LABEL.into(), shard.clone());
+    }
     labels.insert(CLUSTER_NAME_LABEL.into(), capi_cluster_name.into());
     labels.insert(CONTROL_PLANE_LABEL.into(), String::new());
     let name = oacp.meta().name.as_deref().unwrap_or_default();

@@ -148,9 +148,10 @@ fn watch_all(
             cache::keep,
             shutdown.clone(),
         ),
+        // Made here with the control plane's shard label (`labels::labels`).
         acis: cache::watch(
             scope.api::<AgentClusterInstall>(client),
-            all.clone(),
+            scope.watcher_config(),
             1,
             cache::keep,
             shutdown.clone(),

@@ -246,6 +246,7 @@ impl Env {
         let (stop, stopped) = watch::channel(false);
         let core = tokio::spawn(server::run(
             client.clone(),
+            Default::default(),
             args,
             listeners,
             Default::default(),

@@ -12,7 +12,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use manager::controller::Error;
 use manager::metrics::ControllerMetrics;
-use manager::runtime::SharedRegistry;
+use manager::runtime::{SharedRegistry, WatchScope};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Mutex;
 
 use super::events;
@@ -25,20 +26,47 @@ use crate::service::tls::ServingCertificate;
 use crate::service::urls::ServiceUrls;
 use k8s_openapi::api::core::v1::Secret;
 
-/// Reconcile counters of the core's controllers.
+/// Reconcile counters of the core's controllers, and what the core holds in memory (with
+/// shards: how the fleet is split).
 pub struct Metrics {
     pub agent: ControllerMetrics,
     pub cluster: ControllerMetrics,
     pub infraenv: ControllerMetrics,
+    /// `capoa_core_clusters`: clusters in the store.
+    pub clusters: Gauge<i64>,
+    /// `capoa_core_hosts`: hosts in the store, bound or not.
+    pub hosts: Gauge<i64>,
 }
 
 impl Metrics {
     pub fn register(registry: &SharedRegistry) -> Metrics {
-        Metrics {
+        let metrics = Metrics {
             agent: ControllerMetrics::register(registry, "assisted-core-agent"),
             cluster: ControllerMetrics::register(registry, "assisted-core-clusterdeployment"),
             infraenv: ControllerMetrics::register(registry, "assisted-core-infraenv"),
+            clusters: Gauge::default(),
+            hosts: Gauge::default(),
+        };
+        if let Ok(mut registry) = registry.lock() {
+            registry.register(
+                "core_clusters",
+                "Clusters the core holds",
+                metrics.clusters.clone(),
+            );
+            registry.register("core_hosts", "Hosts the core holds", metrics.hosts.clone());
         }
+        metrics
+    }
+
+    /// Records what the store holds now.
+    pub fn held(&self, store: &Store) {
+        let (clusters, hosts) = store.view(|st| {
+            let hosts = st.host_cluster.len() + st.unbound.len();
+            (st.clusters.len(), hosts)
+        });
+        self.clusters
+            .set(i64::try_from(clusters).unwrap_or(i64::MAX));
+        self.hosts.set(i64::try_from(hosts).unwrap_or(i64::MAX));
     }
 }
 
@@ -67,6 +95,9 @@ pub struct Context {
     pub(crate) recent: manager::cache::Recent,
     /// Secrets applied lately (the install's credentials), not applied again while they hold.
     pub(crate) applied: manager::controller::Applied,
+    /// The namespace and shard (`--watch-filter`) this core serves: its watches of
+    /// ClusterDeployments, AgentClusterInstalls, InfraEnvs and Agents follow it.
+    pub scope: WatchScope,
 }
 
 /// See [`Context::stores`].
@@ -193,7 +224,13 @@ impl Context {
             stores: std::sync::OnceLock::new(),
             recent: manager::cache::Recent::new(RECENT_FOR),
             applied: manager::controller::Applied::new(REAPPLY_AFTER),
+            scope: WatchScope::default(),
         }
+    }
+
+    /// The same context serving only `scope` (a namespace, a shard).
+    pub fn serving(self, scope: WatchScope) -> Context {
+        Context { scope, ..self }
     }
 
     /// A cluster artifact, `None` when absent or unreadable.

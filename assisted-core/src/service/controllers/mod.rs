@@ -20,9 +20,10 @@ pub mod unsupported;
 use std::sync::Arc;
 
 use kube::Client;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
 use manager::cache::Cached;
+use manager::runtime::WatchScope;
 use tokio::sync::watch;
 
 use crate::api::agent::Agent;
@@ -42,8 +43,8 @@ pub use manager::controller::Error;
 /// so agents and installers of a running install are recognised at once rather than refused
 /// until the controllers' first reconcile. Best effort: the controllers retry what fails here.
 pub async fn initial_sync(ctx: &Context) {
-    let cds = Api::<ClusterDeployment>::all(ctx.client.clone());
-    match cds.list(&Default::default()).await {
+    let cds = ctx.scope.api::<ClusterDeployment>(&ctx.client);
+    match cds.list(&shard_list_params(&ctx.scope)).await {
         Ok(list) => {
             for cd in list
                 .items
@@ -57,8 +58,8 @@ pub async fn initial_sync(ctx: &Context) {
         }
         Err(e) => tracing::warn!(error = %e, "initial sync: cannot list ClusterDeployments"),
     }
-    let ies = Api::<InfraEnv>::all(ctx.client.clone());
-    match ies.list(&Default::default()).await {
+    let ies = ctx.scope.api::<InfraEnv>(&ctx.client);
+    match ies.list(&shard_list_params(&ctx.scope)).await {
         Ok(list) => {
             for ie in list
                 .items
@@ -71,6 +72,24 @@ pub async fn initial_sync(ctx: &Context) {
             }
         }
         Err(e) => tracing::warn!(error = %e, "initial sync: cannot list InfraEnvs"),
+    }
+}
+
+/// The objects of this core's shard (every one when not sharded).
+fn shard_list_params(scope: &WatchScope) -> ListParams {
+    match scope.label_selector() {
+        Some(selector) => ListParams::default().labels(&selector),
+        None => ListParams::default(),
+    }
+}
+
+/// The watch of a kind the core's shard owns: only its shard's objects when sharded. Not
+/// `WatchScope::watcher_config`'s "any" list semantics: these caches were always consistent
+/// reads, and stay so.
+fn shard_config(scope: &WatchScope) -> watcher::Config {
+    match scope.label_selector() {
+        Some(selector) => watcher::Config::default().labels(&selector),
+        None => watcher::Config::default(),
     }
 }
 
@@ -88,10 +107,14 @@ fn keep_spec_labels_and_conditions(agent: &mut Agent) {
 /// The Agents watch, shared by the Agent controller and the persister, which read no more than
 /// the spec, labels and conditions: the rest of the status (inventory, validations) and
 /// managedFields are dropped, most of an Agent's size (see docs/benchmarks.md).
-pub fn watch_agents(client: Client, shutdown: watch::Receiver<bool>) -> Cached<Agent> {
+pub fn watch_agents(
+    client: Client,
+    scope: &WatchScope,
+    shutdown: watch::Receiver<bool>,
+) -> Cached<Agent> {
     manager::cache::watch(
-        Api::<Agent>::all(client),
-        watcher::Config::default(),
+        scope.api::<Agent>(&client),
+        shard_config(scope),
         1,
         keep_spec_labels_and_conditions,
         shutdown,
@@ -113,26 +136,27 @@ struct Watches {
 }
 
 impl Watches {
-    fn start(client: &Client, shutdown: &watch::Receiver<bool>) -> Watches {
+    fn start(client: &Client, scope: &WatchScope, shutdown: &watch::Receiver<bool>) -> Watches {
         let config = watcher::Config::default;
         Watches {
+            // The kinds of the core's shard: the providers label them (`--watch-filter`).
             cds: manager::cache::watch(
-                Api::all(client.clone()),
-                config(),
+                scope.api(client),
+                shard_config(scope),
                 2,
                 |cd: &mut ClusterDeployment| cd.status = None,
                 shutdown.clone(),
             ),
             acis: manager::cache::watch(
-                Api::all(client.clone()),
-                config(),
+                scope.api(client),
+                shard_config(scope),
                 1,
                 |aci: &mut AgentClusterInstall| aci.status = None,
                 shutdown.clone(),
             ),
             infraenvs: manager::cache::watch(
-                Api::all(client.clone()),
-                config(),
+                scope.api(client),
+                shard_config(scope),
                 1,
                 manager::cache::keep,
                 shutdown.clone(),
@@ -186,7 +210,7 @@ pub async fn run(ctx: Arc<Context>, agents: Cached<Agent>, shutdown: watch::Rece
             let _ = s.wait_for(|v| *v).await;
         }
     };
-    let mut w = Watches::start(&ctx.client, &shutdown);
+    let mut w = Watches::start(&ctx.client, &ctx.scope, &shutdown);
     let _ = ctx.stores.set(w.stores());
     let cd_for_infraenvs = w.cds.triggers.remove(1);
     tokio::join!(

@@ -273,6 +273,11 @@ impl Store {
             .map(|ie| ie.cluster_id.clone())
     }
 
+    /// Whether this core serves the infra-env (its InfraEnv reconciled here).
+    pub fn holds_infra_env(&self, infra_env_id: &str) -> bool {
+        self.read().infra_envs.contains_key(infra_env_id)
+    }
+
     /// The cluster an infra-env serves: its record's binding, or, while its record is not
     /// loaded or not yet bound (a restarted core learns infra-envs from their next reconcile,
     /// but restores the clusters with their hosts at once), the cluster one of whose hosts

@@ -38,8 +38,8 @@ fn error_policy(agent: Arc<Agent>, error: &Error, ctx: Arc<Context>) -> Action {
 }
 
 pub async fn run(ctx: Arc<Context>, triggers: AgentTriggers, shutdown: watch::Receiver<bool>) {
-    // Agents are created by the assisted core and never carry the watch-filter label: they are
-    // watched unfiltered (in the watched namespace) and ignored unless their InfraEnv is ours.
+    // Agents are created by the assisted core with their InfraEnv's agent labels, the shard's
+    // watch-filter label among them; Agents of InfraEnvs not made here are ignored.
     let store = ctx.caches.agents.clone();
     let controller = Controller::for_stream(triggers.agents, store.clone());
     let (s1, s2, s3) = (store.clone(), store.clone(), store.clone());

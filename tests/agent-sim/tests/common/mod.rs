@@ -85,6 +85,7 @@ impl LabFlags {
 /// A running core bound to loopback with the lab backend.
 pub struct Core {
     pub api_url: String,
+    pub images_url: String,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -95,6 +96,26 @@ pub async fn start_core(
     iso: &Path,
     api_port: u16,
     images_port: u16,
+    lab: &LabFlags,
+) -> Core {
+    start_core_in(
+        client,
+        manager::runtime::WatchScope::default(),
+        data_dir,
+        iso,
+        (api_port, images_port),
+        lab,
+    )
+    .await
+}
+
+/// As [`start_core`], serving one namespace or shard (`--namespace`, `--watch-filter`).
+pub async fn start_core_in(
+    client: Client,
+    scope: manager::runtime::WatchScope,
+    data_dir: &Path,
+    iso: &Path,
+    (api_port, images_port): (u16, u16),
     lab: &LabFlags,
 ) -> Core {
     let args = CoreArgs {
@@ -133,11 +154,19 @@ pub async fn start_core(
     // The ISO URLs in InfraEnv status point at this image server.
     let mut args = args;
     args.agent_api_url = api_url.clone();
-    args.images_url = images_url;
+    args.images_url = images_url.clone();
     let (stop, rx) = watch::channel(false);
-    let task = tokio::spawn(server::run(client, args, listeners, Default::default(), rx));
+    let task = tokio::spawn(server::run(
+        client,
+        scope,
+        args,
+        listeners,
+        Default::default(),
+        rx,
+    ));
     Core {
         api_url,
+        images_url,
         stop,
         task,
     }

@@ -9,6 +9,7 @@ use super::plan::Problem;
 use crate::api::infraenv::{InfraEnv, InfraEnvStatus};
 use crate::service::controllers::context::Context;
 use crate::service::controllers::events;
+use crate::service::shards;
 use crate::service::store::InfraEnvRecord;
 
 /// Owns the InfraEnv's status and finalizer.
@@ -38,6 +39,30 @@ pub(super) async fn apply(
     if ie.status.as_ref() != Some(status) {
         write_status(ie, ctx, status).await?;
     }
+    if ctx.scope.is_sharded() {
+        announce(ie, ctx).await?;
+    }
+    Ok(())
+}
+
+/// A sharded core writes its URLs on the InfraEnvs it serves, so that another shard's core can
+/// send a host that reached it here (`service::shards`). Once per InfraEnv.
+async fn announce(ie: &InfraEnv, ctx: &Context) -> Result<(), Error> {
+    let Some(body) = shards::announcement(ie.annotations(), &ctx.images.urls) else {
+        return Ok(());
+    };
+    let api: Api<InfraEnv> =
+        Api::namespaced(ctx.client.clone(), &ie.namespace().unwrap_or_default());
+    api.patch(
+        &ie.name_any(),
+        &PatchParams::apply(shards::ANNOUNCE_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(|source| Error::Apply {
+        what: "the shard's URLs on the InfraEnv".into(),
+        source,
+    })?;
     Ok(())
 }
 

@@ -1,10 +1,12 @@
 //! The decide phase (pure): the infra-env record the REST API serves and the image URLs, or
 //! why there is no image.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
+use manager::runtime::WATCH_FILTER_LABEL;
 
 use super::dereference::{BoundCluster, Dereferenced};
 use super::image::{
@@ -263,7 +265,7 @@ fn record(
         name: ie.name_any(),
         cluster_id,
         cluster_deployment_name: cd_name,
-        agent_labels: spec.agent_labels.clone(),
+        agent_labels: agent_labels(ie),
         auto_approve: spec.agent_approval.as_ref().is_some_and(|a| a.auto_approve),
         token: read.token.clone(),
         discovery_ignition: content.ignition.into(),
@@ -314,4 +316,15 @@ pub(super) fn next_look(
         }
         Err(Problem::Error(_)) => Action::await_change(),
     }
+}
+
+/// The labels every new Agent of `ie` gets: its `agentLabels`, and its shard (the
+/// `cluster.x-k8s.io/watch-filter` label the InfraEnv carries), because a sharded core watches
+/// only its shard's Agents and must see the ones it makes.
+pub fn agent_labels(ie: &InfraEnv) -> BTreeMap<String, String> {
+    let mut labels = ie.spec.agent_labels.clone();
+    if let Some(shard) = ie.labels().get(WATCH_FILTER_LABEL) {
+        labels.insert(WATCH_FILTER_LABEL.to_string(), shard.clone());
+    }
+    labels
 }

@@ -299,3 +299,17 @@ fn a_field_not_supported_yet_gets_its_own_condition_and_the_image_stays() {
     );
     assert!(st.iso_download_url.is_some());
 }
+
+#[test]
+fn new_agents_carry_their_infraenvs_shard() {
+    let mut ie = InfraEnv::new("ie", Default::default());
+    ie.spec.agent_labels = BTreeMap::from([("team".to_string(), "edge".to_string())]);
+    assert_eq!(plan::agent_labels(&ie), ie.spec.agent_labels);
+    ie.metadata.labels = Some(BTreeMap::from([(
+        "cluster.x-k8s.io/watch-filter".to_string(),
+        "east".to_string(),
+    )]));
+    let labels = plan::agent_labels(&ie);
+    assert_eq!(labels["cluster.x-k8s.io/watch-filter"], "east");
+    assert_eq!(labels["team"], "edge");
+}
