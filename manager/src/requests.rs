@@ -88,6 +88,8 @@ fn record<B>(req: &http::Request<B>) {
         req.uri().query(),
         content_type,
     );
+    // Which object, for whoever profiles the requests (`--log-level=info,manager::requests=trace`).
+    tracing::trace!(%verb, path = req.uri().path(), "apiserver request");
     API_REQUESTS
         .get_or_create(&vec![("verb".into(), verb), ("resource".into(), resource)])
         .inc();

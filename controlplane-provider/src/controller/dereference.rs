@@ -11,7 +11,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::reflector::Store;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use manager::cache::{self, Recent};
 use provider_api::bootstrap::api::OpenshiftAssistedConfig;
@@ -122,7 +123,10 @@ pub struct Caches {
     pub acis: Store<AgentClusterInstall>,
     /// ClusterImageSets (one per cluster, small; cluster-scoped).
     pub image_sets: Store<ClusterImageSet>,
-    /// Secrets (many, and not ours: not watched), the template and its CRD, as read lately.
+    /// Every Secret's metadata (no data): its resourceVersion says whether the copy `recent`
+    /// holds is current, so a Secret is read again only when it changed.
+    pub secret_versions: Store<PartialObjectMeta<Secret>>,
+    /// Secrets (as read last), the template and its CRD (as read lately).
     pub recent: Recent,
 }
 
@@ -140,6 +144,7 @@ impl Caches {
             self.configs.wait_until_ready(),
             self.acis.wait_until_ready(),
             self.image_sets.wait_until_ready(),
+            self.secret_versions.wait_until_ready(),
         );
     }
 }
@@ -541,16 +546,26 @@ async fn read_image_mode_rollout(
     }
 }
 
-/// A Secret of the control plane's namespace, through [`Recent`].
+/// A Secret of the control plane's namespace: the copy read last while the Secrets' metadata
+/// watch shows the same resourceVersion, else read again. A Secret the watch has not seen (yet)
+/// is read through [`Recent`]'s time limit, as before the watch.
 async fn secret_read(
     caches: &Caches,
     secrets: &Api<Secret>,
     ns: &str,
     name: &str,
 ) -> Result<Option<Secret>, Error> {
+    let version = caches
+        .secret_versions
+        .get(&ObjectRef::new(name).within(ns))
+        .and_then(|meta| meta.metadata.resource_version.clone());
     caches
         .recent
-        .get(format!("Secret/{ns}/{name}"), None, secrets.get_opt(name))
+        .get(
+            format!("Secret/{ns}/{name}"),
+            version.as_deref(),
+            secrets.get_opt(name),
+        )
         .await
         .map_err(Error::Read)
 }

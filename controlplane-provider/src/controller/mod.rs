@@ -35,6 +35,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
+use k8s_openapi::api::core::v1::Secret;
+use kube::core::PartialObjectMeta;
 use kube::{Api, Client, ResourceExt};
 use manager::cache;
 use manager::metrics::ControllerMetrics;
@@ -179,6 +181,14 @@ fn watch_all(
         cache::keep,
         shutdown.clone(),
     );
+    // Read, never a trigger: whether a Secret read before is still current (metadata only).
+    let secret_versions = cache::watch(
+        scope.api::<PartialObjectMeta<Secret>>(client),
+        kube::runtime::watcher::Config::default().any_semantic(),
+        0,
+        cache::keep,
+        shutdown.clone(),
+    );
     // Read, never a trigger: the release a running install has.
     let image_sets = cache::watch(
         Api::<ClusterImageSet>::all(client.clone()),
@@ -194,6 +204,7 @@ fn watch_all(
         configs: configs.store,
         acis: watched.acis.store.clone(),
         image_sets: image_sets.store,
+        secret_versions: secret_versions.store,
         recent: cache::Recent::new(dereference::RECENT_FOR),
     };
     (watched, caches)
