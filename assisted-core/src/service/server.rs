@@ -246,21 +246,23 @@ pub async fn run(
     let acceptor = tls_acceptor(serving.as_ref())?;
     let acceptor_for = |url: &str| acceptor.clone().filter(|_| url.starts_with("https://"));
     let k8s = client.clone();
-    let ctx = Arc::new(Context::new(
-        client,
-        store.clone(),
-        files_root.clone(),
-        preparer,
-        signer,
-        ImageSettings {
-            urls: urls.clone(),
-            agent_image: args.agent_image.clone(),
-            os_images: os_images.clone(),
-            serving: serving.clone(),
-        },
-        &registry,
-    )
-    .serving(scope));
+    let ctx = Arc::new(
+        Context::new(
+            client,
+            store.clone(),
+            files_root.clone(),
+            preparer,
+            signer,
+            ImageSettings {
+                urls: urls.clone(),
+                agent_image: args.agent_image.clone(),
+                os_images: os_images.clone(),
+                serving: serving.clone(),
+            },
+            &registry,
+        )
+        .serving(scope),
+    );
     resume(&ctx).await;
     // Sharded: every InfraEnv's metadata, to send a host that reached the wrong shard on.
     let directory = ctx.scope.is_sharded().then(|| {
