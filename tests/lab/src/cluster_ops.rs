@@ -335,11 +335,12 @@ pub(crate) async fn installer_controller(
     speed: Speed,
 ) -> Result<JoinHandle<Result<()>>> {
     let (cluster_id, token) = cluster_token(client, &managers.keys_namespace, spec).await?;
-    let controller = InstallerController::new(&managers.agent_api_url, cluster_id, &token)
-        .with_trust(managers.trust.clone())
-        .with_speed(speed.factor())
-        .with_timeout(timeout)
-        .with_workload(workload.clone());
+    let controller =
+        InstallerController::new(managers.agent_api_url(spec.shard), cluster_id, &token)
+            .with_trust(managers.trust.clone())
+            .with_speed(speed.factor())
+            .with_timeout(timeout)
+            .with_workload(workload.clone());
     Ok(tokio::spawn(async move {
         controller
             .run()

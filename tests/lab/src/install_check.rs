@@ -43,8 +43,10 @@ pub(crate) async fn install_check(
     aci: Option<&assisted_core::api::agentclusterinstall::AgentClusterInstall>,
 ) -> Result<InstallCheck> {
     let (cluster_id, token) = cluster_token(client, &managers.keys_namespace, spec).await?;
-    let url =
-        agent_sim::client::api_url(&managers.agent_api_url, &format!("/clusters/{cluster_id}"));
+    let url = agent_sim::client::api_url(
+        managers.agent_api_url(spec.shard),
+        &format!("/clusters/{cluster_id}"),
+    );
     let (status, body) = agent_sim::call(&managers.trust, http::Method::GET, &url, &token, None)
         .await
         .map_err(|e| anyhow!("GET {url}: {e}"))?;

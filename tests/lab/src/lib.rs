@@ -24,7 +24,8 @@
 //! - the simulated world: [`site`] (servers, kubelets), [`kubelet_api`], [`etcd_operator`],
 //!   [`cvo`], [`mco`], [`mirror`];
 //! - what is observed and reported: [`observe`], [`live`], [`memory`], [`apimetrics`],
-//!   [`secrets`], `install_check`, `stuck`, `report`.
+//!   [`secrets`], `install_check`, `stuck`, `report`;
+//! - `--shards`: [`shards`] (which shard a cluster is in, its labels, the split and its checks).
 
 mod actions;
 pub mod apimetrics;
@@ -52,6 +53,7 @@ pub mod pods;
 mod report;
 mod scenario;
 pub mod secrets;
+pub mod shards;
 pub mod site;
 mod steps;
 mod stuck;
@@ -92,6 +94,9 @@ pub async fn run(opts: &Options) -> Result<Report> {
 
 /// How many clusters' sites a pass ticks (and clusters it applies) at once.
 const SITES_AT_ONCE: usize = 32;
+
+/// Most shards of each manager (`--shards`): each shard is two more processes on this machine.
+pub const MAX_SHARDS: u32 = 8;
 
 /// Most clusters in one run (`--clusters`): each gets its own /24 and 10 profile indexes.
 pub const MAX_CLUSTERS: u32 = 1000;

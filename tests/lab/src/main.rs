@@ -155,6 +155,16 @@ struct Cli {
     /// install failed. One cluster.
     #[arg(long, value_enum, value_name = "HOW", num_args = 0..=1, default_missing_value = "pools", conflicts_with_all = ["cluster_file", "okd", "clusters", "cluster_class", "upgrade_to"])]
     image_mode: Option<lab::ImageModeRun>,
+    /// Run each of our managers as N shards (with --managers processes): N control-plane
+    /// managers (each with its own embedded assisted-core, agent API and image server) and N
+    /// bootstrap managers, shard i started with --watch-filter=shard-<i> on its own ports;
+    /// cluster c (0-based) is labelled cluster.x-k8s.io/watch-filter=shard-<c mod N>. The run
+    /// shows the split (each shard's clusters, requests, memory, the clusters and hosts its
+    /// core holds) and fails unless each core holds exactly its shard's clusters, every Agent
+    /// carries its cluster's shard label, and the agent API of another shard redirects (307)
+    /// a host to its own. Not with --managers pods, --chaos, --kill-leaders or --cluster-file.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=lab::MAX_SHARDS as i64))]
+    shards: u32,
 }
 
 /// `--managers`.
@@ -283,6 +293,7 @@ async fn run(cli: Cli) -> Result<bool> {
         scale_control_plane: cli.scale_control_plane,
         disconnected: cli.disconnected,
         image_mode: cli.image_mode,
+        shards: cli.shards,
         chaos: match (cli.chaos, cli.chaos_seed) {
             (None, None) => None,
             (scope, seed) => Some(lab::chaos::Settings {

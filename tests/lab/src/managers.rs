@@ -25,7 +25,7 @@ pub struct WorkloadAccess {
 /// How a manager was started, to start it again the same way (`--chaos`): same binary, flags,
 /// ports and log file (appended to).
 pub(crate) struct Launch {
-    name: &'static str,
+    name: String,
     program: PathBuf,
     args: Vec<String>,
     envs: Vec<(&'static str, &'static str)>,
@@ -48,17 +48,56 @@ pub struct Managers {
     pub(crate) down: Vec<bool>,
     /// Times each was started again.
     pub restarts: Vec<u32>,
-    /// The agent REST API as hosts reach it.
-    pub agent_api_url: String,
+    /// Each manager, in the order of every per-manager list here (`metrics`, `down`, ...):
+    /// the control-plane manager, then the bootstrap manager, of each shard in turn.
+    pub members: Vec<Member>,
+    /// Each shard's agent REST API (its control-plane manager's embedded core) as hosts reach
+    /// it; one without shards.
+    pub agent_api_urls: Vec<String>,
     /// The CA the site's operator trusts the core's https listeners with (the BMCs, the
     /// installer-controller, the lab's own checks); hosts get theirs from their ignition.
     pub trust: agent_sim::Trust,
-    /// Each manager's conversion webhook: (manager, loopback port, certificate directory).
+    /// The conversion and admission webhooks the apiserver calls: (manager, loopback port,
+    /// certificate directory), shard 0's.
     pub webhooks: Vec<(&'static str, u16, PathBuf)>,
-    /// Each manager's `/metrics` address, control plane first.
+    /// Each manager's `/metrics` address, in the order of `members`.
     pub metrics: Vec<SocketAddr>,
     /// The namespace of the core's agent token keys Secret.
     pub keys_namespace: String,
+}
+
+/// One of our manager processes (or Deployments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// As the output names it: the binary, with `-shard-<i>` when sharded.
+    pub name: String,
+    /// [`CONTROLPLANE`] or [`BOOTSTRAP`].
+    pub binary: &'static str,
+    /// Its shard (0 without shards).
+    pub shard: u32,
+}
+
+impl Member {
+    /// The two managers without shards, as the pods run them.
+    pub fn unsharded() -> Vec<Member> {
+        [CONTROLPLANE, BOOTSTRAP]
+            .into_iter()
+            .map(|binary| Member {
+                name: binary.into(),
+                binary,
+                shard: 0,
+            })
+            .collect()
+    }
+
+    /// How the memory table names it: the control plane with its core.
+    pub fn memory_name(&self) -> String {
+        if self.binary == CONTROLPLANE {
+            format!("{} (with the embedded assisted-core)", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
 }
 
 /// The CRDs each manager converts (CAPOA's older versions).
@@ -194,18 +233,36 @@ impl Managers {
         out
     }
 
-    /// Each manager's own count of its API requests (`capoa_api_requests_total`), control
-    /// plane first (a manager that does not answer is left out).
+    /// Each manager's own count of its API requests (`capoa_api_requests_total`), in the
+    /// order of `members` (a manager that does not answer is left out).
     pub fn own_requests(&self) -> Vec<(String, crate::apimetrics::ByRequest)> {
-        let names = [CONTROLPLANE, BOOTSTRAP];
+        self.metrics_texts()
+            .into_iter()
+            .zip(self.names())
+            .filter_map(|(text, name)| {
+                Some((name.to_string(), crate::apimetrics::own_requests(&text?)))
+            })
+            .collect()
+    }
+
+    /// Each manager's `/metrics` now, in the order of `members` (`None`: it did not answer).
+    pub fn metrics_texts(&self) -> Vec<Option<String>> {
         self.metrics
             .iter()
-            .zip(names)
-            .filter_map(|(addr, name)| match http_get_at(*addr, "/metrics") {
-                Ok((200, text)) => Some((name.to_string(), crate::apimetrics::own_requests(&text))),
+            .map(|addr| match http_get_at(*addr, "/metrics") {
+                Ok((200, text)) => Some(text),
                 _ => None,
             })
             .collect()
+    }
+
+    /// Where shard `shard`'s core serves the agent REST API (the first shard's for a shard
+    /// that does not exist).
+    pub fn agent_api_url(&self, shard: u32) -> &str {
+        self.agent_api_urls
+            .get(shard as usize)
+            .or(self.agent_api_urls.first())
+            .map_or("", String::as_str)
     }
 
     /// Fails if a manager has exited, quoting the end of its log (one the lab killed and has
@@ -221,9 +278,9 @@ impl Managers {
         }
     }
 
-    /// The managers' names, control plane first.
-    pub fn names(&self) -> Vec<&'static str> {
-        vec![CONTROLPLANE, BOOTSTRAP]
+    /// The managers' names, in the order of `members`.
+    pub fn names(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.name.as_str()).collect()
     }
 
     pub fn is_down(&self, i: usize) -> bool {
@@ -247,7 +304,7 @@ impl Managers {
             bail!("the managers run as pods: kubelet restarts them");
         };
         let l = launches.get(i).context("no such manager")?;
-        let p = Process::spawn(l.name, &l.program, &l.args, &l.envs, l.log.clone())?;
+        let p = Process::spawn(&l.name, &l.program, &l.args, &l.envs, l.log.clone())?;
         procs[i] = p;
         self.down[i] = false;
         self.restarts[i] += 1;
@@ -269,8 +326,91 @@ fn addr() -> Result<String> {
     Ok(format!("127.0.0.1:{}", free_port()?))
 }
 
-/// Starts both managers against the management apiserver (`kubeconfigs`: the control plane's,
-/// the bootstrap manager's) and waits until they answer `/readyz`.
+/// What every manager process of the lab is started with.
+struct Common<'a> {
+    bin_dir: &'a Path,
+    dir: &'a Path,
+    logs: PathBuf,
+    /// `--log-level`: `LAB_MANAGER_LOG`, or info without the libraries' chatter.
+    log_level: String,
+    /// The control-plane manager's flags for its embedded core's lab backend.
+    core_args: Vec<String>,
+}
+
+/// One manager process to start: how, and where it serves.
+struct Planned {
+    launch: Launch,
+    metrics: SocketAddr,
+    webhook: (&'static str, u16, PathBuf),
+    /// The control-plane manager's agent REST API, as hosts reach it.
+    agent_api_url: Option<String>,
+}
+
+/// Manager `binary` of `shard` (`None`: the managers are not sharded): its own ports, data
+/// directory and log (`logs/<binary>.log`, or `logs/<binary>-shard-<i>.log`), and with a
+/// shard `--watch-filter=shard-<i>`.
+fn plan_manager(
+    c: &Common,
+    binary: &'static str,
+    kubeconfig: &Path,
+    shard: Option<u32>,
+) -> Result<Planned> {
+    let name = match shard {
+        Some(i) => format!("{binary}-shard-{i}"),
+        None => binary.to_string(),
+    };
+    let (webhook_port, metrics_port, health_port) = (free_port()?, free_port()?, free_port()?);
+    let cert_dir = c.dir.join(format!("{name}-webhook"));
+    let mut args = vec![
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+        format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
+        format!("--webhook-bind-address=127.0.0.1:{webhook_port}"),
+        format!("--webhook-cert-dir={}", cert_dir.display()),
+        format!("--log-level={}", c.log_level),
+    ];
+    let mut agent_api_url = None;
+    if binary == CONTROLPLANE {
+        let (agent_api, images) = (addr()?, addr()?);
+        let data = match shard {
+            Some(i) => c.dir.join(format!("data-shard-{i}")),
+            None => c.dir.join("data"),
+        };
+        args.extend(c.core_args.iter().cloned());
+        args.extend([
+            format!("--data-dir={}", data.display()),
+            format!("--agent-api-bind-address={agent_api}"),
+            format!("--images-bind-address={images}"),
+            format!("--agent-api-url=http://{agent_api}"),
+            format!("--images-url=http://{images}"),
+            "--keys-namespace=default".into(),
+        ]);
+        agent_api_url = Some(format!("http://{agent_api}"));
+    }
+    if let Some(i) = shard {
+        args.push(format!("--watch-filter={}", crate::shards::watch_filter(i)));
+    }
+    Ok(Planned {
+        launch: Launch {
+            name: name.clone(),
+            program: c.bin_dir.join(binary),
+            args,
+            // Log files are read by people, not terminals.
+            envs: vec![("NO_COLOR", "1")],
+            log: c.logs.join(format!("{name}.log")),
+            health_port,
+        },
+        metrics: SocketAddr::from(([127, 0, 0, 1], metrics_port)),
+        webhook: (binary, webhook_port, cert_dir),
+        agent_api_url,
+    })
+}
+
+/// Starts our managers against the management apiserver (`kubeconfigs`: the control plane's,
+/// the bootstrap manager's) and waits until each answers `/readyz`: the control-plane manager
+/// then the bootstrap manager, or with `shards` ≥ 2 those two for each shard in turn
+/// ([`plan_manager`]). Only shard 0's webhook servers get the apiserver's calls (every shard
+/// serves the same webhooks).
 pub async fn start(
     bin_dir: &Path,
     dir: &Path,
@@ -278,6 +418,7 @@ pub async fn start(
     iso: &Path,
     workload: &WorkloadAccess,
     core_extra: &[String],
+    shards: u32,
 ) -> Result<Managers> {
     for bin in [CONTROLPLANE, BOOTSTRAP] {
         if !bin_dir.join(bin).is_file() {
@@ -290,89 +431,61 @@ pub async fn start(
     }
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-    let data = dir.join("data");
-    let agent_api = addr()?;
-    let images = addr()?;
-    let os_images = os_images(&format!("file://{}", iso.display()));
-    let mut webhooks = Vec::new();
-    let mut metrics = Vec::new();
-    // `LAB_MANAGER_LOG` replaces the managers' log filter (e.g. `info,kube_runtime=debug`).
-    let log_level = std::env::var("LAB_MANAGER_LOG")
-        .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into());
-    let mut common = |name: &'static str, kubeconfig: &Path, health: &str| -> Result<Vec<String>> {
-        let port = free_port()?;
-        let metrics_port = free_port()?;
-        metrics.push(SocketAddr::from(([127, 0, 0, 1], metrics_port)));
-        let cert_dir = dir.join(format!("{name}-webhook"));
-        let args = vec![
-            format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
-            format!("--health-probe-bind-address={health}"),
-            format!("--webhook-bind-address=127.0.0.1:{port}"),
-            format!("--webhook-cert-dir={}", cert_dir.display()),
-            format!("--log-level={log_level}"),
-        ];
-        webhooks.push((name, port, cert_dir));
-        Ok(args)
+    let common = Common {
+        bin_dir,
+        dir,
+        logs,
+        // `LAB_MANAGER_LOG` replaces the managers' log filter (e.g. `info,kube_runtime=debug`).
+        log_level: std::env::var("LAB_MANAGER_LOG")
+            .unwrap_or_else(|_| "info,kube=warn,tower=warn,hyper=warn".into()),
+        core_args: lab_core_args(
+            workload,
+            &os_images(&format!("file://{}", iso.display())),
+            core_extra,
+        ),
     };
-    let cp_health = addr()?;
-    let mut cp_args = common(CONTROLPLANE, kubeconfigs[0], &cp_health)?;
-    cp_args.extend(lab_core_args(workload, &os_images, core_extra));
-    cp_args.extend([
-        format!("--data-dir={}", data.display()),
-        format!("--agent-api-bind-address={agent_api}"),
-        format!("--images-bind-address={images}"),
-        format!("--agent-api-url=http://{agent_api}"),
-        format!("--images-url=http://{images}"),
-        "--keys-namespace=default".into(),
-    ]);
-    let bs_health = addr()?;
-    let bs_args = common(BOOTSTRAP, kubeconfigs[1], &bs_health)?;
-    // Log files are read by people, not terminals.
-    let envs = vec![("NO_COLOR", "1")];
-    let mut procs = Vec::new();
-    let mut launches = Vec::new();
-    for (name, args, health) in [
-        (CONTROLPLANE, cp_args, cp_health),
-        (BOOTSTRAP, bs_args, bs_health),
-    ] {
-        let port: u16 = health
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .context("health port")?;
-        let launch = Launch {
-            name,
-            program: bin_dir.join(name),
-            args,
-            envs: envs.clone(),
-            log: logs.join(format!("{name}.log")),
-            health_port: port,
-        };
-        let mut p = Process::spawn(
-            name,
-            &launch.program,
-            &launch.args,
-            &launch.envs,
-            launch.log.clone(),
-        )?;
-        wait_until(name, &mut p, Duration::from_secs(60), async || {
-            Ok(http_get(port, "/readyz")?.0 == 200)
-        })
-        .await?;
-        procs.push(p);
-        launches.push(launch);
+    let (mut procs, mut launches, mut members) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut webhooks, mut metrics, mut agent_api_urls) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..shards.max(1) {
+        let shard = (shards > 1).then_some(i);
+        for (binary, kubeconfig) in [(CONTROLPLANE, kubeconfigs[0]), (BOOTSTRAP, kubeconfigs[1])] {
+            let p = plan_manager(&common, binary, kubeconfig, shard)?;
+            procs.push(spawn_ready(&p.launch).await?);
+            members.push(Member {
+                name: p.launch.name.clone(),
+                binary,
+                shard: i,
+            });
+            launches.push(p.launch);
+            metrics.push(p.metrics);
+            agent_api_urls.extend(p.agent_api_url);
+            if i == 0 {
+                webhooks.push(p.webhook);
+            }
+        }
     }
     Ok(Managers {
         down: vec![false; procs.len()],
         restarts: vec![0; procs.len()],
         run: Run::Processes { procs, launches },
-        agent_api_url: format!("http://{agent_api}"),
+        members,
+        agent_api_urls,
         trust: agent_sim::Trust::none(),
         webhooks,
         metrics,
         keys_namespace: "default".into(),
     })
+}
+
+/// Starts `l` and waits (up to 60 s) until it answers `/readyz`.
+async fn spawn_ready(l: &Launch) -> Result<Process> {
+    let mut p = Process::spawn(&l.name, &l.program, &l.args, &l.envs, l.log.clone())?;
+    let port = l.health_port;
+    wait_until(&l.name, &mut p, Duration::from_secs(60), async || {
+        Ok(http_get(port, "/readyz")?.0 == 200)
+    })
+    .await?;
+    Ok(p)
 }
 
 /// The control-plane manager's flags for the lab: the lab install backend (the workload

@@ -79,6 +79,9 @@ pub struct ClusterSpec {
     /// `--scale-control-plane`: once the rest is done, the control plane scaled to this many
     /// masters and back.
     pub control_plane_to: Option<u32>,
+    /// The shard of our managers that owns it (`--shards`, [`crate::shards::shard_of`]); 0
+    /// with one shard.
+    pub shard: u32,
 }
 
 impl ClusterSpec {
@@ -139,6 +142,7 @@ impl ClusterSpec {
             installed_version: String::new(),
             cluster_class: false,
             control_plane_to: None,
+            shard: 0,
         }
     }
 
@@ -171,6 +175,7 @@ impl ClusterSpec {
             installed_version: String::new(),
             cluster_class: f.cluster_class,
             control_plane_to: None,
+            shard: 0,
         }
     }
 

@@ -148,6 +148,28 @@ pub struct Options {
     pub disconnected: Option<Disconnected>,
     /// `--image-mode`: the cluster installs OpenShift 4.21 with its pools on pre-built images.
     pub image_mode: Option<ImageModeRun>,
+    /// `--shards N`: each of our managers runs as N processes, shard `i` reconciling only the
+    /// objects labelled `cluster.x-k8s.io/watch-filter=shard-<i>`, cluster `c` in shard
+    /// `c % N` ([`crate::shards`]). 1: one of each, no watch filter, no label.
+    pub shards: u32,
+}
+
+impl Options {
+    /// The flags given that assume one manager of each kind, which `--shards` ≥ 2 refuses:
+    /// the managers as pods (one Deployment each), chaos and leader kills (they pick a
+    /// manager by its place in a list of two), and a cluster file (one cluster).
+    pub(crate) fn one_manager_flags(&self) -> Vec<&'static str> {
+        [
+            (self.managers_as_pods, "--managers pods"),
+            (self.replicas > 1, "--replicas"),
+            (self.chaos.is_some(), "--chaos"),
+            (self.kill_leaders, "--kill-leaders"),
+            (self.cluster_file.is_some(), "--cluster-file"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect()
+    }
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -157,4 +179,60 @@ pub struct Upgrade {
     pub to: String,
     /// The upgrade fails (`--upgrade-fails`): the run waits for the control plane to say so.
     pub fails: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options {
+            topology: Topology::Sno,
+            workers: 2,
+            speed: Speed::Instant,
+            clusters: 2,
+            cluster_file: None,
+            report: None,
+            dir: PathBuf::new(),
+            bin_dir: PathBuf::new(),
+            timeout: Duration::from_secs(60),
+            keep: false,
+            keep_dirs: false,
+            chaos: None,
+            okd: false,
+            managers_as_pods: false,
+            replicas: 1,
+            kill_leaders: false,
+            upgrade: None,
+            fail_host: None,
+            cluster_class: false,
+            scale_control_plane: None,
+            disconnected: None,
+            image_mode: None,
+            shards: 2,
+        }
+    }
+
+    #[test]
+    fn shards_refuse_the_flags_that_assume_one_manager_of_each_kind() {
+        assert!(options().one_manager_flags().is_empty());
+        let pods = Options {
+            managers_as_pods: true,
+            kill_leaders: true,
+            ..options()
+        };
+        assert_eq!(
+            pods.one_manager_flags(),
+            ["--managers pods", "--kill-leaders"]
+        );
+        let chaos = Options {
+            chaos: Some(chaos::Settings {
+                seed: 1,
+                apiserver: false,
+            }),
+            cluster_file: Some("c.yaml".into()),
+            ..options()
+        };
+        assert_eq!(chaos.one_manager_flags(), ["--chaos", "--cluster-file"]);
+    }
 }

@@ -69,6 +69,7 @@ pub(crate) async fn plan_generated(
     } else {
         generate::template(t, opts.okd)
     };
+    spec.shard = crate::shards::shard_of(c, opts.shards);
     spec.installed_version = if opts.okd {
         generate::OKD_VERSION
     } else if opts.image_mode.is_some() {

@@ -53,6 +53,8 @@ pub struct Report {
     pub describe: Option<String>,
     /// `--disconnected`: what the mirror served and every host pull.
     pub mirror: Option<mirror::MirrorReport>,
+    /// `--shards`: the split (each shard's clusters, managers and core) and its checks.
+    pub shards: Option<crate::shards::Split>,
 }
 
 /// What `--kill-leaders` did to one manager.
@@ -230,6 +232,9 @@ mod report_json {
         pub secrets: Option<Secrets<'a>>,
         /// `clusterctl describe cluster --show-templates` at the end (one cluster).
         pub describe: Option<&'a str>,
+        /// `--shards`; left out without.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub shards: Option<&'a crate::shards::Split>,
     }
 
     #[derive(Serialize)]
@@ -565,6 +570,7 @@ impl Report {
                 missing: &c.missing,
             }),
             describe: self.describe.as_deref(),
+            shards: self.shards.as_ref(),
         };
         // Nothing in it can fail to serialize (no maps with non-string keys).
         serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -677,6 +683,7 @@ mod tests {
             }),
             describe: None,
             mirror: None,
+            shards: None,
         };
         let text = report.to_json();
         // Fields in the documented order: `ok` first.

@@ -556,6 +556,15 @@ impl Site {
             .collect()
     }
 
+    /// The agents of the powered-on hosts, by host name: where each talks to (its discovery
+    /// image's agent API URL), its infra-env, token and host id.
+    pub fn agents(&self) -> Vec<(&str, &AgentConfig)> {
+        self.booted
+            .iter()
+            .map(|(name, b)| (name.as_str(), b.host.config()))
+            .collect()
+    }
+
     /// Hosts powered on now.
     pub fn powered_on(&self) -> usize {
         self.booted.len()

@@ -163,12 +163,22 @@ async fn start_managers(
         .await?;
         return Ok((managers, client));
     }
-    println!(
-        "{} starting our managers: {} (embedded assisted-core, lab install backend) and {}",
-        stamp(start),
-        managers::CONTROLPLANE,
-        managers::BOOTSTRAP
-    );
+    if opts.shards > 1 {
+        println!(
+            "{} starting our managers as {} shards: shard i is {}-shard-<i> (embedded assisted-core, lab install backend) and {}-shard-<i>, both with --watch-filter=shard-<i>; the webhooks go to shard 0's",
+            stamp(start),
+            opts.shards,
+            managers::CONTROLPLANE,
+            managers::BOOTSTRAP
+        );
+    } else {
+        println!(
+            "{} starting our managers: {} (embedded assisted-core, lab install backend) and {}",
+            stamp(start),
+            managers::CONTROLPLANE,
+            managers::BOOTSTRAP
+        );
+    }
     let managers = managers::start(
         &opts.bin_dir,
         &opts.dir,
@@ -176,6 +186,7 @@ async fn start_managers(
         &iso,
         &workload_access,
         core_extra,
+        opts.shards,
     )
     .await?;
     // clusterctl created the managers' Deployments too; with no kubelet they stay Pending,

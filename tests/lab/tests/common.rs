@@ -51,6 +51,7 @@ pub fn options() -> Options {
         scale_control_plane: None,
         disconnected: None,
         image_mode: None,
+        shards: 1,
     }
 }
 

@@ -22,6 +22,8 @@ mod image_mode;
 mod kubelet_exec;
 #[path = "remediation.rs"]
 mod remediation;
+#[path = "shards.rs"]
+mod shards;
 #[path = "sno.rs"]
 mod sno;
 #[path = "upgrade.rs"]

@@ -55,7 +55,11 @@ pub(crate) async fn chaos_pass(
         let now = start.elapsed();
         match p.target {
             chaos::Target::Manager(i) => {
-                let name = lab.managers.names().get(i).copied().unwrap_or("manager");
+                let name = lab
+                    .managers
+                    .names()
+                    .get(i)
+                    .map_or("manager".to_string(), |n| n.to_string());
                 lab.managers.kill(i);
                 println!(
                     "{} chaos: {name} killed (SIGKILL){} while waiting for `{during}`; starting it again in {:.1}s",
@@ -63,7 +67,7 @@ pub(crate) async fn chaos_pass(
                     if mid { " mid-install" } else { "" },
                     p.downtime.as_secs_f64()
                 );
-                c.killed(&p, name, now, during, mid);
+                c.killed(&p, &name, now, during, mid);
             }
             chaos::Target::ApiServer => {
                 lab.tb.kill_apiserver()?;

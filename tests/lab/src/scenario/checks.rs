@@ -29,6 +29,8 @@ pub(crate) struct Findings {
     pub secrets: Option<secrets::Checked>,
     /// `clusterctl describe cluster` of the one cluster.
     pub describe: Option<String>,
+    /// `--shards`: the split and what its checks found.
+    pub shards: Option<crate::shards::Split>,
 }
 
 /// The managers' request counters, as read before the clusters existed.
@@ -52,6 +54,15 @@ pub(super) async fn after_the_run(
         .as_ref()
         .is_some_and(|c| c.kills.iter().any(|k| k.what == chaos::Target::ApiServer));
     let api = api_requests(s, runs, api_before.filter(|_| !apiserver_restarted)).await;
+    let shards = match s.opts.shards {
+        0 | 1 => None,
+        _ => Some(super::shard_checks::check_shards(s, runs, plan).await),
+    };
+    if let Some(p) = shards.as_ref().and_then(|sp| sp.problems.first())
+        && failure.is_none()
+    {
+        failure = Some(format!("shards: {p}"));
+    }
     // After the API requests were read, so that the check's own reads are not counted.
     let secrets = check_secrets(s, runs, plan, &mut failure).await;
     let describe = match runs {
@@ -66,6 +77,7 @@ pub(super) async fn after_the_run(
         api,
         secrets,
         describe,
+        shards,
     }
 }
 

@@ -8,7 +8,7 @@
 //! 3. [`waiting`]: the passes that tick the sites, watch the clusters and act when a step is
 //!    reached ([`cluster_pass`] for one cluster), with chaos and leader kills on the way;
 //! 4. [`checks`]: what is checked once the run ended (chaos recovered, no duplicates, the logs
-//!    bundle, RBAC, API requests, secrets);
+//!    bundle, RBAC, API requests, the shards' split ([`shard_checks`]), secrets);
 //! 5. [`summary`]: the console summary and the [`Report`].
 
 mod chaos_kills;
@@ -16,6 +16,7 @@ mod checks;
 mod cluster_pass;
 mod keep;
 mod setup;
+mod shard_checks;
 mod step_plan;
 mod summary;
 mod waiting;

@@ -12,8 +12,8 @@ use crate::memory::Memory;
 use crate::plans::{Plan, describe_file, plan_file, plan_generated};
 use crate::testbeds::start_lab;
 use crate::{
-    Disconnected, ImageModeRun, MAX_CLUSTERS, Options, Topology, generate, managers, manifests,
-    mco, mirror, stamp,
+    Disconnected, ImageModeRun, MAX_CLUSTERS, Options, Topology, generate, manifests, mco, mirror,
+    stamp,
 };
 
 /// How many clusters run, once the flags that need one cluster (or a small one) are checked.
@@ -29,6 +29,14 @@ pub(super) fn clusters_to_run(opts: &Options) -> Result<u32> {
     if opts.scale_control_plane.is_some() && (n > 1 || opts.cluster_file.is_some()) {
         anyhow::bail!(
             "--scale-control-plane: one cluster the lab generates (the lab's clusters share one workload apiserver, so one etcd member list)"
+        );
+    }
+    let one_manager = opts.one_manager_flags();
+    if opts.shards > 1 && !one_manager.is_empty() {
+        anyhow::bail!(
+            "--shards {}: not with {} (they assume one manager of each kind; the shards run as processes: --managers processes)",
+            opts.shards,
+            one_manager.join(", ")
         );
     }
     if n > 1 && opts.upgrade.is_some() {
@@ -114,10 +122,13 @@ pub(super) async fn start_testbeds(
         lab.tb.dir.display(),
         lab.workload.dir.display()
     );
-    let mut memory = Memory::new(&[
-        "controlplane-provider (with the embedded assisted-core)",
-        managers::BOOTSTRAP,
-    ]);
+    let names: Vec<String> = lab
+        .managers
+        .members
+        .iter()
+        .map(|m| m.memory_name())
+        .collect();
+    let mut memory = Memory::new(&names.iter().map(String::as_str).collect::<Vec<_>>());
     memory.sample(&lab.managers.pids());
     Ok(Scenario {
         opts,
@@ -181,10 +192,13 @@ pub(super) async fn register_sites(s: &Scenario<'_>, plans: Vec<Plan>) -> Result
 }
 
 /// `--image-mode` puts the cluster's pools on pre-built images; `--disconnected` points it
-/// at the mirror.
+/// at the mirror; `--shards` labels it for its shard.
 fn adjust_manifests(s: &Scenario<'_>, plan: &mut Plan) -> Result<()> {
     let opts = s.opts;
     let name = plan.spec.name.clone();
+    if opts.shards > 1 {
+        crate::shards::label_for_shard(&mut plan.objects, plan.spec.shard);
+    }
     if let Some(how) = opts.image_mode {
         let pools: &[&str] = if plan.spec.day2.is_some() || plan.spec.workers > 0 {
             &["master", "worker"]

@@ -23,6 +23,9 @@ pub(super) fn print_and_report(
     let percentiles = print_clusters(s, runs, plan, &w);
     println!();
     print!("{}", s.memory.report());
+    if let Some(split) = &f.shards {
+        print!("{}", split.table());
+    }
     print_wall_time(s, runs, &w);
     print_day2(runs);
     print_api_and_secrets(&f);
@@ -47,6 +50,7 @@ pub(super) fn print_and_report(
         secrets: f.secrets,
         describe: f.describe,
         mirror,
+        shards: f.shards,
     }
 }
 
