@@ -193,13 +193,16 @@ fn names_shortly(names: &[String]) -> String {
 }
 
 /// The Agents of a cluster of `shard` without that shard's label (`agents`: each Agent's name
-/// and its label's value, if any).
+/// and its label's value, if any); no Agent at all is a problem too (nothing was checked).
 pub fn agent_label_problems(
     cluster: &str,
     shard: u32,
     agents: &[(String, Option<String>)],
 ) -> Vec<String> {
     let want = watch_filter(shard);
+    if agents.is_empty() {
+        return vec![format!("no Agent of cluster {cluster} to check its label")];
+    }
     agents
         .iter()
         .filter(|(_, label)| label.as_deref() != Some(want.as_str()))
@@ -214,13 +217,19 @@ pub fn agent_label_problems(
 
 /// The hosts of a cluster of `shard` whose agent talks to another shard's agent API than
 /// `owner_url` (`hosts`: each host's name and its discovery image's agent API URL): the
-/// discovery image of a shard's cluster must come from, and point at, that shard's core.
+/// discovery image of a shard's cluster must come from, and point at, that shard's core. No
+/// host at all is a problem too (nothing was checked).
 pub fn host_problems(
     cluster: &str,
     shard: u32,
     owner_url: &str,
     hosts: &[(String, String)],
 ) -> Vec<String> {
+    if hosts.is_empty() {
+        return vec![format!(
+            "no host of cluster {cluster} booted to check its agent API"
+        )];
+    }
     hosts
         .iter()
         .filter(|(_, url)| url != owner_url)
@@ -496,6 +505,10 @@ mod tests {
             ]
         );
         assert!(agent_label_problems("sno-02", 1, &agents[..1]).is_empty());
+        assert_eq!(
+            agent_label_problems("sno-02", 1, &[]),
+            ["no Agent of cluster sno-02 to check its label"]
+        );
     }
 
     #[test]
@@ -509,6 +522,11 @@ mod tests {
             [
                 "host m1 of cluster sno-02 (shard-1) talks to http://127.0.0.1:4000, not to its shard's core at http://127.0.0.1:4001"
             ]
+        );
+        assert!(host_problems("sno-02", 1, "http://127.0.0.1:4001", &hosts[..1]).is_empty());
+        assert_eq!(
+            host_problems("sno-02", 1, "http://127.0.0.1:4001", &[]),
+            ["no host of cluster sno-02 booted to check its agent API"]
         );
     }
 
