@@ -1,7 +1,7 @@
-//! The lab with our managers as two shards each (`--shards 2`, issue 30 item 5): two SNO
-//! clusters, one per shard, each installed by its shard's control-plane and bootstrap managers
+//! The lab with our managers as two shards each (`--shards 2`, issue 30 item 5): four SNO
+//! clusters, two per shard, each installed by its shard's control-plane and bootstrap managers
 //! (`--watch-filter=shard-<i>`). The run itself fails unless each shard's core holds exactly its
-//! shard's cluster, every Agent carries its cluster's shard label, each host talks to its
+//! shard's clusters, every Agent carries its cluster's shard label, each host talks to its
 //! shard's core, and shard 1's agent API sends a shard-0 host to shard 0's (307, then 200
 //! there); the test checks that the report shows that split.
 
@@ -10,14 +10,14 @@ use lab::Options;
 use crate::common::{DAY1_MILESTONES, milestones, options, run_ok};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_shards_each_install_their_own_cluster() {
+async fn two_shards_each_install_their_own_clusters() {
     if testbed::skip() {
         return;
     }
     let (report, _dir) = run_ok(
         "shards",
         Options {
-            clusters: 2,
+            clusters: 4,
             shards: 2,
             timeout: std::time::Duration::from_secs(300),
             ..options()
@@ -40,13 +40,13 @@ async fn two_shards_each_install_their_own_cluster() {
     assert_eq!(
         assigned,
         [
-            ("shard-0", vec!["sno-01"], 1),
-            ("shard-1", vec!["sno-02"], 1)
+            ("shard-0", vec!["sno-01", "sno-03"], 2),
+            ("shard-1", vec!["sno-02", "sno-04"], 2)
         ]
     );
     for s in &split.shards {
-        assert_eq!(s.core_clusters, Some(1.0), "{s:?}");
-        assert_eq!(s.core_hosts, Some(1.0), "{s:?}");
+        assert_eq!(s.core_clusters, Some(2.0), "{s:?}");
+        assert_eq!(s.core_hosts, Some(2.0), "{s:?}");
         // Both of the shard's managers did work of their own.
         assert_eq!(s.managers.len(), 2, "{s:?}");
         assert!(
