@@ -246,30 +246,17 @@ async fn run(cli: Cli) -> Result<bool> {
         }
         return Err(e);
     }
-    let (dir, tmp) = match &cli.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            (d.canonicalize().unwrap_or_else(|_| d.clone()), None)
-        }
-        None => {
-            let tmp = tempfile::Builder::new()
-                .prefix("capoa-lab-")
-                .tempdir()
-                .context("creating the lab directory")?;
-            (tmp.path().to_path_buf(), Some(tmp))
-        }
-    };
-    init_logs(&dir)?;
     // Relative to where the lab was started, not to the lab directory.
     let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
-    let opts = Options {
+    let mut opts = Options {
         topology: cli.topology,
         workers: cli.workers.unwrap_or(DEFAULT_WORKERS),
         speed: cli.speed,
         clusters: cli.clusters,
         cluster_file: cli.cluster_file.as_ref().map(absolute),
         report: cli.report.as_ref().map(absolute),
-        dir: dir.clone(),
+        // Below, once the flags are checked.
+        dir: PathBuf::new(),
         bin_dir,
         timeout: Duration::from_secs(cli.timeout.unwrap_or(match cli.speed {
             Speed::Realistic => 1800,
@@ -307,6 +294,28 @@ async fn run(cli: Cli) -> Result<bool> {
             }),
         },
     };
+    // Refused before the lab directory is made.
+    if let Err(e) = opts.refuse_shards() {
+        if let Some(report) = &cli.report {
+            lab::write_report(report, &lab::error_report(&e, Duration::ZERO))?;
+        }
+        return Err(e);
+    }
+    let (dir, tmp) = match &cli.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            (d.canonicalize().unwrap_or_else(|_| d.clone()), None)
+        }
+        None => {
+            let tmp = tempfile::Builder::new()
+                .prefix("capoa-lab-")
+                .tempdir()
+                .context("creating the lab directory")?;
+            (tmp.path().to_path_buf(), Some(tmp))
+        }
+    };
+    init_logs(&dir)?;
+    opts.dir = dir;
     let result = lab::run(&opts).await;
     let ok = matches!(&result, Ok(r) if r.ok);
     if let Some(tmp) = tmp {

@@ -170,6 +170,19 @@ impl Options {
         .filter_map(|(given, flag)| given.then_some(flag))
         .collect()
     }
+
+    /// `--shards` ≥ 2 with a flag that assumes one manager of each kind is an error naming them.
+    pub fn refuse_shards(&self) -> anyhow::Result<()> {
+        let one_manager = self.one_manager_flags();
+        if self.shards > 1 && !one_manager.is_empty() {
+            anyhow::bail!(
+                "--shards {}: not with {} (they assume one manager of each kind; the shards run as processes: --managers processes)",
+                self.shards,
+                one_manager.join(", ")
+            );
+        }
+        Ok(())
+    }
 }
 
 /// An upgrade the lab asks for once a cluster is installed: `distributionVersion` set to `to`,
@@ -234,5 +247,11 @@ mod tests {
             ..options()
         };
         assert_eq!(chaos.one_manager_flags(), ["--chaos", "--cluster-file"]);
+        assert_eq!(
+            chaos.refuse_shards().map_err(|e| e.to_string()),
+            Err("--shards 2: not with --chaos, --cluster-file (they assume one manager of each kind; the shards run as processes: --managers processes)".into())
+        );
+        // One shard is the lab as before: nothing refused.
+        assert!(Options { shards: 1, ..chaos }.refuse_shards().is_ok());
     }
 }

@@ -31,14 +31,7 @@ pub(super) fn clusters_to_run(opts: &Options) -> Result<u32> {
             "--scale-control-plane: one cluster the lab generates (the lab's clusters share one workload apiserver, so one etcd member list)"
         );
     }
-    let one_manager = opts.one_manager_flags();
-    if opts.shards > 1 && !one_manager.is_empty() {
-        anyhow::bail!(
-            "--shards {}: not with {} (they assume one manager of each kind; the shards run as processes: --managers processes)",
-            opts.shards,
-            one_manager.join(", ")
-        );
-    }
+    opts.refuse_shards()?;
     if n > 1 && opts.upgrade.is_some() {
         anyhow::bail!(
             "--upgrade-to: one cluster at a time (the lab's clusters share one workload apiserver, so one ClusterVersion)"
