@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -36,7 +37,6 @@ use tokio::sync::watch;
 
 use super::auth::{Claims, Keys};
 use super::error::ApiError;
-use super::http::{TOKEN_HEADER, TOKEN_QUERY};
 use super::store::Store;
 use super::urls::ServiceUrls;
 use crate::api::infraenv::InfraEnv;
@@ -240,7 +240,9 @@ async fn send_foreign_elsewhere(State(guard): State<Guard>, req: Request, next: 
     if infra_env_of(&Claims::default(), path).is_some_and(|id| held(&id)) {
         return next.run(req).await;
     }
-    let claims = token_of(&req).and_then(|t| guard.keys.verify(&t).ok());
+    let (parts, body) = req.into_parts();
+    let claims = token_of(&parts).and_then(|t| guard.keys.verify(&t).ok());
+    let req = Request::from_parts(parts, body);
     let redirect = claims.and_then(|claims| {
         guard
             .directory
@@ -252,30 +254,17 @@ async fn send_foreign_elsewhere(State(guard): State<Guard>, req: Request, next: 
     }
 }
 
-/// The agent token of a request: the `X-Secret-Key` header, the `api_key` query parameter, or
-/// the image server's `/byapikey/{token}/...` path.
-fn token_of(req: &Request) -> Option<String> {
-    let header = req
-        .headers()
-        .get(TOKEN_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
-    if let Some(token) = header {
-        return Some(token.to_string());
-    }
-    let from_query = req.uri().query().and_then(|q| {
-        q.split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=')?;
-            (k == TOKEN_QUERY).then(|| v.to_string())
+/// The agent token of a request: the agent API's (the `X-Secret-Key` header, the `api_key`
+/// query parameter), else the image server's `/byapikey/{token}/...` path.
+fn token_of(parts: &Parts) -> Option<String> {
+    super::http::token(parts)
+        .filter(|t| !t.is_empty())
+        .or_else(|| {
+            let mut segments = parts.uri.path().trim_start_matches('/').split('/');
+            (segments.next() == Some("byapikey"))
+                .then(|| segments.next().map(String::from))
+                .flatten()
         })
-    });
-    from_query.or_else(|| {
-        let mut segments = req.uri().path().trim_start_matches('/').split('/');
-        (segments.next() == Some("byapikey"))
-            .then(|| segments.next().map(String::from))
-            .flatten()
-    })
 }
 
 #[cfg(test)]

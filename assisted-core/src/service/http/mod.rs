@@ -137,9 +137,16 @@ pub fn openapi_yaml() -> String {
     serde_yaml::to_string(&handlers::ApiDoc::openapi()).unwrap_or_default()
 }
 
-fn token(parts: &Parts) -> Option<String> {
-    if let Some(v) = parts.headers.get(TOKEN_HEADER) {
-        return v.to_str().ok().map(|s| s.trim().to_string());
+/// The agent token of a request: the `X-Secret-Key` header, else the `api_key` query parameter.
+pub(crate) fn token(parts: &Parts) -> Option<String> {
+    let header = parts
+        .headers
+        .get(TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    if let Some(token) = header {
+        return Some(token.to_string());
     }
     // JWTs are base64url and dots: no percent-decoding is needed.
     parts.uri.query()?.split('&').find_map(|kv| {
