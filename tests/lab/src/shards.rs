@@ -12,10 +12,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use manager::runtime::WATCH_FILTER_LABEL;
 use serde_json::{Value, json};
-
-/// The label `--watch-filter` selects by (Cluster API's).
-pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
 
 /// The shard of cluster `c` (0-based) when the managers run as `shards` shards.
 pub fn shard_of(c: u32, shards: u32) -> u32 {

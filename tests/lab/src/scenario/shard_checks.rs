@@ -4,6 +4,7 @@
 //! and a host's request to the wrong shard.
 
 use kube::ResourceExt as _;
+use manager::runtime::WATCH_FILTER_LABEL;
 
 use super::Scenario;
 use super::step_plan::StepPlan;
@@ -11,8 +12,8 @@ use crate::cluster_run::ClusterRun;
 use crate::managers::Managers;
 use crate::memory;
 use crate::shards::{
-    self, Redirect, Shard, ShardManager, Split, WATCH_FILTER_LABEL, agent_label_problems,
-    host_problems, redirect_problem,
+    self, Redirect, Shard, ShardManager, Split, agent_label_problems, host_problems,
+    redirect_problem,
 };
 use crate::steps::Step;
 
