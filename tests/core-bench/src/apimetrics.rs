@@ -75,6 +75,15 @@ pub fn core_writes(growth: &BTreeMap<String, u64>) -> u64 {
         .sum()
 }
 
+/// The writes to one resource (e.g. `agents/status`), whatever their verb.
+pub fn status_writes(growth: &BTreeMap<String, u64>, resource: &str) -> u64 {
+    growth
+        .iter()
+        .filter(|(k, _)| k.split_once(' ').is_some_and(|(r, _)| r == resource))
+        .map(|(_, v)| v)
+        .sum()
+}
+
 /// `"agents/status APPLY: 12, events POST: 3"`, largest first.
 pub fn summary(growth: &BTreeMap<String, u64>) -> String {
     let mut v: Vec<(&String, &u64)> = growth.iter().collect();
@@ -117,6 +126,8 @@ apiserver_request_total_other{verb="POST"} 9
         assert_eq!(g.get("leases PUT"), Some(&2));
         assert!(!g.contains_key("agents POST"));
         assert_eq!(core_writes(&g), 5);
+        assert_eq!(status_writes(&g, "agents/status"), 5);
+        assert_eq!(status_writes(&g, "agents"), 0);
         assert_eq!(summary(&g), "agents/status APPLY: 5, leases PUT: 2");
     }
 }

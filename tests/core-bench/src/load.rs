@@ -166,27 +166,76 @@ pub struct Run {
     pub latencies: Vec<Duration>,
     pub secs: f64,
     pub body_bytes: u64,
+    /// Answers carrying the connectivity check ([`carries_connectivity_check`]).
+    pub with_connectivity_check: u64,
     /// Answers other than 200 and transport errors.
     pub errors: u64,
 }
 
 impl Run {
-    fn from_parts(mut latencies: Vec<Duration>, secs: f64, body_bytes: u64, errors: u64) -> Run {
+    fn from_parts(mut latencies: Vec<Duration>, secs: f64, seen: Seen) -> Run {
         latencies.sort_unstable();
         Run {
             latencies,
             secs,
-            body_bytes,
-            errors,
+            body_bytes: seen.body_bytes,
+            with_connectivity_check: seen.with_connectivity_check,
+            errors: seen.errors,
         }
     }
 }
 
-/// One GET next-steps; its latency and body size, `None` on anything but 200.
-async fn next_steps(client: &HttpClient, t: &Target) -> Option<(Duration, usize)> {
+/// What a load's answers carried, summed over its tasks.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    body_bytes: u64,
+    with_connectivity_check: u64,
+    errors: u64,
+}
+
+impl Seen {
+    fn add(&mut self, answer: Option<Answer>) {
+        match answer {
+            Some(a) => {
+                self.body_bytes += a.body_bytes as u64;
+                self.with_connectivity_check += u64::from(a.connectivity_check);
+            }
+            None => self.errors += 1,
+        }
+    }
+
+    fn merge(&mut self, other: Seen) {
+        self.body_bytes += other.body_bytes;
+        self.with_connectivity_check += other.with_connectivity_check;
+        self.errors += other.errors;
+    }
+}
+
+/// One next-steps answer as the load counts it.
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    latency: Duration,
+    body_bytes: usize,
+    connectivity_check: bool,
+}
+
+/// Whether a next-steps body carries the connectivity check: the share of answers that do is
+/// what upstream's pace (at most 150 hosts a minute per cluster) is compared by.
+pub fn carries_connectivity_check(body: &[u8]) -> bool {
+    const STEP: &[u8] = br#""step_type":"connectivity-check""#;
+    body.windows(STEP.len()).any(|w| w == STEP)
+}
+
+/// One GET next-steps; its latency, body size and whether it carries the connectivity check,
+/// `None` on anything but 200.
+async fn next_steps(client: &HttpClient, t: &Target) -> Option<Answer> {
     let start = Instant::now();
     match call(client, Method::GET, &t.url, &t.token, None).await {
-        Ok((StatusCode::OK, b)) => Some((start.elapsed(), b.len())),
+        Ok((StatusCode::OK, b)) => Some(Answer {
+            latency: start.elapsed(),
+            body_bytes: b.len(),
+            connectivity_check: carries_connectivity_check(&b),
+        }),
         _ => None,
     }
 }
@@ -206,7 +255,7 @@ pub async fn closed_loop(
         .map(|c| {
             let (client, targets) = (client.clone(), targets.clone());
             tokio::spawn(async move {
-                let (mut lat, mut bytes, mut errors) = (Vec::new(), 0u64, 0u64);
+                let (mut lat, mut seen) = (Vec::new(), Seen::default());
                 let mut k = c;
                 loop {
                     let started = Instant::now();
@@ -218,28 +267,22 @@ pub async fn closed_loop(
                     if started < measure_from {
                         continue;
                     }
-                    match r {
-                        Some((d, n)) => {
-                            lat.push(d);
-                            bytes += n as u64;
-                        }
-                        None => errors += 1,
-                    }
+                    lat.extend(r.map(|a| a.latency));
+                    seen.add(r);
                 }
-                (lat, bytes, errors)
+                (lat, seen)
             })
         })
         .collect();
-    let (mut all, mut bytes, mut errors) = (Vec::new(), 0, 0);
+    let (mut all, mut seen) = (Vec::new(), Seen::default());
     for t in tasks {
-        if let Ok((l, b, e)) = t.await {
+        if let Ok((l, s)) = t.await {
             all.extend(l);
-            bytes += b;
-            errors += e;
+            seen.merge(s);
         }
     }
     // Requests started before `end` finish after it: count to the real end.
-    Run::from_parts(all, measure_from.elapsed().as_secs_f64(), bytes, errors)
+    Run::from_parts(all, measure_from.elapsed().as_secs_f64(), seen)
 }
 
 /// Requests start every `1 / rate` seconds whatever the server's pace. Latency counts from the
@@ -251,7 +294,7 @@ pub async fn open_loop(
     run: Duration,
 ) -> Run {
     let client = client(64);
-    let seen = Arc::new(Mutex::new((Vec::new(), 0u64, 0u64)));
+    let seen = Arc::new(Mutex::new((Vec::new(), Seen::default())));
     let period = Duration::from_secs_f64(1.0 / rate);
     let t0 = tokio::time::Instant::now();
     let measure_from = t0 + warmup;
@@ -267,13 +310,8 @@ pub async fn open_loop(
                 return;
             }
             let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
-            match r {
-                Some((d, b)) => {
-                    s.0.push(d);
-                    s.1 += b as u64;
-                }
-                None => s.2 += 1,
-            }
+            s.0.extend(r.map(|a| a.latency));
+            s.1.add(r);
         }));
     }
     // At low rates the last request starts long before the window ends: wait for the end.
@@ -282,8 +320,8 @@ pub async fn open_loop(
         let _ = t.await;
     }
     let secs = measure_from.elapsed().as_secs_f64();
-    let (lat, bytes, errors) = std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner()));
-    Run::from_parts(lat, secs, bytes, errors)
+    let (lat, answers) = std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner()));
+    Run::from_parts(lat, secs, answers)
 }
 
 /// Agents checking in on their own timers in the background: every host asks for next steps
@@ -306,4 +344,18 @@ pub fn check_in_every_minute(targets: Arc<Vec<Target>>, paused: Arc<AtomicBool>)
             });
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::carries_connectivity_check;
+
+    #[test]
+    fn only_the_connectivity_check_step_counts() {
+        let with = br#"{"instructions":[{"step_type":"free-network-addresses"},{"step_type":"connectivity-check","args":[]}]}"#;
+        let without = br#"{"instructions":[{"step_type":"api-vip-connectivity-check"},{"step_type":"inventory"}]}"#;
+        assert!(carries_connectivity_check(with));
+        assert!(!carries_connectivity_check(without));
+        assert!(!carries_connectivity_check(b""));
+    }
 }

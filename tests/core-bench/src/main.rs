@@ -175,6 +175,8 @@ struct LoadResult {
     p99_ms: f64,
     max_ms: f64,
     mean_body_bytes: f64,
+    /// Answers whose body carries the connectivity-check step.
+    with_connectivity_check: u64,
     errors: u64,
     window: Window,
 }
@@ -196,6 +198,9 @@ struct ScenarioResult {
     agents_exist_secs: f64,
     /// From the last registration until every Agent's status showed its inventory.
     write_back: Window,
+    /// From the first registration until every Agent's status showed its inventory: the whole
+    /// write-back, whether the statuses were written during the registration or after it.
+    registration_and_write_back: Window,
     /// Write requests from the first registration until the write-back was complete.
     registration_writes: BTreeMap<String, u64>,
     /// From then until the Agents had no watch event for [`QUIET`] (capped at [`SETTLE_CAP`]).
@@ -284,8 +289,9 @@ async fn run_scenario(args: &Args, sc: Scenario, core_bin: &Path) -> Result<Scen
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let write_back = bed.close(&m).await?;
+    let registration_and_write_back = bed.close(&reg).await?;
     // Every write that registering the hosts caused, from the first POST /hosts on.
-    let registration_writes = apimetrics::growth(&reg.writes, &bed.writes().await?);
+    let registration_writes = registration_and_write_back.writes.clone();
     eprintln!(
         "{sc}: registered in {register_secs:.1} s; write-back {:.2} s; writes {}",
         write_back.secs,
@@ -362,17 +368,19 @@ async fn run_scenario(args: &Args, sc: Scenario, core_bin: &Path) -> Result<Scen
             p99_ms: ms(percentile(lat, 99.0)),
             max_ms: ms(lat.last().copied().unwrap_or_default()),
             mean_body_bytes: r.body_bytes as f64 / lat.len().max(1) as f64,
+            with_connectivity_check: r.with_connectivity_check,
             errors: r.errors,
             window,
         };
         eprintln!(
-            "{sc}: {}: {:.0} req/s, p50 {} ms, p99 {} ms, max {} ms, errors {}; writes {}",
+            "{sc}: {}: {:.0} req/s, p50 {} ms, p99 {} ms, max {} ms, errors {}, {} with the connectivity check; writes {}",
             res.load,
             res.req_per_sec,
             res.p50_ms,
             res.p99_ms,
             res.max_ms,
             res.errors,
+            res.with_connectivity_check,
             apimetrics::summary(&res.window.writes)
         );
         loads.push(res);
@@ -387,6 +395,7 @@ async fn run_scenario(args: &Args, sc: Scenario, core_bin: &Path) -> Result<Scen
         register_secs,
         agents_exist_secs: agents_exist_secs.unwrap_or(0.0),
         write_back,
+        registration_and_write_back,
         registration_writes,
         settle_secs: settled.secs,
         settle_writes: settled.writes,
@@ -398,6 +407,23 @@ async fn run_scenario(args: &Args, sc: Scenario, core_bin: &Path) -> Result<Scen
         loads,
         agent_states_at_end,
     })
+}
+
+/// The whole write-back: its seconds, the apiserver's CPU seconds in it and those per Agent
+/// status write (the cost of one write, whatever the pace of the registrations).
+fn first_registration_to_last_status(r: &ScenarioResult) -> String {
+    let w = &r.registration_and_write_back;
+    let cpu_secs = w
+        .usage
+        .get("kube-apiserver")
+        .map_or(0.0, |u| u.cpu_percent * w.secs / 100.0);
+    let status_writes = apimetrics::status_writes(&w.writes, "agents/status");
+    format!(
+        "{} s, {} s ({} ms)",
+        num(w.secs, 2),
+        num(cpu_secs, 2),
+        num(cpu_secs * 1000.0 / status_writes.max(1) as f64, 2)
+    )
 }
 
 fn print_tables(results: &[ScenarioResult]) {
@@ -423,6 +449,7 @@ fn print_tables(results: &[ScenarioResult]) {
                         1
                     )
                 ),
+                first_registration_to_last_status(r),
                 format!("{} s", num(r.settle_secs, 1)),
                 format!(
                     "{} → {} MiB",
@@ -446,6 +473,7 @@ fn print_tables(results: &[ScenarioResult]) {
                 "apiserver CPU",
                 "etcd CPU",
                 "API writes from first registration",
+                "first registration to last status: s, apiserver CPU s (ms per status write)",
                 "settled",
                 "core RSS",
                 "per host",
@@ -510,6 +538,14 @@ fn print_tables(results: &[ScenarioResult]) {
                     num(l.p99_ms, 2),
                     num(l.max_ms, 2),
                     bytes(l.mean_body_bytes),
+                    format!(
+                        "{} ({} %)",
+                        l.with_connectivity_check,
+                        num(
+                            l.with_connectivity_check as f64 * 100.0 / l.requests.max(1) as f64,
+                            1
+                        )
+                    ),
                     l.errors.to_string(),
                     w.cpu("assisted-core"),
                     w.rss("assisted-core"),
@@ -532,6 +568,7 @@ fn print_tables(results: &[ScenarioResult]) {
                 "p99 ms",
                 "max ms",
                 "body",
+                "with connectivity check",
                 "errors",
                 "core CPU",
                 "core RSS",

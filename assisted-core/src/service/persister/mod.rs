@@ -1,6 +1,6 @@
-//! Writes the store back to the CRs: new Agents, Agent and AgentClusterInstall status
-//! (server-side apply, one field manager). The file store, from which a restarted core continues,
-//! is the journal's (`journal.rs`).
+//! Writes the store back to the CRs: new Agents, Agent status (replaced whole by a JSON patch,
+//! [`whole_status`]) and AgentClusterInstall status (server-side apply). The file store, from
+//! which a restarted core continues, is the journal's (`journal.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use crate::service::controllers::context::Context;
 mod inventory;
 mod status;
 
-use crate::api::agent::{Agent, AgentSpec};
+use crate::api::agent::{Agent, AgentSpec, AgentStatus};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::infraenv::{ClusterReference, INFRAENV_NAME_LABEL, InfraEnv};
 use crate::domain::HostSnapshot;
@@ -425,16 +425,14 @@ async fn write_agent_status(
     if let Some(labels) = labels {
         write_labels(&api, host_id, &labels, written).await?;
     }
-    let body = serde_json::json!({
-        "apiVersion": Agent::api_version(&()),
-        "kind": Agent::kind(&()),
-        "status": status,
-    });
     // A 404 means the Agent is not created yet: the caller retries.
     api.patch_status(
         host_id,
-        &PatchParams::apply(STATUS_MANAGER).force(),
-        &Patch::Apply(body),
+        &PatchParams {
+            field_manager: Some(STATUS_MANAGER.into()),
+            ..Default::default()
+        },
+        &whole_status(&status).map_err(kube::Error::SerdeError)?,
     )
     .await?;
     Written::record(&written.agents, host_id, Some(content));
@@ -443,6 +441,17 @@ async fn write_agent_status(
         std::time::Instant::now(),
     );
     Ok(())
+}
+
+/// The Agent's status replaced whole: one JSON patch operation, `add` at `/status`, which
+/// replaces the member when it exists (RFC 6902). The core is the only writer of an Agent's
+/// status, so a field it no longer sets (a condition, an NTP source, the installation disk)
+/// goes with the next write, as it did when the status was a server-side apply, without the
+/// apiserver merging and tracking the status field by field against what was applied before:
+/// that apply was most of its CPU in a 1,000-host write-back (docs/benchmarks.md).
+pub fn whole_status(status: &AgentStatus) -> Result<Patch<()>, serde_json::Error> {
+    let ops = serde_json::json!([{"op": "add", "path": "/status", "value": status}]);
+    Ok(Patch::Json(serde_json::from_value(ops)?))
 }
 
 async fn write_aci_status(
@@ -645,6 +654,65 @@ mod tests {
             fingerprint(&render(Timestamp::UNIX_EPOCH)),
             fingerprint(&render(Timestamp::UNIX_EPOCH))
         );
+    }
+
+    /// An Agent as the apiserver holds it after `patch`, a JSON patch of `add` operations (the
+    /// RFC 6902 semantics: `add` of an existing member replaces it).
+    fn patched(mut agent: serde_json::Value, patch: &Patch<()>) -> serde_json::Value {
+        let Patch::Json(ops) = patch else {
+            panic!("the Agent status is written as a JSON patch, not {patch:?}");
+        };
+        for op in serde_json::to_value(ops).unwrap().as_array().unwrap() {
+            assert_eq!(op["op"], "add", "{op}");
+            let member = op["path"].as_str().unwrap().strip_prefix('/').unwrap();
+            assert!(!member.contains('/'), "{op}: one top-level member");
+            agent[member] = op["value"].clone();
+        }
+        agent
+    }
+
+    #[test]
+    fn a_field_the_core_no_longer_sets_is_removed_from_the_agent_status() {
+        use crate::api::agent::HostNtpSource;
+        use crate::api::common::OpenShiftCondition;
+        let condition = |type_: &str| OpenShiftCondition {
+            type_: type_.into(),
+            status: "True".into(),
+            ..Default::default()
+        };
+        let before = AgentStatus {
+            conditions: vec![condition("SpecSynced"), condition("Bound")],
+            ntp_sources: vec![HostNtpSource::default(), HostNtpSource::default()],
+            installation_disk_id: Some("/dev/sda".into()),
+            kind: Some("AddToExistingClusterHost".into()),
+            ..Default::default()
+        };
+        let live = serde_json::json!({
+            "apiVersion": "agent-install.openshift.io/v1beta1",
+            "kind": "Agent",
+            "metadata": {"name": "h1", "namespace": "ns"},
+            "spec": {"approved": true},
+            "status": before,
+        });
+        // A condition gone, a list emptied, optional fields unset: all absent from the JSON.
+        let after = AgentStatus {
+            conditions: vec![condition("SpecSynced")],
+            ..Default::default()
+        };
+        let agent = patched(live.clone(), &whole_status(&after).unwrap());
+        assert_eq!(agent["status"], serde_json::to_value(&after).unwrap());
+        for gone in ["ntpSources", "installation_disk_id", "kind"] {
+            assert!(agent["status"].get(gone).is_none(), "{gone} was kept");
+        }
+        assert_eq!(agent["status"]["conditions"].as_array().unwrap().len(), 1);
+        // Only the status is written.
+        assert_eq!(agent["spec"], live["spec"]);
+        assert_eq!(agent["metadata"], live["metadata"]);
+        // An Agent without a status yet gets the whole of it.
+        let mut fresh = live;
+        fresh.as_object_mut().unwrap().remove("status");
+        let agent = patched(fresh, &whole_status(&before).unwrap());
+        assert_eq!(agent["status"], serde_json::to_value(&before).unwrap());
     }
 
     #[test]
