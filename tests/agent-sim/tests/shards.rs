@@ -59,6 +59,14 @@ async fn get_as_agent(url: &str, token: &str) -> (u16, String) {
     (response.status().as_u16(), location)
 }
 
+/// The ISO URL an InfraEnv's status publishes.
+fn iso_url(ie: &InfraEnv) -> String {
+    ie.status
+        .as_ref()
+        .and_then(|s| s.iso_download_url.clone())
+        .expect("an ISO URL")
+}
+
 /// The InfraEnv of `shard` once its core published its ISO URL.
 async fn served_infraenv(client: &kube::Client, shard: &str) -> InfraEnv {
     let api: Api<InfraEnv> = Api::namespaced(client.clone(), shard);
@@ -119,13 +127,7 @@ async fn two_shards_split_the_clusters_and_send_strays_on() {
     let mut infraenvs = Vec::new();
     for (shard, core) in SHARDS.iter().zip(&cores) {
         let ie = served_infraenv(&client, shard).await;
-        let iso_url = ie
-            .status
-            .as_ref()
-            .unwrap()
-            .iso_download_url
-            .clone()
-            .unwrap();
+        let iso_url = iso_url(&ie);
         assert!(iso_url.starts_with(&core.images_url), "{shard}: {iso_url}");
         assert_eq!(ie.annotations()[AGENT_API_URL_ANNOTATION], core.api_url);
         assert_eq!(ie.annotations()[IMAGES_URL_ANNOTATION], core.images_url);
@@ -178,13 +180,7 @@ async fn two_shards_split_the_clusters_and_send_strays_on() {
     assert_eq!(status, 200, "the redirect's target answers");
 
     // A BMC fetching east's ISO from west's image server is sent to east's.
-    let iso_url = infraenvs[0]
-        .status
-        .as_ref()
-        .unwrap()
-        .iso_download_url
-        .clone()
-        .unwrap();
+    let iso_url = iso_url(&infraenvs[0]);
     let stray = iso_url.replacen(&cores[0].images_url, &cores[1].images_url, 1);
     let (status, location) = get_as_agent(&stray, "").await;
     assert_eq!((status, location.as_str()), (307, iso_url.as_str()));
