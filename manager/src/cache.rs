@@ -309,9 +309,105 @@ impl Recent {
     }
 }
 
+/// Objects this manager created lately, for the reconciles that come before its watch cache
+/// shows them: under load a watch event comes seconds after the create (tens of seconds with
+/// 500 clusters installing), and a reconcile deciding from the cache alone would create the
+/// object again: an idempotent apply, but with its event and the reads and applies around it,
+/// each time. An entry goes once the cache shows an object of that name, or after `ttl`.
+#[derive(Clone)]
+pub struct Created<K> {
+    ttl: Duration,
+    made: std::sync::Arc<std::sync::Mutex<Vec<(K, Instant)>>>,
+}
+
+impl<K: Resource + Clone> Created<K> {
+    pub fn new(ttl: Duration) -> Created<K> {
+        Created {
+            ttl,
+            made: Default::default(),
+        }
+    }
+
+    /// `object` (as the API server answered the create) was created now.
+    pub fn record(&self, object: K) {
+        if let Ok(mut made) = self.made.lock() {
+            made.retain(|(o, _)| !same_object(o, &object));
+            made.push((object, Instant::now()));
+        }
+    }
+
+    /// Adds to `cached` (a namespace's objects, as its watch cache has them) those of the
+    /// namespace created lately that it does not show yet and that `keep` selects.
+    pub fn add_missing(&self, namespace: &str, cached: &mut Vec<K>, keep: impl Fn(&K) -> bool) {
+        let Ok(mut made) = self.made.lock() else {
+            return;
+        };
+        let in_cache = |o: &K| {
+            o.namespace().as_deref() == Some(namespace) && cached.iter().any(|c| same_object(c, o))
+        };
+        // Seen by the cache, or too old to matter: forgotten.
+        made.retain(|(o, at)| at.elapsed() < self.ttl && !in_cache(o));
+        let missing: Vec<K> = made
+            .iter()
+            .filter(|(o, _)| o.namespace().as_deref() == Some(namespace) && keep(o))
+            .map(|(o, _)| o.clone())
+            .collect();
+        cached.extend(missing);
+    }
+}
+
+fn same_object(a: &impl Resource, b: &impl Resource) -> bool {
+    a.meta().name == b.meta().name && a.meta().namespace == b.meta().namespace
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config_map(ns: &str, name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+        let mut c = k8s_openapi::api::core::v1::ConfigMap::default();
+        c.metadata.namespace = Some(ns.into());
+        c.metadata.name = Some(name.into());
+        c
+    }
+
+    #[tokio::test]
+    async fn a_created_object_counts_until_the_cache_shows_it() {
+        let created = Created::new(Duration::from_secs(60));
+        created.record(config_map("a", "m-0"));
+        created.record(config_map("b", "m-0"));
+        let names = |v: &[k8s_openapi::api::core::v1::ConfigMap]| {
+            v.iter().map(|o| o.name_any()).collect::<Vec<_>>()
+        };
+
+        let mut cached = vec![config_map("a", "other")];
+        created.add_missing("a", &mut cached, |_| true);
+        assert_eq!(names(&cached), ["other", "m-0"], "the cache lags: added");
+
+        let mut filtered = Vec::new();
+        created.add_missing("a", &mut filtered, |o| o.name_any() != "m-0");
+        assert!(filtered.is_empty(), "what `keep` leaves out is not added");
+
+        let mut shown = vec![config_map("a", "m-0")];
+        created.add_missing("a", &mut shown, |_| true);
+        assert_eq!(names(&shown), ["m-0"], "the cache shows it: not twice");
+        let mut later = Vec::new();
+        created.add_missing("a", &mut later, |_| true);
+        assert!(later.is_empty(), "once shown, forgotten (deleted since)");
+
+        let mut other_namespace = Vec::new();
+        created.add_missing("b", &mut other_namespace, |_| true);
+        assert_eq!(names(&other_namespace), ["m-0"], "namespaces apart");
+    }
+
+    #[tokio::test]
+    async fn a_created_object_is_forgotten_after_the_ttl() {
+        let created = Created::new(Duration::ZERO);
+        created.record(config_map("a", "m-0"));
+        let mut cached = Vec::new();
+        created.add_missing("a", &mut cached, |_| true);
+        assert!(cached.is_empty());
+    }
 
     #[tokio::test]
     async fn recent_remembers_while_current_and_reads_again_when_the_version_moves() {

@@ -233,12 +233,13 @@ async fn apply_machines(ctx: &Context, ns: &str, plan: &Plan) -> Result<(), Erro
             "OpenshiftAssistedConfig",
         )
         .await?;
-        apply_one(
+        let machine = apply_one(
             Api::<Machine>::namespaced(client.clone(), ns),
             &m.machine,
             "Machine",
         )
         .await?;
+        ctx.caches.created_machines.record(machine);
     }
     for machine in &plan.delete {
         manager::controller::delete(&Api::<Machine>::namespaced(client.clone(), ns), machine)
@@ -553,7 +554,7 @@ async fn copy_push_secrets(
             continue;
         }
         match apply_one(api, secret, "push Secret in the installed cluster").await {
-            Ok(()) => ctx.applied.record(&key, hash),
+            Ok(_) => ctx.applied.record(&key, hash),
             Err(e) => tracing::warn!(error = %e, "image mode: copying a push Secret"),
         }
     }
@@ -607,7 +608,8 @@ where
     Ok(())
 }
 
-async fn apply_one<K>(api: Api<K>, object: &K, what: &str) -> Result<(), Error>
+/// Applies `object`; the object as the API server has it now.
+async fn apply_one<K>(api: Api<K>, object: &K, what: &str) -> Result<K, Error>
 where
     K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -617,8 +619,7 @@ where
         .map_err(|source| Error::Apply {
             what: format!("{what} {name}"),
             source,
-        })?;
-    Ok(())
+        })
 }
 
 /// Writes the planned status unless it is already there, or it was written less than

@@ -128,10 +128,17 @@ pub struct Caches {
     pub secret_versions: Store<PartialObjectMeta<Secret>>,
     /// Secrets (as read last), the template and its CRD (as read lately).
     pub recent: Recent,
+    /// The control-plane Machines this manager created and the Machine cache may not show yet.
+    pub created_machines: cache::Created<Machine>,
 }
 
 /// How long an object read by GET is taken as current (see `manager::cache::Recent`).
 pub const RECENT_FOR: Duration = Duration::from_secs(30);
+
+/// How long a Machine this manager created counts while the cache does not show it (see
+/// `manager::cache::Created`): far beyond a watch's lag, short enough that a Machine deleted
+/// before the cache ever showed it is made again soon.
+pub const CREATED_FOR: Duration = Duration::from_secs(120);
 
 impl Caches {
     /// Waits until each kind has been listed once, so that no reconcile decides from a store
@@ -357,11 +364,17 @@ fn read_cluster_objects(
             .filter(|md| md.metadata.deletion_timestamp.is_none())
             .collect();
     let workers = super::hive::worker_agents(&live);
+    let ours = |m: &Machine| {
+        m.labels().get(CLUSTER_NAME_LABEL) == Some(&cluster_name) && controlled_by(m, oacp)
+    };
     let mut machines: Vec<Machine> =
         cache::labelled(&caches.machines, &ns, CLUSTER_NAME_LABEL, &cluster_name)
             .into_iter()
             .filter(|m| controlled_by(m, oacp))
             .collect();
+    caches
+        .created_machines
+        .add_missing(&ns, &mut machines, ours);
     machines.sort_by_key(|m| m.name_any());
     let mut configs = cache::labelled(&caches.configs, &ns, CLUSTER_NAME_LABEL, &cluster_name);
     configs.sort_by_key(|c| c.name_any());
@@ -846,4 +859,78 @@ async fn infrastructure_template(
             )),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::store;
+
+    fn empty_caches() -> Caches {
+        Caches {
+            clusters: store().0,
+            deployments: store().0,
+            machines: store().0,
+            configs: store().0,
+            acis: store().0,
+            image_sets: store().0,
+            secret_versions: store().0,
+            recent: Recent::new(RECENT_FOR),
+            created_machines: cache::Created::new(CREATED_FOR),
+        }
+    }
+
+    fn machine(name: &str, cluster: &str, controller_uid: &str) -> Machine {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {
+                "name": name, "namespace": "ns",
+                "labels": {CLUSTER_NAME_LABEL: cluster},
+                "ownerReferences": [{
+                    "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha3",
+                    "kind": "OpenshiftAssistedControlPlane", "name": "cp",
+                    "uid": controller_uid, "controller": true
+                }]
+            },
+            "spec": {"clusterName": cluster, "bootstrap": {}, "infrastructureRef": {
+                "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3Machine", "name": name
+            }}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_machine_just_created_counts_before_the_cache_shows_it() {
+        let caches = empty_caches();
+        let oacp: OpenshiftAssistedControlPlane = serde_json::from_value(serde_json::json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha3",
+            "kind": "OpenshiftAssistedControlPlane",
+            "metadata": {"name": "cp", "namespace": "ns", "uid": "u-cp"},
+            "spec": {"distributionVersion": "4.17.3", "config": {"baseDomain": "example.com"},
+                     "machineTemplate": {"infrastructureRef": {
+                         "apiGroup": "infrastructure.cluster.x-k8s.io",
+                         "kind": "Metal3MachineTemplate", "name": "t"}}}
+        }))
+        .unwrap();
+        let cluster: Cluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": {"name": "c", "namespace": "ns"}, "spec": {}
+        }))
+        .unwrap();
+        caches.created_machines.record(machine("cp-0", "c", "u-cp"));
+        caches
+            .created_machines
+            .record(machine("other-0", "c", "u-other"));
+        caches
+            .created_machines
+            .record(machine("cp-x", "another-cluster", "u-cp"));
+
+        let (_, machines, _) = read_cluster_objects(&caches, &oacp, &cluster);
+        let names: Vec<String> = machines.iter().map(|m| m.name_any()).collect();
+        assert_eq!(
+            names,
+            ["cp-0"],
+            "ours, of this cluster, though not cached yet"
+        );
+    }
 }

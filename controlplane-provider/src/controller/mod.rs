@@ -206,6 +206,7 @@ fn watch_all(
         image_sets: image_sets.store,
         secret_versions: secret_versions.store,
         recent: cache::Recent::new(dereference::RECENT_FOR),
+        created_machines: cache::Created::new(dereference::CREATED_FOR),
     };
     (watched, caches)
 }
