@@ -239,17 +239,28 @@ pub fn desired_conditions(inputs: &StatusInputs) -> Vec<Desired> {
     out
 }
 
-/// The install's progress in words, as the `Available` messages start.
+/// The install's state in words, as the `Available` messages start. Not its percentage: each
+/// change of this message is a status write here and on the Cluster, which mirrors it (the
+/// AgentClusterInstall's `status.progress` and `capoa_install_percentage` carry the
+/// percentage).
 fn install_progress(install: &Install) -> String {
     if install.state.is_empty() {
         "waiting for the assisted installer to accept the cluster".to_string()
     } else if install.state_info.is_empty() {
-        format!("install {} ({}%)", install.state, install.percentage)
+        format!("install {}", install.state)
     } else {
-        format!(
-            "install {} ({}%): {}",
-            install.state, install.percentage, install.state_info
-        )
+        format!("install {}: {}", install.state, install.state_info)
+    }
+}
+
+/// `Available`'s message once the control plane is up: the install's later states (its
+/// finalizing messages follow the cluster version operator, `installed`, then `adding-hosts`)
+/// are the AgentClusterInstall's to tell.
+fn up_message(install: &Install) -> String {
+    if install.state == "finalizing" {
+        "OpenShift control plane is up; the install is finalizing".to_string()
+    } else {
+        "OpenShift control plane is up".to_string()
     }
 }
 
@@ -274,10 +285,9 @@ fn available(inputs: &StatusInputs) -> Desired {
                 image_mode_failure.unwrap_or_default()
             ),
         ),
-        None if install.available() && inputs.kubeconfig_published => Desired::true_(
-            AVAILABLE,
-            format!("OpenShift control plane is up ({progress})"),
-        ),
+        None if install.available() && inputs.kubeconfig_published => {
+            Desired::true_(AVAILABLE, up_message(install))
+        }
         None if install.available() => Desired::false_(
             AVAILABLE,
             "WaitingForKubeconfig",
@@ -1069,6 +1079,49 @@ spec: {{sshAuthorizedKey: {key}}}
                 Status::from(kubeconfig)
             );
         }
+    }
+
+    #[test]
+    fn available_says_what_the_install_does_but_not_each_percent_of_it() {
+        let message = |state: &str, percentage: i64, info: &str| {
+            let mut case = Case::new();
+            case.install.state = state.into();
+            case.install.percentage = percentage;
+            case.install.state_info = info.into();
+            case.kubeconfig = true;
+            find(&desired_conditions(&case.inputs()), AVAILABLE)
+                .message
+                .clone()
+        };
+        // Each change of the message is a status write (and one of the Cluster's).
+        assert_eq!(
+            message("installing", 10, "Installation in progress"),
+            message("installing", 60, "Installation in progress")
+        );
+        assert_eq!(
+            message("installing", 10, "Installation in progress"),
+            "install installing: Installation in progress"
+        );
+        assert_eq!(
+            message(
+                "finalizing",
+                90,
+                "Cluster version status: progressing, 10 of 700 done"
+            ),
+            message(
+                "finalizing",
+                95,
+                "Cluster version status: progressing, 600 of 700 done"
+            )
+        );
+        assert_eq!(
+            message("installed", 100, "Cluster is installed"),
+            message("adding-hosts", 100, "Cluster is ready to add hosts")
+        );
+        assert_eq!(
+            message("installed", 100, "Cluster is installed"),
+            "OpenShift control plane is up"
+        );
     }
 
     #[test]
