@@ -128,14 +128,9 @@ pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
     let ctx = ctx.clone();
     tokio::spawn(async move {
         tracing::info!(cluster = %rec.snapshot.name, "generating install-config and ignitions");
+        // One event for the preparation, when it ends: its start is the AgentClusterInstall's
+        // `preparing-for-installation` state (an event more per cluster said nothing new).
         let aci = aci_reference(&rec);
-        ctx.events
-            .normal(
-                &aci,
-                "InstallationPreparing",
-                "Day-1 install started: generating install-config and ignitions",
-            )
-            .await;
         let infra_envs = infra_env_inputs(&ctx, &rec);
         let result = ctx.preparer.prepare(rec, infra_envs).await;
         match &result {
@@ -144,7 +139,7 @@ pub async fn start_preparation(ctx: &Arc<Context>, cluster_id: String) {
                     .normal(
                         &aci,
                         "InstallationPrepared",
-                        "Ignitions are ready; hosts are installing",
+                        "Day-1 install started: install-config and ignitions generated; hosts are installing",
                     )
                     .await
             }
