@@ -1093,35 +1093,37 @@ spec: {{sshAuthorizedKey: {key}}}
                 .message
                 .clone()
         };
-        // Each change of the message is a status write (and one of the Cluster's).
-        assert_eq!(
-            message("installing", 10, "Installation in progress"),
-            message("installing", 60, "Installation in progress")
-        );
-        assert_eq!(
-            message("installing", 10, "Installation in progress"),
-            "install installing: Installation in progress"
-        );
-        assert_eq!(
-            message(
-                "finalizing",
-                90,
-                "Cluster version status: progressing, 10 of 700 done"
+        // Each change of the message is a status write (and one of the Cluster's): one
+        // message for each row, whatever the percentage and, once up, the state info.
+        let rows = [
+            (
+                ("installing", 10, "Installation in progress"),
+                ("installing", 60, "Installation in progress"),
+                "install installing: Installation in progress",
             ),
-            message(
-                "finalizing",
-                95,
-                "Cluster version status: progressing, 600 of 700 done"
-            )
-        );
-        assert_eq!(
-            message("installed", 100, "Cluster is installed"),
-            message("adding-hosts", 100, "Cluster is ready to add hosts")
-        );
-        assert_eq!(
-            message("installed", 100, "Cluster is installed"),
-            "OpenShift control plane is up"
-        );
+            (
+                (
+                    "finalizing",
+                    90,
+                    "Cluster version status: progressing, 10 of 700 done",
+                ),
+                (
+                    "finalizing",
+                    95,
+                    "Cluster version status: progressing, 600 of 700 done",
+                ),
+                "OpenShift control plane is up; the install is finalizing",
+            ),
+            (
+                ("installed", 100, "Cluster is installed"),
+                ("adding-hosts", 100, "Cluster is ready to add hosts"),
+                "OpenShift control plane is up",
+            ),
+        ];
+        for ((s1, p1, i1), (s2, p2, i2), said) in rows {
+            assert_eq!(message(s1, p1, i1), said);
+            assert_eq!(message(s2, p2, i2), said);
+        }
     }
 
     #[test]
