@@ -179,7 +179,11 @@ pub async fn dereference(
         .filter(|c| machines.iter().any(|m| m.metadata.name == c.metadata.name))
         .map(|c| (c.name_any(), c))
         .collect();
-    let template = read_template_if_needed(client, caches, &oacp, &machines).await?;
+    let template = if template_needed(cluster.is_some(), &oacp, &machines) {
+        infrastructure_template(client, &caches.recent, &oacp).await?
+    } else {
+        Template::NotNeeded
+    };
 
     let aci = cache::get(&caches.acis, &ns, &name);
     let cluster_deployment_exists = cluster_deployment_exists(client, &oacp).await?;
@@ -382,22 +386,20 @@ fn read_cluster_objects(
 }
 
 /// The template matters only to make a Machine: read it only while there are fewer than
-/// wanted (CAPI reads it at creation too).
-async fn read_template_if_needed(
-    client: &Client,
-    caches: &Caches,
+/// wanted, once the Cluster names this control plane (no Machine is made before) and unless
+/// the control plane is being deleted. CAPI reads it at creation too.
+fn template_needed(
+    cluster_found: bool,
     oacp: &OpenshiftAssistedControlPlane,
     machines: &[Machine],
-) -> Result<Template, Error> {
+) -> bool {
     let live = machines
         .iter()
         .filter(|m| m.metadata.deletion_timestamp.is_none())
         .count();
-    if (live as i32) < machines::desired_replicas(oacp) {
-        infrastructure_template(client, &caches.recent, oacp).await
-    } else {
-        Ok(Template::NotNeeded)
-    }
+    cluster_found
+        && oacp.metadata.deletion_timestamp.is_none()
+        && (live as i32) < machines::desired_replicas(oacp)
 }
 
 /// `config.pullSecretRef`: whether it is there, and its `.dockerconfigjson` for the registry.
@@ -897,6 +899,38 @@ mod tests {
             }}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_template_is_read_only_while_a_machine_is_to_be_made() {
+        let oacp = |deleting: bool| {
+            let mut o: OpenshiftAssistedControlPlane = serde_json::from_value(serde_json::json!({
+                "apiVersion": "controlplane.cluster.x-k8s.io/v1alpha3",
+                "kind": "OpenshiftAssistedControlPlane",
+                "metadata": {"name": "cp", "namespace": "ns", "uid": "u-cp"},
+                "spec": {"distributionVersion": "4.17.3", "replicas": 1,
+                         "config": {"baseDomain": "example.com"},
+                         "machineTemplate": {"infrastructureRef": {
+                             "apiGroup": "infrastructure.cluster.x-k8s.io",
+                             "kind": "Metal3MachineTemplate", "name": "t"}}}
+            }))
+            .unwrap();
+            if deleting {
+                o.metadata.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        "2026-01-01T00:00:00Z".parse().unwrap(),
+                    ));
+            }
+            o
+        };
+        let one = [machine("cp-0", "c", "u-cp")];
+        assert!(
+            template_needed(true, &oacp(false), &[]),
+            "a Machine to make"
+        );
+        assert!(!template_needed(false, &oacp(false), &[]), "no Cluster yet");
+        assert!(!template_needed(true, &oacp(true), &[]), "being deleted");
+        assert!(!template_needed(true, &oacp(false), &one), "all there");
     }
 
     #[test]
