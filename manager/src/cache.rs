@@ -356,6 +356,42 @@ impl<K: Resource + Clone> Created<K> {
     }
 }
 
+/// The status this manager wrote last on each object (by key), for the reconciles that come
+/// before its watch cache shows it. Only for a status this manager alone writes: then what it
+/// wrote is the object's status, and deciding from the cache's older one would write it again
+/// (and say again what changed). Kept `ttl`.
+#[derive(Clone)]
+pub struct LastWritten<S> {
+    ttl: Duration,
+    written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (S, Instant)>>>,
+}
+
+impl<S: Clone> LastWritten<S> {
+    pub fn new(ttl: Duration) -> LastWritten<S> {
+        LastWritten {
+            ttl,
+            written: Default::default(),
+        }
+    }
+
+    /// `status` was written to the object `key` now.
+    pub fn record(&self, key: String, status: S) {
+        if let Ok(mut written) = self.written.lock() {
+            // Old entries go as new ones come: the map holds what was written lately.
+            let ttl = self.ttl;
+            written.retain(|_, (_, at)| at.elapsed() < ttl);
+            written.insert(key, (status, Instant::now()));
+        }
+    }
+
+    /// The status written to `key` less than `ttl` ago, if any.
+    pub fn get(&self, key: &str) -> Option<S> {
+        let written = self.written.lock().ok()?;
+        let (status, at) = written.get(key)?;
+        (at.elapsed() < self.ttl).then(|| status.clone())
+    }
+}
+
 fn same_object(a: &impl Resource, b: &impl Resource) -> bool {
     a.meta().name == b.meta().name && a.meta().namespace == b.meta().namespace
 }
@@ -398,6 +434,19 @@ mod tests {
         let mut other_namespace = Vec::new();
         created.add_missing("b", &mut other_namespace, |_| true);
         assert_eq!(names(&other_namespace), ["m-0"], "namespaces apart");
+    }
+
+    #[tokio::test]
+    async fn the_last_written_status_is_kept_for_its_ttl() {
+        let written = LastWritten::new(Duration::from_secs(60));
+        assert_eq!(written.get("ns/a"), None);
+        written.record("ns/a".into(), 1);
+        written.record("ns/a".into(), 2);
+        assert_eq!(written.get("ns/a"), Some(2), "the newest");
+        assert_eq!(written.get("ns/b"), None);
+        let expired = LastWritten::new(Duration::ZERO);
+        expired.record("ns/a".into(), 1);
+        assert_eq!(expired.get("ns/a"), None);
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ use super::prepare::Preparer;
 use super::release_info::{ReleaseInfoSource, TagReleaseInfo};
 use crate::api::agentclusterinstall::AgentClusterInstall;
 use crate::api::hive::{ClusterDeployment, ClusterImageSet};
+use crate::api::infraenv::InfraEnvStatus;
 use crate::service::store::Store;
 use crate::service::tls::ServingCertificate;
 use crate::service::urls::ServiceUrls;
@@ -95,6 +96,9 @@ pub struct Context {
     pub(crate) recent: manager::cache::Recent,
     /// Secrets applied lately (the install's credentials), not applied again while they hold.
     pub(crate) applied: manager::controller::Applied,
+    /// The InfraEnv statuses this core wrote lately: the status it decides from while the
+    /// InfraEnv cache lags its own write (see `infraenv::sync`).
+    pub(crate) infra_env_statuses: manager::cache::LastWritten<InfraEnvStatus>,
     /// The namespace and shard (`--watch-filter`) this core serves: its watches of
     /// ClusterDeployments, AgentClusterInstalls, InfraEnvs and Agents follow it.
     pub scope: WatchScope,
@@ -108,6 +112,9 @@ pub(crate) struct Stores {
     pub secrets: kube::runtime::reflector::Store<Secret>,
     pub image_sets: kube::runtime::reflector::Store<ClusterImageSet>,
 }
+
+/// How long a status this core wrote stands for the object's, while the watch cache lags.
+const LAST_WRITTEN_FOR: Duration = Duration::from_secs(60);
 
 /// How long a ClusterImageSet read is taken as current (Secrets: while their resourceVersion
 /// holds).
@@ -224,6 +231,7 @@ impl Context {
             stores: std::sync::OnceLock::new(),
             recent: manager::cache::Recent::new(RECENT_FOR),
             applied: manager::controller::Applied::new(REAPPLY_AFTER),
+            infra_env_statuses: manager::cache::LastWritten::new(LAST_WRITTEN_FOR),
             scope: WatchScope::default(),
         }
     }

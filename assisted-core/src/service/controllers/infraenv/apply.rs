@@ -81,5 +81,13 @@ async fn write_status(ie: &InfraEnv, ctx: &Context, status: &InfraEnvStatus) -> 
     )
     .await
     .map_err(Error::Status)?;
+    ctx.infra_env_statuses
+        .record(written_key(ie), status.clone());
     Ok(())
+}
+
+/// The key of an InfraEnv's status in `Context::infra_env_statuses` (its UID: a new InfraEnv
+/// of the same name starts afresh).
+pub(crate) fn written_key(ie: &InfraEnv) -> String {
+    ie.uid().unwrap_or_default()
 }

@@ -121,9 +121,28 @@ pub async fn reconcile(ie: Arc<InfraEnv>, ctx: Arc<Context>) -> Result<Action, E
 /// Read, decide, status, apply (`docs/architecture.md`, "How to add a controller").
 pub(crate) async fn sync(ie: &InfraEnv, ctx: &Context) -> Result<Action, Error> {
     let now = Timestamp::now();
+    // Only this core writes the status: decide from the one it wrote last while the watch
+    // cache does not show it yet (else the status went again, with a new createdTime, and
+    // ImageCreated was said twice).
+    let ie = &as_written(ie, ctx.infra_env_statuses.get(&apply::written_key(ie)));
     let read = dereference::dereference(ie, ctx).await?;
     let outcome = decide(ie, &read, &ctx.images);
     let (status, event) = status(ie, &outcome, now);
     apply::apply(ie, ctx, &outcome, &status, event.as_ref()).await?;
     Ok(plan::next_look(ie, &outcome))
+}
+
+/// The InfraEnv with the status this core wrote last, when it has one the cache lags behind.
+pub(crate) fn as_written(
+    ie: &InfraEnv,
+    written: Option<crate::api::infraenv::InfraEnvStatus>,
+) -> std::borrow::Cow<'_, InfraEnv> {
+    match written {
+        Some(status) if ie.status.as_ref() != Some(&status) => {
+            let mut newer = ie.clone();
+            newer.status = Some(status);
+            std::borrow::Cow::Owned(newer)
+        }
+        _ => std::borrow::Cow::Borrowed(ie),
+    }
 }

@@ -313,3 +313,28 @@ fn new_agents_carry_their_infraenvs_shard() {
     assert_eq!(labels["cluster.x-k8s.io/watch-filter"], "east");
     assert_eq!(labels["team"], "edge");
 }
+
+#[test]
+fn a_status_written_a_moment_ago_stands_while_the_cache_lags() {
+    let (ie, read, settings) = decide_fixture();
+    let outcome = decide(&ie, &read, &settings);
+    let first = Timestamp::from_second(1_000).unwrap();
+    let (written, event) = status(&ie, &outcome, first);
+    assert!(event.is_some(), "the image's first URL is announced");
+
+    // The next reconcile, before the watch shows the write: the cached InfraEnv has no status.
+    let later = Timestamp::from_second(1_003).unwrap();
+    let lagging = super::as_written(&ie, Some(written.clone()));
+    let (again, event) = status(&lagging, &outcome, later);
+    assert_eq!(event, None, "said once");
+    assert_eq!(
+        again, written,
+        "nothing to write: the same status, the same createdTime"
+    );
+    assert_eq!(lagging.status.as_ref(), Some(&again));
+
+    // Without the memory the core decided from the cache: a second write and event.
+    let (from_cache, event) = status(&ie, &outcome, later);
+    assert!(event.is_some());
+    assert_ne!(from_cache.created_time, written.created_time);
+}
